@@ -1,0 +1,19 @@
+// The commands other than replay: list, status, verify. Each prints to `out` and
+// returns the process exit code.
+#pragma once
+
+#include <cstdio>
+#include <memory>
+#include <vector>
+
+#include "config/options.h"
+#include "projectors/projector.h"
+
+namespace rw {
+
+int ListCommand(std::FILE* out);
+int StatusCommand(const ReplayOptions& options, std::FILE* out);
+int VerifyCommand(const ReplayOptions& options, std::vector<std::unique_ptr<Projector>> projectors,
+                  std::FILE* out);
+
+}  // namespace rw

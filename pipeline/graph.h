@@ -1,0 +1,47 @@
+// The replay graph: reader -> limiter -> decoder (parallel) -> sequencer -> broadcast ->
+// one serial branch per consumer (each projector runner, the failure recorder).
+//
+// Backpressure lives in one place: the limiter admits at most `max_in_flight` batches;
+// a batch's token is returned when its last consumer finishes it, so memory is bounded
+// by max_in_flight x batch size whatever the slowest consumer does. Each branch is a
+// queueing serial node (its own buffer), so the broadcast never drops a batch.
+//
+// Lifecycle: Run() returns when the reader is exhausted, when `stop` becomes true (the
+// reader stops; batches already admitted are finished), or when a branch fails (the
+// reader stops; the remaining in-flight batches drain without work). It returns the
+// first error. This is the only file that includes TBB's flow graph.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "stages/batch.h"
+#include "stages/decoder.h"
+#include "stages/progress.h"
+#include "stages/reader.h"
+
+namespace rw {
+
+struct Branch {
+  std::string name;
+  std::function<Status(const Batch&)> consume;
+  bool reports_position = true;  // shown as a projector in the progress line
+};
+
+struct GraphOptions {
+  // Batches admitted at once. Two per core keeps every stage busy; more only costs memory.
+  size_t max_in_flight = 6;
+};
+
+struct GraphResult {
+  Status status;
+  int64_t peak_in_flight = 0;  // most batches admitted and not yet finished, at once
+};
+
+GraphResult RunGraph(Reader& reader, const Decoder& decoder, std::vector<Branch>& branches,
+                     Progress& progress, const GraphOptions& options,
+                     const std::atomic<bool>& stop);
+
+}  // namespace rw

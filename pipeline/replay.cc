@@ -1,0 +1,404 @@
+#include "pipeline/replay.h"
+
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <thread>
+
+#include "pipeline/graph.h"
+#include "stages/decoder.h"
+#include "stages/failure_recorder.h"
+#include "stages/progress.h"
+#include "stages/projector_runner.h"
+#include "stages/reader.h"
+
+namespace rw {
+namespace {
+
+std::string NewRunId() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
+  return fmt::format("{}-{}", buf, getpid());
+}
+
+Result<bool> TableExists(Connection& c, const std::string& table) {
+  Result<std::optional<std::string>> v = c.QueryValue(fmt::format(
+      "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND "
+      "TABLE_NAME = {}",
+      c.Quote(table)));
+  if (!v.ok()) return v.status();
+  return *v && **v != "0";
+}
+
+std::string CreateTableSql(const TableSpec& spec, const std::string& name) {
+  std::string sql = fmt::format("CREATE TABLE {} (", QuoteIdentifier(name));
+  for (const Column& col : spec.columns) {
+    sql += fmt::format("{} {}, ", QuoteIdentifier(col.name), col.sql_type);
+  }
+  sql += spec.key_definition + ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin";
+  return sql;
+}
+
+// Takes the per-read-model named locks on `c`; they are held until `c` closes.
+Status LockReadModels(Connection& c, const std::vector<std::unique_ptr<Projector>>& projectors) {
+  for (const auto& p : projectors) {
+    const std::string name = fmt::format("rewind:{}.{}", c.options().database, p->table().name)
+                                 .substr(0, 64);
+    Result<std::optional<std::string>> got =
+        c.QueryValue(fmt::format("SELECT GET_LOCK({}, 0)", c.Quote(name)));
+    if (!got.ok()) return got.status();
+    if (!*got || **got != "1") {
+      Result<std::optional<std::string>> holder =
+          c.QueryValue(fmt::format("SELECT IS_USED_LOCK({})", c.Quote(name)));
+      return Status::Error(
+          Status::Code::kBusy,
+          fmt::format("another rewind (connection {}) is already rebuilding {}; wait for it "
+                      "to finish or stop it",
+                      holder.ok() && *holder ? **holder : std::string("?"), p->table().name));
+    }
+  }
+  return Status::Ok();
+}
+
+struct Prepared {
+  int64_t resume_after = 0;
+};
+
+// Creates (or, resuming, finds) the shadow table and the checkpoint row of a projector.
+Result<Prepared> PrepareProjector(Connection& c, const Projector& p, const ReplayOptions& o,
+                                  const std::string& run_id, int64_t head_id,
+                                  std::string* resumed_run_id, std::FILE* log) {
+  const std::string shadow = ShadowTable(p.table().name);
+  const std::string name = c.Quote(p.name());
+  if (o.resume) {
+    Result<Rows> cp = c.Query(fmt::format(
+        "SELECT last_event_id, run_id FROM {} WHERE projector = {} AND status = 'building' "
+        "AND building_table = {}",
+        kCheckpointTable, name, c.Quote(shadow)));
+    if (!cp.ok()) return cp.status();
+    Result<bool> exists = TableExists(c, shadow);
+    if (!exists.ok()) return exists.status();
+    if (!cp->rows.empty() && *exists) {
+      const int64_t after = std::stoll(cp->rows[0][0].value_or("0"));
+      if (!p.order_dependent()) {
+        *resumed_run_id = cp->rows[0][1].value_or(run_id);
+        if (Status s = c.Execute(fmt::format("UPDATE {} SET head_event_id = {}, updated_at = "
+                                             "NOW(6) WHERE projector = {}",
+                                             kCheckpointTable, head_id, name));
+            !s.ok())
+          return s;
+        fmt::print(log, "rewind: {} resumes after event {}\n", p.name(), after);
+        return Prepared{after};
+      }
+      // Its per-visitor state lives only in memory, so a partial table cannot be
+      // continued exactly: rebuild this one read model from the first event.
+      fmt::print(log, "rewind: {} is order-dependent and restarts from the first event\n",
+                 p.name());
+    } else {
+      fmt::print(log, "rewind: {} has no interrupted rebuild to resume; starting it afresh\n",
+                 p.name());
+    }
+  }
+  if (Status s = c.Execute("DROP TABLE IF EXISTS " + QuoteIdentifier(shadow)); !s.ok()) return s;
+  if (Status s = c.Execute(CreateTableSql(p.table(), shadow)); !s.ok()) return s;
+  if (Status s = c.Execute(fmt::format(
+          "REPLACE INTO {} (projector, live_table, building_table, status, run_id, "
+          "last_event_id, head_event_id, events_applied, rows_written, started_at, updated_at) "
+          "VALUES ({}, {}, {}, 'building', {}, 0, {}, 0, 0, NOW(6), NOW(6))",
+          kCheckpointTable, name, c.Quote(p.table().name), c.Quote(shadow), c.Quote(run_id),
+          head_id));
+      !s.ok())
+    return s;
+  return Prepared{0};
+}
+
+// Swaps every shadow table in with one atomic RENAME TABLE.
+Status SwapIn(Connection& c, const std::vector<std::string>& live_tables) {
+  std::vector<std::string> renames, olds;
+  for (const std::string& live : live_tables) {
+    const std::string old = live + "__rewind_old";
+    Result<bool> exists = TableExists(c, live);
+    if (!exists.ok()) return exists.status();
+    if (Status s = c.Execute("DROP TABLE IF EXISTS " + QuoteIdentifier(old)); !s.ok()) return s;
+    if (*exists) {
+      renames.push_back(fmt::format("{} TO {}", QuoteIdentifier(live), QuoteIdentifier(old)));
+      olds.push_back(old);
+    }
+    renames.push_back(
+        fmt::format("{} TO {}", QuoteIdentifier(ShadowTable(live)), QuoteIdentifier(live)));
+  }
+  std::string sql = "RENAME TABLE ";
+  for (size_t i = 0; i < renames.size(); ++i) sql += (i ? ", " : "") + renames[i];
+  if (Status s = c.Execute(sql); !s.ok()) return s.With("swapping the rebuilt tables in");
+  for (const std::string& old : olds) {
+    if (Status s = c.Execute("DROP TABLE IF EXISTS " + QuoteIdentifier(old)); !s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string ShadowTable(const std::string& live) { return live + "__rewind_new"; }
+
+Status EnsureBookkeepingTables(Connection& c) {
+  if (Status s = c.Execute(fmt::format(
+          "CREATE TABLE IF NOT EXISTS {} ("
+          "projector VARCHAR(64) NOT NULL PRIMARY KEY, "
+          "live_table VARCHAR(64) NOT NULL, "
+          "building_table VARCHAR(64) NULL, "
+          "status VARCHAR(16) NOT NULL, "
+          "run_id VARCHAR(64) NOT NULL, "
+          "last_event_id BIGINT NOT NULL DEFAULT 0, "
+          "head_event_id BIGINT NOT NULL DEFAULT 0, "
+          "events_applied BIGINT UNSIGNED NOT NULL DEFAULT 0, "
+          "rows_written BIGINT UNSIGNED NOT NULL DEFAULT 0, "
+          "started_at DATETIME(6) NULL, updated_at DATETIME(6) NULL, "
+          "finished_at DATETIME(6) NULL, seconds DOUBLE NULL, events_per_second DOUBLE NULL"
+          ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
+          kCheckpointTable));
+      !s.ok())
+    return s;
+  return c.Execute(fmt::format(
+      "CREATE TABLE IF NOT EXISTS {} ("
+      "id BIGINT AUTO_INCREMENT PRIMARY KEY, run_id VARCHAR(64) NOT NULL, "
+      "event_id BIGINT NOT NULL, stage VARCHAR(64) NOT NULL, reason TEXT NOT NULL, "
+      "recorded_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), "
+      "KEY (run_id), KEY (event_id)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
+      kFailureTable));
+}
+
+Result<std::vector<std::unique_ptr<Projector>>> SelectProjectors(const ReplayOptions& o) {
+  std::vector<std::unique_ptr<Projector>> out;
+  if (o.all && !o.projectors.empty()) {
+    return Status::InvalidInput("give either --all or read model names, not both");
+  }
+  if (!o.all && o.projectors.empty()) {
+    return Status::InvalidInput("which read models? give --all or names (see `rewind list`)");
+  }
+  for (const ProjectorInfo& info : AllProjectors()) {
+    if (o.all || std::find(o.projectors.begin(), o.projectors.end(), info.name) !=
+                     o.projectors.end()) {
+      out.push_back(info.make());
+    }
+  }
+  for (const std::string& name : o.projectors) {
+    const auto& all = AllProjectors();
+    if (std::none_of(all.begin(), all.end(), [&](const auto& i) { return i.name == name; })) {
+      std::string known;
+      for (const auto& i : all) known += (known.empty() ? "" : ", ") + i.name;
+      return Status::NotFound(fmt::format("unknown read model '{}'; known: {}", name, known));
+    }
+  }
+  return out;
+}
+
+ReplaySummary Replay(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>> projectors,
+                     const std::atomic<bool>& stop) {
+  const auto started = std::chrono::steady_clock::now();
+  std::FILE* log = stderr;
+  ReplaySummary sum;
+  sum.run_id = NewRunId();
+  auto fail = [&](Status s) {
+    sum.status = std::move(s);
+    sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    return sum;
+  };
+  if (o.connection.database.empty()) {
+    return fail(Status::InvalidInput("no database given: pass --database NAME or set REWIND_DATABASE"));
+  }
+  if (projectors.empty()) return fail(Status::InvalidInput("no read model selected"));
+
+  Result<std::unique_ptr<Connection>> admin = Connection::Open(o.connection);
+  if (!admin.ok()) return fail(admin.status());
+  Connection& c = **admin;
+  if (Status s = CheckEventTable(c, o.events); !s.ok()) return fail(s);
+  if (Status s = EnsureBookkeepingTables(c); !s.ok()) return fail(s);
+  if (Status s = LockReadModels(c, projectors); !s.ok()) return fail(s);
+
+  Result<std::optional<std::string>> head = c.QueryValue(
+      fmt::format("SELECT COALESCE(MAX({}), 0) FROM {}", QuoteIdentifier(o.events.id_column),
+                  QuoteIdentifier(o.events.table)));
+  if (!head.ok()) return fail(head.status());
+  sum.head_id = std::stoll(head->value_or("0"));
+
+  // Prepare every projector, then open its own connection.
+  std::vector<std::unique_ptr<ProjectorRunner>> runners;
+  int64_t start_after = sum.head_id;
+  std::string resumed_run_id;
+  for (auto& p : projectors) {
+    Result<Prepared> prep = PrepareProjector(c, *p, o, sum.run_id, sum.head_id, &resumed_run_id, log);
+    if (!prep.ok()) return fail(prep.status().With(fmt::format("preparing {}", p->name())));
+    start_after = std::min(start_after, prep->resume_after);
+    Result<std::unique_ptr<Connection>> conn = Connection::Open(o.connection);
+    if (!conn.ok()) return fail(conn.status());
+    RunnerOptions ro;
+    ro.target_table = ShadowTable(p->table().name);
+    ro.checkpoint_table = kCheckpointTable;
+    ro.resume_after_id = prep->resume_after;
+    ro.flush_every_events = o.flush_every_events;
+    ro.flush_max_rows = o.flush_max_rows;
+    sum.projectors.push_back(ProjectorSummary{std::string(p->name()), p->table().name,
+                                              prep->resume_after});
+    Result<std::unique_ptr<ProjectorRunner>> r =
+        ProjectorRunner::Make(std::move(p), std::move(*conn), ro);
+    if (!r.ok()) return fail(r.status());
+    runners.push_back(std::move(*r));
+  }
+  if (!resumed_run_id.empty()) {
+    sum.run_id = resumed_run_id;  // one run, continued: its failures stay together
+    (void)c.Execute(fmt::format("DELETE FROM {} WHERE run_id = {} AND event_id > {}",
+                                kFailureTable, c.Quote(sum.run_id), start_after));
+  }
+
+  Result<std::unique_ptr<Connection>> reader_conn = Connection::Open(o.connection);
+  if (!reader_conn.ok()) return fail(reader_conn.status());
+  Result<std::unique_ptr<Reader>> reader = Reader::Make(
+      std::move(*reader_conn), ReaderOptions{o.events, o.batch_size, start_after, sum.head_id});
+  if (!reader.ok()) return fail(reader.status());
+  Result<std::unique_ptr<Connection>> recorder_conn = Connection::Open(o.connection);
+  if (!recorder_conn.ok()) return fail(recorder_conn.status());
+  FailureRecorder recorder(std::move(*recorder_conn), kFailureTable, sum.run_id,
+                           o.stop_on_failure);
+
+  uint32_t fields = 0;
+  std::vector<std::string> names;
+  for (const auto& r : runners) {
+    fields |= r->projector().fields();
+    names.emplace_back(r->projector().name());
+  }
+  const Decoder decoder(fields);
+  Progress progress(o.progress, start_after, sum.head_id, names);
+
+  std::vector<Branch> branches;
+  for (auto& r : runners) {
+    ProjectorRunner* runner = r.get();
+    branches.push_back(Branch{names[branches.size()],
+                              [runner](const Batch& b) { return runner->Consume(b); }, true});
+  }
+  branches.push_back(Branch{"failure recorder",
+                            [&](const Batch& b) {
+                              sum.events_read += b.rows_read;
+                              sum.skipped += b.skipped;
+                              return recorder.Consume(b);
+                            },
+                            false});
+
+  progress.Start();
+  GraphResult graph =
+      RunGraph(**reader, decoder, branches, progress, GraphOptions{o.max_in_flight}, stop);
+  sum.peak_in_flight = graph.peak_in_flight;
+  sum.failures = recorder.failures();
+
+  Status status = graph.status;
+  if (status.ok()) {
+    // Final flushes, in parallel: each projector on its own connection.
+    std::vector<Status> results(runners.size());
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < runners.size(); ++i) {
+      threads.emplace_back([&, i] { results[i] = runners[i]->Flush(); });
+    }
+    for (auto& t : threads) t.join();
+    for (const Status& s : results) {
+      if (!s.ok() && status.ok()) status = s;
+    }
+  }
+  progress.Stop();
+  for (size_t i = 0; i < runners.size(); ++i) {
+    const RunnerStats& st = runners[i]->stats();
+    ProjectorSummary& ps = sum.projectors[i];
+    ps.events_applied = st.events_applied;
+    ps.rows_written = st.rows_written;
+    ps.flushes = st.flushes;
+    ps.retries = st.retries;
+    ps.apply_seconds = st.apply_seconds;
+    ps.flush_seconds = st.flush_seconds;
+  }
+  if (!status.ok()) return fail(status);
+  if (stop.load()) {
+    sum.interrupted = true;
+    return fail(Status::Error(Status::Code::kCancelled, "stopped before the swap"));
+  }
+
+  std::vector<std::string> live_tables;
+  for (const auto& r : runners) live_tables.push_back(r->projector().table().name);
+  if (Status s = SwapIn(c, live_tables); !s.ok()) return fail(s);
+  sum.swapped = true;
+  sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  for (const ProjectorSummary& ps : sum.projectors) {
+    (void)c.Execute(fmt::format(
+        "UPDATE {} SET status = 'live', building_table = NULL, finished_at = NOW(6), "
+        "seconds = {}, events_per_second = {} WHERE projector = {}",
+        kCheckpointTable, sum.seconds,
+        sum.seconds > 0 ? static_cast<double>(sum.events_read) / sum.seconds : 0,
+        c.Quote(ps.name)));
+  }
+  return sum;
+}
+
+int ReplaySummary::ExitCode() const {
+  if (!status.ok()) return 1;
+  return failures > 0 ? 3 : 0;
+}
+
+std::string ReplaySummary::Text() const {
+  std::string out = fmt::format("{:<26} {:>12} {:>12} {:>8} {:>9} {:>9}\n", "read model",
+                                "events", "rows", "flushes", "apply s", "write s");
+  for (const ProjectorSummary& p : projectors) {
+    out += fmt::format("{:<26} {:>12} {:>12} {:>8} {:>9.2f} {:>9.2f}{}\n", p.name,
+                       WithThousands(p.events_applied), WithThousands(p.rows_written), p.flushes,
+                       p.apply_seconds, p.flush_seconds,
+                       p.resumed_after ? fmt::format("  (resumed after id {})", p.resumed_after)
+                                       : std::string());
+  }
+  const double rate = seconds > 0 ? static_cast<double>(events_read) / seconds : 0;
+  out += fmt::format(
+      "{} {} read model(s) from {} events in {:.2f} s ({} events/s); {} skipped (other "
+      "event types), {} failed{}\n",
+      swapped ? "rebuilt and swapped in" : "NOT swapped in:", projectors.size(),
+      WithThousands(events_read), seconds, WithThousands(static_cast<uint64_t>(rate)),
+      WithThousands(skipped), WithThousands(failures),
+      failures ? fmt::format(" (see: SELECT * FROM {} WHERE run_id = '{}')", kFailureTable, run_id)
+               : std::string());
+  return out;
+}
+
+std::string ReplaySummary::Json() const {
+  auto esc = [](const std::string& s) {
+    std::string o;
+    for (char ch : s) {
+      if (ch == '"' || ch == '\\') o += '\\';
+      if (static_cast<unsigned char>(ch) < 0x20) {
+        o += fmt::format("\\u{:04x}", ch);
+        continue;
+      }
+      o += ch;
+    }
+    return o;
+  };
+  std::string out = fmt::format(
+      "{{\"run_id\": \"{}\", \"ok\": {}, \"swapped\": {}, \"interrupted\": {}, \"error\": \"{}\", "
+      "\"head_id\": {}, \"events_read\": {}, \"skipped\": {}, \"failures\": {}, "
+      "\"seconds\": {:.3f}, \"events_per_second\": {:.0f}, \"peak_batches_in_flight\": {}, "
+      "\"projectors\": [",
+      esc(run_id), status.ok(), swapped, interrupted, esc(status.message()), head_id, events_read,
+      skipped, failures, seconds, seconds > 0 ? static_cast<double>(events_read) / seconds : 0,
+      peak_in_flight);
+  for (size_t i = 0; i < projectors.size(); ++i) {
+    const ProjectorSummary& p = projectors[i];
+    out += fmt::format(
+        "{}{{\"name\": \"{}\", \"table\": \"{}\", \"resumed_after\": {}, \"events_applied\": {}, "
+        "\"rows_written\": {}, \"flushes\": {}, \"retries\": {}, \"apply_seconds\": {:.3f}, "
+        "\"flush_seconds\": {:.3f}}}",
+        i ? ", " : "", esc(p.name), esc(p.table), p.resumed_after, p.events_applied,
+        p.rows_written, p.flushes, p.retries, p.apply_seconds, p.flush_seconds);
+  }
+  return out + "]}\n";
+}
+
+}  // namespace rw

@@ -1,0 +1,144 @@
+// Building blocks for counting read models: a count per time bucket, and a count per
+// (url, day bucket). The per-read-model files supply only the name, the table and the
+// bucket function.
+//
+// Thread safety: none (see projector.h).
+#pragma once
+
+#include <algorithm>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "projectors/projector.h"
+
+namespace rw {
+
+enum class BucketType { kDate, kDateTime };
+
+// Counts events per time bucket. `Bucket` maps a CivilTime to an int64 key: days since
+// 1970-01-01 for kDate, epoch seconds for kDateTime.
+template <typename Bucket>
+class TimeBucketCounter final : public Projector {
+ public:
+  TimeBucketCounter(std::string name, std::string column, BucketType type)
+      : name_(std::move(name)), type_(type) {
+    const char* sql_type = type == BucketType::kDate ? "DATE NOT NULL" : "DATETIME NOT NULL";
+    table_ = TableSpec{name_,
+                       {{column, sql_type}, {"count", "BIGINT UNSIGNED NOT NULL"}},
+                       "PRIMARY KEY (`" + column + "`)"};
+  }
+
+  std::string_view name() const override { return name_; }
+  const TableSpec& table() const override { return table_; }
+  uint32_t fields() const override { return kFieldVisitedAt; }
+
+  void Apply(std::span<const PageVisit> visits) override {
+    for (const PageVisit& v : visits) ++counts_[Bucket{}(v.visited_at)];
+  }
+  size_t pending_rows() const override { return counts_.size(); }
+  void Flush(RowSink& sink) override {
+    std::vector<std::pair<int64_t, int64_t>> rows(counts_.begin(), counts_.end());
+    std::sort(rows.begin(), rows.end());  // key order: cheapest for a clustered index
+    for (const auto& [key, count] : rows) {
+      if (type_ == BucketType::kDate) {
+        sink.Date(static_cast<int32_t>(key));
+      } else {
+        sink.DateTime(key);
+      }
+      sink.Int(count);
+      sink.EndRow();
+    }
+    counts_.clear();
+  }
+  void DiscardPending() override { counts_.clear(); }
+
+ private:
+  const std::string name_;
+  const BucketType type_;
+  TableSpec table_;
+  std::unordered_map<int64_t, int64_t> counts_;
+};
+
+// Counts events per (url, day bucket). URLs are compared and stored byte for byte.
+template <typename DayBucket>
+class UrlDayCounter final : public Projector {
+ public:
+  explicit UrlDayCounter(std::string name) : name_(std::move(name)) {
+    // The natural key (uri, date) is unique; URLs can be thousands of bytes, beyond an
+    // InnoDB key prefix, so the key is MariaDB's hash-based long unique key.
+    table_ = TableSpec{name_,
+                       {{"uri", "TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL"},
+                        {"date", "DATE NOT NULL"},
+                        {"count", "BIGINT UNSIGNED NOT NULL"}},
+                       "UNIQUE KEY `uri_date` (`uri`, `date`) USING HASH"};
+  }
+
+  std::string_view name() const override { return name_; }
+  const TableSpec& table() const override { return table_; }
+  uint32_t fields() const override { return kFieldVisitedAt | kFieldUrl; }
+
+  void Apply(std::span<const PageVisit> visits) override {
+    for (const PageVisit& v : visits) {
+      const int32_t day = DayBucket{}(v.visited_at);
+      auto it = counts_.find(KeyView{v.url, day});
+      if (it == counts_.end()) {
+        counts_.emplace(Key{std::string(v.url), day}, 1);
+      } else {
+        ++it->second;
+      }
+    }
+  }
+  size_t pending_rows() const override { return counts_.size(); }
+  void Flush(RowSink& sink) override {
+    std::vector<const std::pair<const Key, int64_t>*> rows;
+    rows.reserve(counts_.size());
+    for (const auto& entry : counts_) rows.push_back(&entry);
+    std::sort(rows.begin(), rows.end(), [](const auto* a, const auto* b) {
+      return a->first.day != b->first.day ? a->first.day < b->first.day
+                                          : a->first.url < b->first.url;
+    });
+    for (const auto* row : rows) {
+      sink.Text(row->first.url);
+      sink.Date(row->first.day);
+      sink.Int(row->second);
+      sink.EndRow();
+    }
+    counts_.clear();
+  }
+  void DiscardPending() override { counts_.clear(); }
+
+ private:
+  struct Key {
+    std::string url;
+    int32_t day;
+  };
+  struct KeyView {
+    std::string_view url;
+    int32_t day;
+  };
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(const KeyView& k) const {
+      return std::hash<std::string_view>{}(k.url) ^ (static_cast<size_t>(k.day) * 0x9E3779B97F4A7C15ull);
+    }
+    size_t operator()(const Key& k) const { return (*this)(KeyView{k.url, k.day}); }
+  };
+  struct Equal {
+    using is_transparent = void;
+    static KeyView View(const Key& k) { return {k.url, k.day}; }
+    static KeyView View(const KeyView& k) { return k; }
+    template <typename A, typename B>
+    bool operator()(const A& a, const B& b) const {
+      const KeyView x = View(a), y = View(b);
+      return x.day == y.day && x.url == y.url;
+    }
+  };
+
+  const std::string name_;
+  TableSpec table_;
+  std::unordered_map<Key, int64_t, Hash, Equal> counts_;
+};
+
+}  // namespace rw

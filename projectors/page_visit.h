@@ -1,0 +1,32 @@
+// The decoded form of a `PageVisited` event, as projectors see it.
+//
+// A PageVisit is a view: its strings point into the storage of the batch that carries
+// it, so it is valid exactly as long as that batch. Immutable once decoded; safe to read
+// from any number of threads.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "projectors/civil_time.h"
+
+namespace rw {
+
+// The payload fields a projector can ask for. The decoder reads only the union of what
+// the selected projectors ask for; `visitedAt` is always read.
+enum Field : uint32_t {
+  kFieldVisitedAt = 1u << 0,
+  kFieldUrl = 1u << 1,
+  kFieldIp = 1u << 2,
+  kFieldUserAgent = 1u << 3,
+};
+
+struct PageVisit {
+  int64_t id = 0;            // the event's id in the event table
+  CivilTime visited_at{};    // wall-clock time as written, offset ignored
+  std::string_view url;      // empty unless kFieldUrl was requested
+  std::string_view ip;       // empty unless kFieldIp was requested
+  std::string_view user_agent;  // empty unless kFieldUserAgent was requested
+};
+
+}  // namespace rw

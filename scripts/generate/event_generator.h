@@ -1,0 +1,58 @@
+// EventGenerator: sample `stored_events` rows for the demo, the tests and the benchmark.
+//
+// Every event is built from a line of a real Apache access log (ip, user agent, path,
+// the raw line), spread evenly over `span_days` with some jitter (so visitedAt is not
+// monotonic in id order, as in real backfilled stores). The oldest `escaped_fraction`
+// of events are encoded the old way (`\/` and `\uXXXX` escapes), the rest with literal
+// UTF-8. Optional extras: odd URLs (quotes, backslashes, emoji, accents, 2,000 bytes),
+// other event classes, and bad payloads of every kind the decoder must reject.
+//
+// Deterministic for a given seed. Thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "projectors/status.h"
+#include "stages/connection.h"
+
+namespace rw {
+
+struct AccessLogLine {
+  std::string ip, path, user_agent, raw;
+};
+
+struct GeneratorOptions {
+  uint64_t events = 1'000'000;
+  uint64_t seed = 42;
+  uint64_t first_index = 0;        // index of the first event (to append more later)
+  int32_t start_day = 18993;       // 2022-01-01, days since 1970-01-01
+  int32_t span_days = 730;         // the events cover this many days
+  uint64_t total_for_spread = 0;   // spread times as if there were this many (0: events)
+  double escaped_fraction = 0.4;   // oldest share encoded with \/ and \uXXXX
+  uint64_t other_class_every = 50; // every Nth event is of another class (0: none)
+  uint64_t odd_url_every = 997;    // every Nth event gets an odd URL (0: none)
+  uint64_t bad_every = 0;          // every Nth event has a bad payload (0: none)
+};
+
+// Parses a combined-format access log. Lines that do not parse are skipped.
+Result<std::vector<AccessLogLine>> ReadAccessLog(const std::string& path);
+
+// Writes the events as LOAD DATA rows: uuid, eventClass, payload (\N for NULL), createdAt.
+void WriteEventRows(const GeneratorOptions& options, const std::vector<AccessLogLine>& log,
+                    std::ostream& out);
+
+// The default event table (the blog's schema).
+std::string EventTableDdl(const std::string& table);
+
+// Creates the table if missing and appends the events (LOAD DATA LOCAL INFILE).
+Status LoadEvents(Connection& connection, const std::string& table,
+                  const GeneratorOptions& options, const std::vector<AccessLogLine>& log);
+
+// The access log shipped in shared/: $REWIND_ACCESS_LOG, else found by walking up from
+// the current directory and from `hint` to `shared/data/apache-combined/access.log`.
+std::string FindAccessLog(const std::string& hint = "");
+
+}  // namespace rw

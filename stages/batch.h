@@ -1,0 +1,96 @@
+// Batch: a contiguous range of events, the unit that flows through the pipeline.
+//
+// The reader fills the raw part (ids and payload bytes); the decoder fills the decoded
+// part (visits, failures); from then on the batch is immutable and shared as
+// std::shared_ptr<const Batch> by every projector. The batch owns every byte its
+// PageVisits point into, so a visit is valid exactly as long as its batch.
+//
+// Thread safety: filled by one thread at a time (reader, then one decoder task); after
+// that only `consumers_left` changes, atomically.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "projectors/page_visit.h"
+
+namespace rw {
+
+// Why one event could not be applied.
+struct Failure {
+  int64_t event_id;
+  std::string stage;   // "decoder" or a projector name
+  std::string reason;  // readable, names the field and what was wrong
+};
+
+// Append-only storage for strings that must outlive a parse (unescaped JSON strings).
+// Pointers handed out stay valid until the arena is destroyed.
+class StringArena {
+ public:
+  std::string_view Copy(std::string_view s) {
+    if (s.size() > kBlockSize / 4) {
+      large_.emplace_back(new char[s.size()]);
+      std::memcpy(large_.back().get(), s.data(), s.size());
+      return {large_.back().get(), s.size()};
+    }
+    if (blocks_.empty() || used_ + s.size() > kBlockSize) {
+      blocks_.emplace_back(new char[kBlockSize]);
+      used_ = 0;
+    }
+    char* p = blocks_.back().get() + used_;
+    std::memcpy(p, s.data(), s.size());
+    used_ += s.size();
+    return {p, s.size()};
+  }
+
+ private:
+  static constexpr size_t kBlockSize = 64 * 1024;
+  std::vector<std::unique_ptr<char[]>> blocks_;
+  std::vector<std::unique_ptr<char[]>> large_;
+  size_t used_ = 0;
+};
+
+struct RawEvent {
+  int64_t id;
+  uint32_t offset;  // into Batch::payloads
+  uint32_t length;
+};
+
+struct Batch {
+  Batch() { live_batches().fetch_add(1, std::memory_order_relaxed); }
+  ~Batch() { live_batches().fetch_sub(1, std::memory_order_relaxed); }
+  Batch(const Batch&) = delete;
+  Batch& operator=(const Batch&) = delete;
+  // Batches alive in this process: what bounds memory, observable by tests.
+  static std::atomic<int64_t>& live_batches() {
+    static std::atomic<int64_t> n{0};
+    return n;
+  }
+
+  uint64_t sequence = 0;   // dense 0,1,2,... in read order (what the sequencer orders by)
+  int64_t after_id = 0;    // the batch covers ids in (after_id, last_id]
+  int64_t last_id = 0;
+  uint64_t rows_read = 0;  // every event in the range, skipped ones included
+  uint64_t skipped = 0;    // events of types no selected projector handles
+
+  // Raw payloads, back to back, followed by simdjson's padding.
+  std::string payloads;
+  std::vector<RawEvent> raw;
+
+  // Decoded.
+  std::vector<PageVisit> visits;
+  std::vector<Failure> failures;
+  StringArena strings;
+
+  // Projectors that still have to finish this batch; the last one releases its token.
+  mutable std::atomic<int> consumers_left{0};
+};
+
+using BatchPtr = std::shared_ptr<const Batch>;
+
+}  // namespace rw

@@ -1,0 +1,179 @@
+#include "stages/connection.h"
+
+#include <errmsg.h>
+#include <fmt/core.h>
+#include <mysql.h>
+#include <mysqld_error.h>
+
+#include <mutex>
+
+namespace rw {
+namespace {
+
+void InitLibraryOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] { mysql_library_init(0, nullptr, nullptr); });
+}
+
+Status::Code Classify(unsigned err) {
+  switch (err) {
+    case CR_SERVER_GONE_ERROR:
+    case CR_SERVER_LOST:
+    case CR_CONNECTION_ERROR:
+    case CR_CONN_HOST_ERROR:
+    case CR_UNKNOWN_HOST:
+    case ER_CONNECTION_KILLED:
+    case ER_SERVER_SHUTDOWN:
+    case 4031:  // ER_CLIENT_INTERACTION_TIMEOUT: the server closed an idle connection
+      return Status::Code::kConnection;
+    case ER_LOCK_DEADLOCK:
+    case ER_LOCK_WAIT_TIMEOUT:
+      return Status::Code::kRetryable;
+    case ER_NO_SUCH_TABLE:
+    case ER_BAD_FIELD_ERROR:
+    case ER_BAD_DB_ERROR:
+      return Status::Code::kNotFound;
+    default:
+      return Status::Code::kDatabase;
+  }
+}
+
+}  // namespace
+
+std::string ConnectionOptions::Describe() const {
+  std::string where = !socket.empty() ? socket
+                      : host.empty()  ? std::string("localhost")
+                                      : fmt::format("{}:{}", host, port ? port : 3306);
+  return fmt::format("{}@{}/{}", user.empty() ? "(default user)" : user, where, database);
+}
+
+Result<std::unique_ptr<Connection>> Connection::Open(const ConnectionOptions& options) {
+  std::unique_ptr<Connection> c(new Connection(options));
+  if (Status s = c->Connect(); !s.ok()) return s;
+  return c;
+}
+
+Connection::~Connection() {
+  if (mysql_ != nullptr) mysql_close(mysql_);
+}
+
+Status Connection::Connect() {
+  InitLibraryOnce();
+  if (mysql_ != nullptr) mysql_close(mysql_);
+  mysql_ = mysql_init(nullptr);
+  if (mysql_ == nullptr) return Status::Internal("out of memory creating a MariaDB handle");
+  const unsigned connect_timeout = options_.connect_timeout_seconds;
+  const unsigned rw_timeout = options_.read_timeout_seconds;
+  mysql_optionsv(mysql_, MYSQL_OPT_CONNECT_TIMEOUT, &connect_timeout);
+  mysql_optionsv(mysql_, MYSQL_OPT_READ_TIMEOUT, &rw_timeout);
+  mysql_optionsv(mysql_, MYSQL_OPT_WRITE_TIMEOUT, &rw_timeout);
+  mysql_optionsv(mysql_, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+  const bool local_infile = true;
+  mysql_optionsv(mysql_, MYSQL_OPT_LOCAL_INFILE, &local_infile);
+  const char* host = options_.socket.empty() && !options_.host.empty() ? options_.host.c_str()
+                                                                        : nullptr;
+  const char* socket = options_.socket.empty() ? nullptr : options_.socket.c_str();
+  if (mysql_real_connect(mysql_, host, options_.user.empty() ? nullptr : options_.user.c_str(),
+                         options_.password.empty() ? nullptr : options_.password.c_str(),
+                         options_.database.empty() ? nullptr : options_.database.c_str(),
+                         options_.port, socket, 0) == nullptr) {
+    return LastError(fmt::format("cannot connect to MariaDB as {}", options_.Describe()));
+  }
+  return Status::Ok();
+}
+
+Status Connection::Reconnect() { return Connect(); }
+
+Status Connection::LastError(std::string_view what) {
+  const unsigned err = mysql_errno(mysql_);
+  return Status::Error(Classify(err), fmt::format("{}: {} (error {})", what, mysql_error(mysql_), err));
+}
+
+Status Connection::Execute(std::string_view sql) {
+  if (mysql_real_query(mysql_, sql.data(), sql.size()) != 0) {
+    return LastError(fmt::format("query failed [{}]", sql.substr(0, 160)));
+  }
+  // Drain any result so that the connection is ready for the next statement.
+  if (MYSQL_RES* res = mysql_store_result(mysql_)) mysql_free_result(res);
+  return Status::Ok();
+}
+
+Result<Rows> Connection::Query(std::string_view sql) {
+  if (mysql_real_query(mysql_, sql.data(), sql.size()) != 0) {
+    return LastError(fmt::format("query failed [{}]", sql.substr(0, 160)));
+  }
+  MYSQL_RES* res = mysql_store_result(mysql_);
+  Rows out;
+  if (res == nullptr) {
+    if (mysql_field_count(mysql_) != 0) return LastError("reading result");
+    return out;
+  }
+  const unsigned n = mysql_num_fields(res);
+  MYSQL_FIELD* fields = mysql_fetch_fields(res);
+  for (unsigned i = 0; i < n; ++i) out.columns.emplace_back(fields[i].name);
+  while (MYSQL_ROW row = mysql_fetch_row(res)) {
+    unsigned long* len = mysql_fetch_lengths(res);
+    auto& r = out.rows.emplace_back();
+    for (unsigned i = 0; i < n; ++i) {
+      if (row[i] == nullptr) {
+        r.emplace_back(std::nullopt);
+      } else {
+        r.emplace_back(std::string(row[i], len[i]));
+      }
+    }
+  }
+  mysql_free_result(res);
+  return out;
+}
+
+Result<std::optional<std::string>> Connection::QueryValue(std::string_view sql) {
+  Result<Rows> r = Query(sql);
+  if (!r.ok()) return r.status();
+  if (r->rows.empty() || r->rows[0].empty()) return std::optional<std::string>();
+  return r->rows[0][0];
+}
+
+Status Connection::Stream(std::string_view sql,
+                          const std::function<void(char**, unsigned long*)>& on_row) {
+  if (mysql_real_query(mysql_, sql.data(), sql.size()) != 0) {
+    return LastError(fmt::format("query failed [{}]", sql.substr(0, 160)));
+  }
+  MYSQL_RES* res = mysql_use_result(mysql_);
+  if (res == nullptr) return LastError("starting to read result");
+  while (MYSQL_ROW row = mysql_fetch_row(res)) on_row(row, mysql_fetch_lengths(res));
+  const unsigned err = mysql_errno(mysql_);
+  mysql_free_result(res);
+  if (err != 0) {
+    return Status::Error(Classify(err),
+                         fmt::format("reading rows failed: {} (error {})", mysql_error(mysql_), err));
+  }
+  return Status::Ok();
+}
+
+void Connection::AppendQuoted(std::string& out, std::string_view bytes) {
+  const size_t start = out.size();
+  out.resize(start + bytes.size() * 2 + 3);
+  out[start] = '\'';
+  const unsigned long n =
+      mysql_real_escape_string(mysql_, out.data() + start + 1, bytes.data(), bytes.size());
+  out[start + 1 + n] = '\'';
+  out.resize(start + n + 2);
+}
+
+std::string Connection::Quote(std::string_view bytes) {
+  std::string out;
+  AppendQuoted(out, bytes);
+  return out;
+}
+
+std::string QuoteIdentifier(std::string_view name) {
+  std::string out = "`";
+  for (char c : name) {
+    if (c == '`') out += '`';
+    out += c;
+  }
+  out += '`';
+  return out;
+}
+
+}  // namespace rw

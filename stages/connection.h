@@ -1,0 +1,85 @@
+// Connection: one MariaDB connection (MariaDB Connector/C), owned RAII-style.
+//
+// Errors come back as Status values classified for the caller's retry policy:
+// kConnection (lost or unreachable: reconnect may help), kRetryable (deadlock, lock-wait
+// timeout: rerun the transaction), kNotFound (missing table/column/database), kDatabase.
+//
+// Thread safety: a Connection is used by one thread at a time. Open() may be called from
+// any thread (the client library is initialised once, first).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "projectors/status.h"
+
+struct st_mysql;
+
+namespace rw {
+
+struct ConnectionOptions {
+  std::string host;      // empty: localhost (Unix socket)
+  unsigned port = 0;     // 0: the client default (3306)
+  std::string socket;    // Unix socket path; wins over host when set
+  std::string user;      // empty: the OS user name, as the mariadb client does
+  std::string password;
+  std::string database;  // REQUIRES: non-empty for every command that reads events
+  unsigned connect_timeout_seconds = 10;
+  // Read/write timeouts bound how long a dead server can stall a stage.
+  unsigned read_timeout_seconds = 600;
+
+  // "user@socket/database" or "user@host:port/database", for messages.
+  std::string Describe() const;
+};
+
+// A fully read result set: rows of nullable strings.
+struct Rows {
+  std::vector<std::string> columns;
+  std::vector<std::vector<std::optional<std::string>>> rows;
+};
+
+class Connection {
+ public:
+  static Result<std::unique_ptr<Connection>> Open(const ConnectionOptions& options);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  Status Execute(std::string_view sql);
+  Result<Rows> Query(std::string_view sql);
+  // First column of the first row, or nullopt for no row / NULL.
+  Result<std::optional<std::string>> QueryValue(std::string_view sql);
+
+  // Runs `sql` and streams its rows (mysql_use_result) to `on_row`, which receives the
+  // column values (nullptr for NULL) and their lengths. The result is fully consumed
+  // before this returns, so no stream stays open between calls.
+  Status Stream(std::string_view sql,
+                const std::function<void(char** values, unsigned long* lengths)>& on_row);
+
+  // Appends `bytes` as a quoted, escaped SQL string literal ('...') to `out`.
+  void AppendQuoted(std::string& out, std::string_view bytes);
+  std::string Quote(std::string_view bytes);
+
+  // Re-establishes a lost connection with the same options.
+  Status Reconnect();
+  const ConnectionOptions& options() const { return options_; }
+  st_mysql* raw() { return mysql_; }
+
+ private:
+  explicit Connection(const ConnectionOptions& options) : options_(options) {}
+  Status Connect();
+  Status LastError(std::string_view what);
+
+  const ConnectionOptions options_;
+  st_mysql* mysql_ = nullptr;
+};
+
+// `name` quoted as an SQL identifier: `name` with backticks doubled.
+std::string QuoteIdentifier(std::string_view name);
+
+}  // namespace rw

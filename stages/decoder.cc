@@ -1,0 +1,136 @@
+#include "stages/decoder.h"
+
+#include <fmt/core.h>
+#include <simdjson.h>
+
+#include <string_view>
+
+namespace rw {
+namespace {
+
+using simdjson::ondemand::json_type;
+
+const char* TypeName(json_type t) {
+  switch (t) {
+    case json_type::array: return "an array";
+    case json_type::object: return "an object";
+    case json_type::number: return "a number";
+    case json_type::string: return "a string";
+    case json_type::boolean: return "a boolean";
+    case json_type::null: return "null";
+  }
+  return "unknown";
+}
+
+// A short, printable excerpt of untrusted bytes for an error message.
+std::string Excerpt(std::string_view s) {
+  constexpr size_t kMax = 80;
+  std::string out(s.substr(0, kMax));
+  for (char& c : out) {
+    if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+  }
+  if (s.size() > kMax) out += "...";
+  return out;
+}
+
+struct Wanted {
+  std::string_view key;
+  uint32_t field;
+};
+constexpr Wanted kWanted[] = {{"visitedAt", kFieldVisitedAt},
+                              {"url", kFieldUrl},
+                              {"ip", kFieldIp},
+                              {"userAgent", kFieldUserAgent}};
+
+// Returns "" on success, else the reason.
+std::string DecodeOne(simdjson::ondemand::parser& parser, const char* data, size_t length,
+                      size_t capacity, uint32_t fields, StringArena& arena, PageVisit& out) {
+  if (length == 0) return "empty payload";
+  simdjson::ondemand::document doc;
+  if (auto err = parser.iterate(data, length, capacity).get(doc)) {
+    return fmt::format("payload is not JSON: {}", simdjson::error_message(err));
+  }
+  json_type doc_type;
+  if (auto err = doc.type().get(doc_type)) {
+    return fmt::format("payload is not JSON: {}", simdjson::error_message(err));
+  }
+  if (doc_type != json_type::object) {
+    return fmt::format("payload is {}, expected an object", TypeName(doc_type));
+  }
+  simdjson::ondemand::object obj;
+  if (auto err = doc.get_object().get(obj)) {
+    return fmt::format("payload is not a JSON object: {}", simdjson::error_message(err));
+  }
+  std::string_view values[4];
+  uint32_t seen = 0;
+  for (auto field_result : obj) {
+    simdjson::ondemand::field field;
+    if (auto err = std::move(field_result).get(field)) {
+      return fmt::format("payload is not valid JSON: {}", simdjson::error_message(err));
+    }
+    std::string_view key;
+    if (auto err = field.unescaped_key().get(key)) {
+      return fmt::format("payload has a bad key: {}", simdjson::error_message(err));
+    }
+    for (size_t i = 0; i < std::size(kWanted); ++i) {
+      if (key != kWanted[i].key || !(fields & kWanted[i].field)) continue;
+      simdjson::ondemand::value value = field.value();
+      json_type type;
+      if (auto err = value.type().get(type)) {
+        return fmt::format("field '{}' is not valid JSON: {}", key, simdjson::error_message(err));
+      }
+      if (type != json_type::string) {
+        return fmt::format("field '{}' is {}, expected a string", kWanted[i].key, TypeName(type));
+      }
+      // Fast path: a string without escapes is used in place (the token includes its
+      // quotes and any whitespace up to the next token).
+      std::string_view token = value.raw_json_token();
+      while (!token.empty() && token.back() != '"') token.remove_suffix(1);
+      if (token.size() >= 2 && token.substr(1, token.size() - 2).find('\\') == std::string_view::npos) {
+        values[i] = token.substr(1, token.size() - 2);
+      } else {
+        std::string_view unescaped;
+        if (auto err = value.get_string().get(unescaped)) {
+          return fmt::format("field '{}' is not a valid string: {}", kWanted[i].key,
+                             simdjson::error_message(err));
+        }
+        values[i] = arena.Copy(unescaped);
+      }
+      seen |= kWanted[i].field;
+    }
+  }
+  for (size_t i = 0; i < std::size(kWanted); ++i) {
+    if ((fields & kWanted[i].field) && !(seen & kWanted[i].field)) {
+      return fmt::format("missing field '{}'", kWanted[i].key);
+    }
+  }
+  const std::optional<CivilTime> t = ParseIsoTimestamp(values[0]);
+  if (!t) return fmt::format("unparseable visitedAt '{}'", Excerpt(values[0]));
+  out.visited_at = *t;
+  out.url = values[1];
+  out.ip = values[2];
+  out.user_agent = values[3];
+  return {};
+}
+
+}  // namespace
+
+void Decoder::Decode(Batch& batch) const {
+  thread_local simdjson::ondemand::parser parser;
+  batch.visits.reserve(batch.raw.size());
+  const size_t total = batch.payloads.size();
+  for (const RawEvent& raw : batch.raw) {
+    PageVisit visit;
+    visit.id = raw.id;
+    std::string reason =
+        DecodeOne(parser, batch.payloads.data() + raw.offset, raw.length, total - raw.offset,
+                  fields_, batch.strings, visit);
+    if (reason.empty()) {
+      batch.visits.push_back(visit);
+    } else {
+      batch.failures.push_back(Failure{raw.id, "decoder", std::move(reason)});
+    }
+  }
+}
+
+}  // namespace rw

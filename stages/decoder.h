@@ -1,0 +1,29 @@
+// Decoder: turns a batch's raw JSON payloads into PageVisits with simdjson On-Demand.
+//
+// Reads only the fields asked for (always `visitedAt`). A payload that is not a JSON
+// object, misses a requested field, has one of the wrong type, or has an unparseable
+// `visitedAt` becomes a Failure in the batch, never a dropped event. Strings without
+// escapes are viewed in place in the batch's payload bytes; escaped ones (`\/`, `\uXXXX`)
+// are unescaped into the batch's arena.
+//
+// Thread safety: Decode() may run concurrently on different batches; each thread keeps
+// its own parser.
+#pragma once
+
+#include <cstdint>
+
+#include "stages/batch.h"
+
+namespace rw {
+
+class Decoder {
+ public:
+  explicit Decoder(uint32_t fields) : fields_(fields | kFieldVisitedAt) {}
+  // REQUIRES: batch.payloads ends with SIMDJSON_PADDING bytes (the reader does this).
+  void Decode(Batch& batch) const;
+
+ private:
+  const uint32_t fields_;
+};
+
+}  // namespace rw

@@ -1,0 +1,204 @@
+#include "stages/projector_runner.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "projectors/civil_time.h"
+
+namespace rw {
+namespace {
+
+double Seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+}  // namespace
+
+UpsertBuilder::UpsertBuilder(Connection& connection, const TableSpec& spec,
+                             std::string target_table, size_t statement_bytes)
+    : connection_(connection), statement_bytes_(statement_bytes) {
+  prefix_ = fmt::format("INSERT INTO {} (", QuoteIdentifier(target_table));
+  for (size_t i = 0; i < spec.columns.size(); ++i) {
+    prefix_ += (i ? ", " : "") + QuoteIdentifier(spec.columns[i].name);
+  }
+  prefix_ += ") VALUES ";
+  const std::string counter = QuoteIdentifier(spec.columns.back().name);
+  suffix_ = fmt::format(" ON DUPLICATE KEY UPDATE {0} = {0} + VALUES({0})", counter);
+}
+
+void UpsertBuilder::Separator() {
+  if (!row_open_) {
+    if (current_.empty()) {
+      current_.reserve(statement_bytes_ + 4096);
+      current_ = prefix_;
+    } else {
+      current_ += ',';
+    }
+    current_ += '(';
+    row_open_ = true;
+  } else {
+    current_ += ',';
+  }
+}
+
+void UpsertBuilder::Int(int64_t value) {
+  Separator();
+  fmt::format_to(std::back_inserter(current_), "{}", value);
+}
+
+void UpsertBuilder::Date(int32_t days) {
+  Separator();
+  char buf[12];
+  buf[0] = '\'';
+  FormatDate(days, buf + 1);
+  buf[11] = '\'';
+  current_.append(buf, 12);
+}
+
+void UpsertBuilder::DateTime(int64_t epoch_seconds) {
+  Separator();
+  char buf[21];
+  buf[0] = '\'';
+  FormatDateTime(epoch_seconds, buf + 1);
+  buf[20] = '\'';
+  current_.append(buf, 21);
+}
+
+void UpsertBuilder::Text(std::string_view bytes) {
+  Separator();
+  connection_.AppendQuoted(current_, bytes);
+}
+
+void UpsertBuilder::EndRow() {
+  current_ += ')';
+  row_open_ = false;
+  ++rows_;
+  if (current_.size() >= statement_bytes_) Close();
+}
+
+void UpsertBuilder::Close() {
+  if (current_.empty()) return;
+  current_ += suffix_;
+  done_.push_back(std::move(current_));
+  current_.clear();
+}
+
+std::vector<std::string> UpsertBuilder::Take() {
+  Close();
+  return std::move(done_);
+}
+
+ProjectorRunner::ProjectorRunner(std::unique_ptr<Projector> p, std::unique_ptr<Connection> c,
+                                 const RunnerOptions& o)
+    : projector_(std::move(p)),
+      connection_(std::move(c)),
+      options_(o),
+      applied_id_(o.resume_after_id),
+      committed_id_(o.resume_after_id) {}
+
+Result<std::unique_ptr<ProjectorRunner>> ProjectorRunner::Make(
+    std::unique_ptr<Projector> projector, std::unique_ptr<Connection> connection,
+    const RunnerOptions& options) {
+  if (options.target_table.empty()) return Status::InvalidInput("runner needs a target table");
+  if (options.statement_bytes < 1024) return Status::InvalidInput("statement size too small");
+  return std::unique_ptr<ProjectorRunner>(
+      new ProjectorRunner(std::move(projector), std::move(connection), options));
+}
+
+Status ProjectorRunner::Consume(const Batch& batch) {
+  if (static_cast<int64_t>(batch.sequence) <= last_sequence_) {
+    return Status::Internal(fmt::format("projector {} received batch {} after batch {}: order lost",
+                                        projector_->name(), batch.sequence, last_sequence_));
+  }
+  last_sequence_ = static_cast<int64_t>(batch.sequence);
+  if (batch.last_id <= applied_id_) return Status::Ok();  // committed before a resume
+
+  const auto start = std::chrono::steady_clock::now();
+  std::span<const PageVisit> visits(batch.visits);
+  if (batch.after_id < applied_id_) {  // the batch straddles the checkpoint: skip the old part
+    const auto first_new = std::partition_point(
+        visits.begin(), visits.end(), [&](const PageVisit& v) { return v.id <= applied_id_; });
+    visits = visits.subspan(static_cast<size_t>(first_new - visits.begin()));
+  }
+  projector_->Apply(visits);
+  applied_id_ = batch.last_id;
+  stats_.events_applied += visits.size();
+  events_since_flush_ += visits.size();
+  stats_.apply_seconds += Seconds(start);
+
+  if (events_since_flush_ >= options_.flush_every_events ||
+      projector_->pending_rows() >= options_.flush_max_rows) {
+    return Flush();
+  }
+  return Status::Ok();
+}
+
+Status ProjectorRunner::Flush() {
+  if (applied_id_ == committed_id_ && projector_->pending_rows() == 0) return Status::Ok();
+  const auto start = std::chrono::steady_clock::now();
+  UpsertBuilder builder(*connection_, projector_->table(), options_.target_table,
+                        options_.statement_bytes);
+  projector_->Flush(builder);
+  const uint64_t rows = builder.rows();
+  std::vector<std::string> statements = builder.Take();
+  statements.push_back(fmt::format(
+      "UPDATE {} SET last_event_id = {}, events_applied = events_applied + {}, "
+      "rows_written = rows_written + {}, updated_at = NOW(6) WHERE projector = {}",
+      QuoteIdentifier(options_.checkpoint_table), applied_id_, events_since_flush_, rows,
+      connection_->Quote(projector_->name())));
+  if (Status s = RunTransaction(statements); !s.ok()) {
+    return s.With(fmt::format("projector {}: flush of events {}..{} into {}", projector_->name(),
+                              committed_id_ + 1, applied_id_, options_.target_table));
+  }
+  committed_id_ = applied_id_;
+  events_since_flush_ = 0;
+  stats_.rows_written += rows;
+  ++stats_.flushes;
+  stats_.flush_seconds += Seconds(start);
+  return Status::Ok();
+}
+
+Status ProjectorRunner::RunTransaction(const std::vector<std::string>& statements) {
+  Status last;
+  for (int attempt = 0; attempt <= options_.max_retries; ++attempt) {
+    if (attempt > 0) {
+      ++stats_.retries;
+      std::this_thread::sleep_for(std::chrono::milliseconds(250 << std::min(attempt - 1, 5)));
+      if (last.code() == Status::Code::kConnection) {
+        if (Status s = connection_->Reconnect(); !s.ok()) {
+          last = s;
+          continue;
+        }
+        // The connection may have died after the server committed but before it said so.
+        // The checkpoint moves in the same transaction, so it tells which happened.
+        Result<std::optional<std::string>> cp = connection_->QueryValue(fmt::format(
+            "SELECT last_event_id FROM {} WHERE projector = {}",
+            QuoteIdentifier(options_.checkpoint_table), connection_->Quote(projector_->name())));
+        if (!cp.ok()) {
+          last = cp.status();
+          continue;
+        }
+        if (*cp && std::stoll(**cp) == applied_id_ && applied_id_ != committed_id_) {
+          return Status::Ok();
+        }
+      }
+    }
+    last = connection_->Execute("START TRANSACTION");
+    for (size_t i = 0; last.ok() && i < statements.size(); ++i) {
+      last = connection_->Execute(statements[i]);
+    }
+    if (last.ok()) last = connection_->Execute("COMMIT");
+    if (last.ok()) return last;
+    if (last.code() != Status::Code::kConnection && last.code() != Status::Code::kRetryable) {
+      (void)connection_->Execute("ROLLBACK");
+      return last;
+    }
+    if (last.code() == Status::Code::kRetryable) (void)connection_->Execute("ROLLBACK");
+  }
+  return last.With(fmt::format("gave up after {} retries", options_.max_retries));
+}
+
+}  // namespace rw

@@ -1,0 +1,110 @@
+// ProjectorRunner: runs one projector against its own MariaDB connection.
+//
+// It feeds batches to the projector in sequence order, and flushes the projector's
+// in-memory deltas as multi-row `INSERT ... ON DUPLICATE KEY UPDATE count = count + ...`
+// statements, in one transaction that also moves the projector's checkpoint (the last
+// event id whose effects are committed). A crash therefore loses at most the uncommitted
+// flush, and a rerun resumes exactly from the checkpoint.
+//
+// Failure handling, per flush: a lost connection is re-established and the whole
+// transaction is redone (its statements are kept until COMMIT succeeds); a deadlock or
+// lock-wait timeout reruns the transaction; both with bounded retries and backoff.
+// Anything else is returned to the pipeline, which stops the run.
+//
+// Thread safety: one thread at a time (a serial pipeline node).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "projectors/projector.h"
+#include "stages/batch.h"
+#include "stages/connection.h"
+
+namespace rw {
+
+struct RunnerOptions {
+  std::string target_table;                          // the table written (a shadow table)
+  std::string checkpoint_table = "rewind_checkpoints";
+  int64_t resume_after_id = 0;                       // events <= this are already committed
+  // Flush when this many events were applied since the last flush: bounds the work a
+  // crash can lose. Larger is faster (fewer, larger transactions).
+  uint64_t flush_every_events = 2'000'000;
+  // Flush when the projector holds this many pending rows: bounds memory by distinct keys.
+  size_t flush_max_rows = 1'000'000;
+  // Largest multi-row statement, in bytes (must stay below the server's max_allowed_packet).
+  size_t statement_bytes = 8 << 20;
+  int max_retries = 6;  // per flush, for lost connections and deadlocks
+};
+
+struct RunnerStats {
+  uint64_t events_applied = 0;
+  uint64_t rows_written = 0;
+  uint64_t flushes = 0;
+  uint64_t retries = 0;
+  double apply_seconds = 0;
+  double flush_seconds = 0;
+};
+
+class ProjectorRunner {
+ public:
+  static Result<std::unique_ptr<ProjectorRunner>> Make(std::unique_ptr<Projector> projector,
+                                                       std::unique_ptr<Connection> connection,
+                                                       const RunnerOptions& options);
+
+  // Applies the batch's visits newer than the checkpoint; flushes when a threshold is
+  // reached. REQUIRES: batches arrive in increasing sequence order (checked).
+  Status Consume(const Batch& batch);
+  // Writes every pending delta and the checkpoint in one transaction.
+  Status Flush();
+
+  const Projector& projector() const { return *projector_; }
+  const RunnerStats& stats() const { return stats_; }
+  int64_t checkpoint() const { return committed_id_; }
+  Connection& connection() { return *connection_; }
+
+ private:
+  ProjectorRunner(std::unique_ptr<Projector> p, std::unique_ptr<Connection> c,
+                  const RunnerOptions& o);
+  Status RunTransaction(const std::vector<std::string>& statements);
+
+  std::unique_ptr<Projector> projector_;
+  std::unique_ptr<Connection> connection_;
+  const RunnerOptions options_;
+  int64_t applied_id_;    // highest event id folded into memory
+  int64_t committed_id_;  // highest event id committed (the checkpoint)
+  int64_t last_sequence_ = -1;
+  uint64_t events_since_flush_ = 0;
+  RunnerStats stats_;
+};
+
+// Builds the multi-row upsert statements for one table. Exposed for tests.
+class UpsertBuilder final : public RowSink {
+ public:
+  UpsertBuilder(Connection& connection, const TableSpec& spec, std::string target_table,
+                size_t statement_bytes);
+  void Int(int64_t value) override;
+  void Date(int32_t days) override;
+  void DateTime(int64_t epoch_seconds) override;
+  void Text(std::string_view bytes) override;
+  void EndRow() override;
+  // The finished statements; the builder is empty afterwards.
+  std::vector<std::string> Take();
+  uint64_t rows() const { return rows_; }
+
+ private:
+  void Separator();
+  void Close();
+
+  Connection& connection_;
+  std::string prefix_, suffix_;
+  const size_t statement_bytes_;
+  std::string current_;
+  std::vector<std::string> done_;
+  bool row_open_ = false;
+  uint64_t rows_ = 0;
+};
+
+}  // namespace rw

@@ -1,0 +1,107 @@
+// The decoder on both payload encodings and on every kind of bad payload.
+#include "stages/decoder.h"
+
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+namespace rw {
+namespace {
+
+// A batch holding `payloads` as events 1..n, laid out as the reader lays them out.
+std::unique_ptr<Batch> MakeBatch(const std::vector<std::string>& payloads) {
+  auto b = std::make_unique<Batch>();
+  int64_t id = 0;
+  for (const std::string& p : payloads) {
+    b->raw.push_back(RawEvent{++id, static_cast<uint32_t>(b->payloads.size()),
+                              static_cast<uint32_t>(p.size())});
+    b->payloads += p;
+  }
+  b->payloads.append(simdjson::SIMDJSON_PADDING, '\0');
+  b->last_id = id;
+  return b;
+}
+
+constexpr uint32_t kAll = kFieldVisitedAt | kFieldUrl | kFieldIp | kFieldUserAgent;
+
+TEST(Decoder, ReadsTheLiteralUtf8Encoding) {
+  auto b = MakeBatch({R"({"uuid":"u","url":"/blog/Café/🎉","visitedAt":"2024-01-19T12:34:56+00:00",)"
+                      R"("ip":"10.0.0.1","userAgent":"Mozilla/5.0 [X11]","raw":"GET / \"q\"","uri":"/blog"})"});
+  Decoder(kAll).Decode(*b);
+  ASSERT_EQ(b->visits.size(), 1u);
+  ASSERT_TRUE(b->failures.empty());
+  const PageVisit& v = b->visits[0];
+  EXPECT_EQ(v.id, 1);
+  EXPECT_EQ(v.url, "/blog/Café/🎉");
+  EXPECT_EQ(v.ip, "10.0.0.1");
+  EXPECT_EQ(v.user_agent, "Mozilla/5.0 [X11]");
+  EXPECT_EQ(v.visited_at.days, DaysFromCivil(2024, 1, 19));
+  EXPECT_EQ(v.visited_at.second_of_day, 45296);
+  // No escapes: the view points into the batch's own payload bytes (no copy).
+  EXPECT_GE(v.url.data(), b->payloads.data());
+  EXPECT_LT(v.url.data(), b->payloads.data() + b->payloads.size());
+}
+
+TEST(Decoder, ReadsTheOldEscapedEncoding) {
+  auto b = MakeBatch({R"({"url":"\/blog\/Caf\u00e9\/\ud83c\udf89","visitedAt":"2024-01-19T12:34:56+00:00",)"
+                      R"("ip":"10.0.0.1","userAgent":"Mozilla\/5.0 \"quoted\" back\\slash"})"});
+  Decoder(kAll).Decode(*b);
+  ASSERT_EQ(b->visits.size(), 1u) << (b->failures.empty() ? "" : b->failures[0].reason);
+  EXPECT_EQ(b->visits[0].url, "/blog/Café/🎉");
+  EXPECT_EQ(b->visits[0].user_agent, "Mozilla/5.0 \"quoted\" back\\slash");
+}
+
+TEST(Decoder, KeepsLongUrlsWhole) {
+  const std::string url = "/long/" + std::string(2000, 'x');
+  auto b = MakeBatch({R"({"url":")" + url + R"(","visitedAt":"2024-01-19T12:34:56Z","ip":"i","userAgent":"u"})",
+                      R"({"url":"\/)" + std::string(3000, 'y') + R"(","visitedAt":"2024-01-19T12:34:56Z","ip":"i","userAgent":"u"})"});
+  Decoder(kAll).Decode(*b);
+  ASSERT_EQ(b->visits.size(), 2u);
+  EXPECT_EQ(b->visits[0].url, url);
+  EXPECT_EQ(b->visits[1].url, "/" + std::string(3000, 'y'));
+}
+
+TEST(Decoder, EveryBadPayloadBecomesAFailureWithAReason) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"<html>502 Bad Gateway</html>", "not JSON"},
+      {R"({"url":"/x","visitedAt":"2023-01-01T00:00:00Z","ip":"1","userAg)", "not JSON"},
+      {R"({"url":"/x","ip":"1","userAgent":"u"})", "missing field 'visitedAt'"},
+      {R"({"visitedAt":"2023-01-01T00:00:00Z","ip":"1","userAgent":"u"})", "missing field 'url'"},
+      {R"({"url":12345,"visitedAt":"2023-01-01T00:00:00Z","ip":"1","userAgent":"u"})",
+       "field 'url' is a number, expected a string"},
+      {R"({"url":"/x","visitedAt":"yesterday","ip":"1","userAgent":"u"})", "unparseable visitedAt 'yesterday'"},
+      {R"({"url":"/x","visitedAt":"2023-02-29T10:00:00Z","ip":"1","userAgent":"u"})", "unparseable visitedAt"},
+      {R"(["not","an","object"])", "is an array, expected an object"},
+      {"", "empty payload"},
+      {R"({"url":"/x","visitedAt":"2023-01-01T00:00:00Z","ip":null,"userAgent":"u"})", "field 'ip' is null"},
+      {"{\"url\":\"/\xff\xfe\",\"visitedAt\":\"2023-01-01T00:00:00Z\",\"ip\":\"1\",\"userAgent\":\"u\"}", "UTF-8"},
+      {R"({"url":"/x\ud800","visitedAt":"2023-01-01T00:00:00Z","ip":"1","userAgent":"u"})", "not a valid string"},
+  };
+  std::vector<std::string> payloads;
+  for (const auto& c : cases) payloads.push_back(c.first);
+  payloads.push_back(R"({"url":"/ok","visitedAt":"2023-01-01T00:00:00Z","ip":"1","userAgent":"u"})");
+  auto b = MakeBatch(payloads);
+  Decoder(kAll).Decode(*b);
+  ASSERT_EQ(b->failures.size(), cases.size());
+  ASSERT_EQ(b->visits.size(), 1u);
+  EXPECT_EQ(b->visits[0].url, "/ok");
+  for (size_t i = 0; i < cases.size(); ++i) {
+    EXPECT_EQ(b->failures[i].event_id, static_cast<int64_t>(i + 1));
+    EXPECT_EQ(b->failures[i].stage, "decoder");
+    EXPECT_NE(b->failures[i].reason.find(cases[i].second), std::string::npos)
+        << "payload: " << cases[i].first << "\nreason: " << b->failures[i].reason;
+  }
+}
+
+TEST(Decoder, ReadsOnlyTheFieldsItIsAskedFor) {
+  // visits_per_day alone needs visitedAt only: a missing url does not fail it.
+  auto b = MakeBatch({R"({"visitedAt":"2023-01-01T00:00:00Z","raw":{"nested":[1,2,3]}})"});
+  Decoder(kFieldVisitedAt).Decode(*b);
+  ASSERT_EQ(b->visits.size(), 1u);
+  EXPECT_TRUE(b->visits[0].url.empty());
+  auto c = MakeBatch({R"({"visitedAt":"2023-01-01T00:00:00Z"})"});
+  Decoder(kFieldVisitedAt | kFieldUrl).Decode(*c);
+  EXPECT_EQ(c->failures.size(), 1u);
+}
+
+}  // namespace
+}  // namespace rw
