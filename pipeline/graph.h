@@ -37,7 +37,9 @@ struct GraphOptions {
 
 struct GraphResult {
   Status status;
-  int64_t peak_in_flight = 0;  // most batches admitted and not yet finished, at once
+  // Most batches read and not yet finished at once: max_in_flight admitted, plus the
+  // one the reader holds while the limiter is full.
+  int64_t peak_in_flight = 0;
 };
 
 GraphResult RunGraph(Reader& reader, const Decoder& decoder, std::vector<Branch>& branches,

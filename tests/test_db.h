@@ -1,0 +1,163 @@
+// Helpers for tests that run against the private MariaDB started by scripts/test
+// (REWIND_SOCKET / REWIND_HOST, REWIND_USER, REWIND_PASSWORD in the environment).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "config/options.h"
+#include "scripts/generate/event_generator.h"
+#include "stages/connection.h"
+
+namespace rw::testing {
+
+inline ConnectionOptions ServerOptions() {
+  auto cl = ParseCommandLine({"replay", "--config", "/dev/null"}, [](const std::string& n) {
+    const char* v = std::getenv(n.c_str());
+    return v ? std::optional<std::string>(v) : std::nullopt;
+  });
+  EXPECT_TRUE(cl.ok());
+  ConnectionOptions o = cl->options.connection;
+  if (o.socket.empty() && o.host.empty()) {
+    ADD_FAILURE() << "no test server: run the tests through scripts/test, which starts the "
+                     "private MariaDB and exports REWIND_SOCKET";
+  }
+  return o;
+}
+
+inline std::unique_ptr<Connection> Connect(const ConnectionOptions& o) {
+  auto c = Connection::Open(o);
+  if (!c.ok()) {
+    ADD_FAILURE() << c.status().message();
+    return nullptr;
+  }
+  return std::move(*c);
+}
+
+// Drops and creates database `name`; returns options pointing at it.
+inline ConnectionOptions FreshDatabase(const std::string& name) {
+  ConnectionOptions o = ServerOptions();
+  auto c = Connect(o);
+  if (c) {
+    EXPECT_TRUE(c->Execute("DROP DATABASE IF EXISTS " + QuoteIdentifier(name)).ok());
+    EXPECT_TRUE(c->Execute("CREATE DATABASE " + QuoteIdentifier(name)).ok());
+  }
+  o.database = name;
+  return o;
+}
+
+inline std::vector<AccessLogLine> AccessLog() {
+  auto log = ReadAccessLog(FindAccessLog(REWIND_SOURCE_DIR));
+  EXPECT_TRUE(log.ok()) << log.status().message();
+  return log.ok() ? *log : std::vector<AccessLogLine>{};
+}
+
+inline int64_t Count(Connection& c, const std::string& sql) {
+  auto v = c.QueryValue(sql);
+  EXPECT_TRUE(v.ok()) << v.status().message() << "\n" << sql;
+  return v.ok() && *v ? std::stoll(**v) : -1;
+}
+
+// The independent computation: the valid PageVisited events, decoded by the server's
+// own JSON functions, with visitedAt's wall-clock time (offset ignored). Materialised
+// once, as the table ref_visits, since every comparison reads it.
+inline void CreateReferenceView(Connection& c) {
+  ASSERT_TRUE(c.Execute("DROP TABLE IF EXISTS ref_visits").ok());
+  // CAST of an impossible date is NULL plus a warning, which strict mode would make an
+  // error inside CREATE ... SELECT: the reference filters those rows out instead.
+  ASSERT_TRUE(c.Execute("SET SESSION sql_mode = ''").ok());
+  Status created = c.Execute(R"sql(
+    CREATE TABLE ref_visits (PRIMARY KEY (id)) AS
+    SELECT id, url, ip, ua, t FROM (
+      SELECT id,
+        JSON_VALUE(payload, '$.url') AS url,
+        JSON_VALUE(payload, '$.ip') AS ip,
+        JSON_VALUE(payload, '$.userAgent') AS ua,
+        CAST(REPLACE(LEFT(JSON_VALUE(payload, '$.visitedAt'), 19), 'T', ' ') AS DATETIME) AS t,
+        payload
+      FROM stored_events
+      WHERE eventClass = 'App\\Analytics\\PageVisited' AND JSON_VALID(payload)
+        AND JSON_TYPE(payload) = 'OBJECT'
+        AND JSON_TYPE(JSON_EXTRACT(payload, '$.url')) = 'STRING'
+        AND JSON_TYPE(JSON_EXTRACT(payload, '$.ip')) = 'STRING'
+        AND JSON_TYPE(JSON_EXTRACT(payload, '$.userAgent')) = 'STRING'
+        AND JSON_TYPE(JSON_EXTRACT(payload, '$.visitedAt')) = 'STRING') v
+    WHERE t IS NOT NULL AND JSON_VALUE(payload, '$.visitedAt') REGEXP
+      '^[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]+)?(Z|[+-][0-9]{2}(:?[0-9]{2})?)?$'
+  )sql");
+  ASSERT_TRUE(created.ok()) << created.message();
+  ASSERT_TRUE(c.Execute("SET SESSION sql_mode = DEFAULT").ok());
+}
+
+// For each of the seven counting read models: the reference GROUP BY over ref_visits.
+inline std::map<std::string, std::string> ReferenceQueries() {
+  return {
+      {"visits_per_minute", "SELECT DATE_FORMAT(t, '%Y-%m-%d %H:%i:00') AS k1, '' AS k2, COUNT(*) AS c FROM ref_visits GROUP BY 1"},
+      {"visits_per_hour", "SELECT DATE_FORMAT(t, '%Y-%m-%d %H:00:00'), '', COUNT(*) FROM ref_visits GROUP BY 1"},
+      {"visits_per_day", "SELECT DATE(t), '', COUNT(*) FROM ref_visits GROUP BY 1"},
+      {"visits_per_month", "SELECT DATE_FORMAT(t, '%Y-%m-01'), '', COUNT(*) FROM ref_visits GROUP BY 1"},
+      {"visits_per_year", "SELECT DATE_FORMAT(t, '%Y-01-01'), '', COUNT(*) FROM ref_visits GROUP BY 1"},
+      {"visits_per_post_per_day", "SELECT DATE(t), CAST(url AS BINARY), COUNT(*) FROM ref_visits GROUP BY 1, 2"},
+      {"visits_per_post_per_week", "SELECT DATE(t) - INTERVAL WEEKDAY(t) DAY, CAST(url AS BINARY), COUNT(*) FROM ref_visits GROUP BY 1, 2"},
+  };
+}
+
+// The same rows read from a rebuilt table, in the reference's shape.
+inline std::string TableQuery(const std::string& table) {
+  if (table == "visits_per_minute") return "SELECT CAST(`time` AS CHAR), '', `count` FROM " + table;
+  if (table == "visits_per_hour") return "SELECT CAST(`hour` AS CHAR), '', `count` FROM " + table;
+  if (table.rfind("visits_per_post", 0) == 0) return "SELECT `date`, CAST(`uri` AS BINARY), `count` FROM " + table;
+  return "SELECT `date`, '', `count` FROM " + table;
+}
+
+// Rows in one side and not the other, both ways, plus the row counts; "" when equal.
+inline std::string CompareWithReference(Connection& c, const std::string& table,
+                                        const std::string& reference_sql) {
+  const std::string mine = TableQuery(table);
+  const int64_t missing = Count(c, "SELECT COUNT(*) FROM (" + reference_sql + " EXCEPT " + mine + ") x");
+  const int64_t extra = Count(c, "SELECT COUNT(*) FROM (" + mine + " EXCEPT " + reference_sql + ") x");
+  const int64_t rows = Count(c, "SELECT COUNT(*) FROM " + table);
+  const int64_t ref_rows = Count(c, "SELECT COUNT(*) FROM (" + reference_sql + ") x");
+  if (missing == 0 && extra == 0 && rows == ref_rows && rows > 0) return "";
+  return table + ": " + std::to_string(missing) + " reference rows missing, " + std::to_string(extra) +
+         " rows not in the reference, " + std::to_string(rows) + " rows vs " + std::to_string(ref_rows);
+}
+
+// A straightforward single-threaded sessions_per_day, from the reference view in id order.
+inline std::map<std::string, int64_t> ReferenceSessions(Connection& c) {
+  std::map<std::pair<std::string, std::string>, int64_t> last_seen;
+  std::map<std::string, int64_t> per_day;
+  Status s = c.Stream(
+      "SELECT ip, ua, TO_SECONDS(t), DATE(t) "
+      "FROM ref_visits ORDER BY id",
+      [&](char** v, unsigned long* len) {
+        std::pair<std::string, std::string> visitor{std::string(v[0], len[0]), std::string(v[1], len[1])};
+        const int64_t t = std::stoll(v[2]);
+        auto it = last_seen.find(visitor);
+        if (it == last_seen.end()) {
+          last_seen[visitor] = t;
+          ++per_day[v[3]];
+        } else {
+          if (t - it->second > 30 * 60) ++per_day[v[3]];
+          it->second = std::max(it->second, t);
+        }
+      });
+  EXPECT_TRUE(s.ok()) << s.message();
+  return per_day;
+}
+
+inline std::map<std::string, int64_t> TableAsMap(Connection& c, const std::string& table) {
+  std::map<std::string, int64_t> out;
+  auto rows = c.Query("SELECT `date`, `count` FROM " + QuoteIdentifier(table));
+  EXPECT_TRUE(rows.ok()) << rows.status().message();
+  if (rows.ok()) {
+    for (auto& r : rows->rows) out[*r[0]] = std::stoll(*r[1]);
+  }
+  return out;
+}
+
+}  // namespace rw::testing
