@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <charconv>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -48,6 +49,13 @@ Status Apply(ReplayOptions& o, const std::string& key, const std::string& value)
   else if (key == "flush-every") return ParseNumber(key, value, o.flush_every_events);
   else if (key == "flush-max-rows") return ParseNumber(key, value, o.flush_max_rows);
   else if (key == "stats-json") o.stats_json = value;
+  else if (key == "poll") {
+    char* end = nullptr;
+    o.poll_seconds = std::strtod(value.c_str(), &end);
+    if (end == value.c_str() || *end != '\0' || o.poll_seconds <= 0) {
+      return Status::InvalidInput(fmt::format("--poll expects seconds, got '{}'", value));
+    }
+  }
   else if (key == "progress") {
     if (value == "auto") o.progress = ProgressMode::kAuto;
     else if (value == "bar") o.progress = ProgressMode::kTerminal;
@@ -136,6 +144,7 @@ Result<CommandLine> ParseCommandLine(const std::vector<std::string>& args, const
     else if (key == "stop-on-failure") o.stop_on_failure = true;
     else if (key == "quiet") o.progress = ProgressMode::kQuiet;
     else if (key == "json") o.json = true;
+    else if (key == "follow") o.follow = true;
     else {
       if (const auto eq = key.find('='); eq != std::string::npos) {
         value = key.substr(eq + 1);
@@ -169,6 +178,7 @@ Usage:
   rewind replay --all               rebuild every read model in one pass over the events
   rewind replay NAME...             rebuild only the named read models
   rewind replay --resume ...        continue an interrupted rebuild from its checkpoints
+  rewind replay --all --follow      rebuild, swap in, then keep applying new events
   rewind status [--json]            checkpoints, lag and failures per read model
   rewind verify [NAME...]           rebuild into scratch tables and compare with the live ones
 
@@ -202,9 +212,13 @@ Replay tuning:
   --flush-every N          each read model commits at least every N events (2000000)
   --flush-max-rows N       ...and whenever it holds N pending rows (1000000)
   --stop-on-failure        stop at the first bad event instead of recording it
+  --follow                 after the swap, keep applying new events to the live tables
+  --poll SECONDS           how often --follow looks for new events (1)
   --progress MODE          auto (bar on a terminal, a line every 5 s otherwise), bar, plain, none
   --quiet                  same as --progress none
   --stats-json FILE        also write the final summary as JSON
+
+verify exits 0 only when every rebuilt table equals its live table, 4 when any differs.
 
 Exit codes: 0 every selected read model rebuilt and swapped in; 3 rebuilt and swapped in,
 but some events failed (see rewind_failures); 1 error (nothing swapped in); 2 bad usage;

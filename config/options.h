@@ -39,6 +39,10 @@ struct ReplayOptions {
   uint64_t flush_every_events = 2'000'000;
   // ...and whenever it holds this many distinct pending rows: bounds memory by keys.
   size_t flush_max_rows = 1'000'000;
+  // After the swap, keep applying new events to the live tables until stopped.
+  bool follow = false;
+  // How often follow mode looks for new events, in seconds.
+  double poll_seconds = 1.0;
   ProgressMode progress = ProgressMode::kAuto;
   std::string stats_json;  // write the final summary as JSON to this file
   bool json = false;       // `status`: print JSON instead of text

@@ -2,6 +2,8 @@
 
 #include <fmt/core.h>
 
+#include <atomic>
+
 #include "pipeline/replay.h"
 #include "stages/connection.h"
 #include "stages/progress.h"
@@ -79,9 +81,26 @@ int StatusCommand(const ReplayOptions& o, std::FILE* out) {
   return 0;
 }
 
-int VerifyCommand(const ReplayOptions&, std::vector<std::unique_ptr<Projector>>, std::FILE*) {
-  fmt::print(stderr, "rewind: verify is not implemented yet\n");
-  return 1;
+int VerifyCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>> projectors,
+                  std::FILE* out) {
+  std::atomic<bool> stop{false};
+  VerifySummary v = Verify(o, std::move(projectors), stop);
+  if (!v.replay.status.ok()) {
+    fmt::print(stderr, "rewind: verify failed: {}\n", v.replay.status.message());
+    return 1;
+  }
+  fmt::print(out, "{:<26} {:>10} {:>10} {:>12} {:>12} {:>9} {:>9} {:>9}  {}\n", "read model",
+             "live rows", "rebuilt", "live total", "rebuilt tot", "only live", "only new",
+             "differ", "verdict");
+  for (const TableDiff& d : v.tables) {
+    fmt::print(out, "{:<26} {:>10} {:>10} {:>12} {:>12} {:>9} {:>9} {:>9}  {}\n", d.table,
+               d.live_rows, d.rebuilt_rows, d.live_total, d.rebuilt_total, d.only_live,
+               d.only_rebuilt, d.count_differs, d.identical() ? "identical" : "DIFFERS");
+    for (const std::string& e : d.examples) fmt::print(out, "    {}\n", e);
+  }
+  fmt::print(out, "{}\n", v.identical() ? "every read model is identical to a fresh rebuild"
+                                         : "some read models differ from a fresh rebuild");
+  return v.identical() ? 0 : 4;
 }
 
 }  // namespace rw

@@ -80,7 +80,11 @@ GraphResult RunGraph(Reader& reader, const Decoder& decoder, std::vector<Branch>
         }
         return batch;
       });
-  flow::sequencer_node<BatchPtr> sequencer(g, [](const BatchPtr& b) { return b->sequence; });
+  // Sequence numbers grow across graphs (a follow run builds one graph per poll); each
+  // sequencer counts from the first batch of its own graph.
+  const uint64_t first_sequence = reader.next_sequence();
+  flow::sequencer_node<BatchPtr> sequencer(
+      g, [first_sequence](const BatchPtr& b) { return b->sequence - first_sequence; });
   flow::broadcast_node<BatchPtr> fanout(g);
 
   std::vector<std::unique_ptr<Sink>> sinks;

@@ -48,12 +48,14 @@ int main(int argc, char** argv) {
   if (cl->command == "list") return ListCommand(stdout);
   if (cl->command == "status") return StatusCommand(o, stdout);
 
-  Result<std::vector<std::unique_ptr<Projector>>> selected = SelectProjectors(o);
+  ReplayOptions selection = o;
+  if (cl->command == "verify" && selection.projectors.empty()) selection.all = true;
+  Result<std::vector<std::unique_ptr<Projector>>> selected = SelectProjectors(selection);
   if (!selected.ok()) {
     fmt::print(stderr, "rewind: {}\n", selected.status().message());
     return 2;
   }
-  if (cl->command == "verify") return VerifyCommand(o, std::move(*selected), stdout);
+  if (cl->command == "verify") return VerifyCommand(selection, std::move(*selected), stdout);
 
   struct sigaction sa {};
   sa.sa_handler = OnSignal;

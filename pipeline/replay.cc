@@ -10,6 +10,7 @@
 
 #include "pipeline/graph.h"
 #include "stages/decoder.h"
+#include "stages/fault.h"
 #include "stages/failure_recorder.h"
 #include "stages/progress.h"
 #include "stages/projector_runner.h"
@@ -17,6 +18,10 @@
 
 namespace rw {
 namespace {
+
+// A stop flag that is never raised: follow-mode graphs run each poll's range to its end;
+// the signal is checked between polls.
+std::atomic<bool> never_stop_{false};
 
 std::string NewRunId() {
   const std::time_t now = std::time(nullptr);
@@ -36,6 +41,11 @@ Result<bool> TableExists(Connection& c, const std::string& table) {
   return *v && **v != "0";
 }
 
+// The server-wide name of the lock on one read model (at most 64 characters).
+std::string LockName(const std::string& prefix, Connection& c, const std::string& table) {
+  return fmt::format("{}:{}.{}", prefix, c.options().database, table).substr(0, 64);
+}
+
 std::string CreateTableSql(const TableSpec& spec, const std::string& name) {
   std::string sql = fmt::format("CREATE TABLE {} (", QuoteIdentifier(name));
   for (const Column& col : spec.columns) {
@@ -46,10 +56,10 @@ std::string CreateTableSql(const TableSpec& spec, const std::string& name) {
 }
 
 // Takes the per-read-model named locks on `c`; they are held until `c` closes.
-Status LockReadModels(Connection& c, const std::vector<std::unique_ptr<Projector>>& projectors) {
+Status LockReadModels(Connection& c, const std::vector<std::unique_ptr<Projector>>& projectors,
+                      const std::string& prefix) {
   for (const auto& p : projectors) {
-    const std::string name = fmt::format("rewind:{}.{}", c.options().database, p->table().name)
-                                 .substr(0, 64);
+    const std::string name = LockName(prefix, c, p->table().name);
     Result<std::optional<std::string>> got =
         c.QueryValue(fmt::format("SELECT GET_LOCK({}, 0)", c.Quote(name)));
     if (!got.ok()) return got.status();
@@ -71,12 +81,11 @@ struct Prepared {
 };
 
 // Creates (or, resuming, finds) the shadow table and the checkpoint row of a projector.
-Result<Prepared> PrepareProjector(Connection& c, const Projector& p, const ReplayOptions& o,
-                                  const std::string& run_id, int64_t head_id,
-                                  std::string* resumed_run_id, std::FILE* log) {
-  const std::string shadow = ShadowTable(p.table().name);
-  const std::string name = c.Quote(p.name());
-  if (o.resume) {
+Result<Prepared> PrepareProjector(Connection& c, const Projector& p, const std::string& key,
+                                  const std::string& shadow, bool resume, const std::string& run_id,
+                                  int64_t head_id, std::string* resumed_run_id, std::FILE* log) {
+  const std::string name = c.Quote(key);
+  if (resume) {
     Result<Rows> cp = c.Query(fmt::format(
         "SELECT last_event_id, run_id FROM {} WHERE projector = {} AND status = 'building' "
         "AND building_table = {}",
@@ -144,6 +153,87 @@ Status SwapIn(Connection& c, const std::vector<std::string>& live_tables) {
 
 }  // namespace
 
+Result<TableDiff> CompareTables(Connection& c, const TableSpec& spec, const std::string& live,
+                                const std::string& rebuilt) {
+  TableDiff d;
+  d.table = live;
+  std::string keys, group_keys;
+  for (size_t i = 0; i + 1 < spec.columns.size(); ++i) {
+    const std::string col = QuoteIdentifier(spec.columns[i].name);
+    keys += (i ? ", " : "") + col;
+    // GROUP BY compares long text by its first max_sort_length bytes only: a hash of
+    // the whole value keeps two long URLs with a common prefix apart.
+    if (spec.columns[i].sql_type.find("TEXT") != std::string::npos) {
+      group_keys += (i ? ", " : "") + fmt::format("SHA2({}, 256), {}", col, col);
+    } else {
+      group_keys += (i ? ", " : "") + col;
+    }
+  }
+  const std::string cnt = QuoteIdentifier(spec.columns.back().name);
+  Result<bool> live_exists = TableExists(c, live);
+  if (!live_exists.ok()) return live_exists.status();
+  auto totals = [&](const std::string& table, uint64_t& rows, int64_t& total) -> Status {
+    Result<Rows> r = c.Query(fmt::format("SELECT COUNT(*), COALESCE(SUM({}), 0) FROM {}", cnt,
+                                         QuoteIdentifier(table)));
+    if (!r.ok()) return r.status();
+    rows = std::stoull(*r->rows[0][0]);
+    total = std::stoll(*r->rows[0][1]);
+    return Status::Ok();
+  };
+  if (Status s = totals(rebuilt, d.rebuilt_rows, d.rebuilt_total); !s.ok()) return s;
+  if (!*live_exists) {
+    d.only_rebuilt = d.rebuilt_rows;
+    d.examples.push_back(fmt::format("the live table {} does not exist", live));
+    return d;
+  }
+  if (Status s = totals(live, d.live_rows, d.live_total); !s.ok()) return s;
+  // Fast path: equal fingerprints (rows, total, two order-independent sums of per-row
+  // hashes over every column) mean equal tables, but for a hash collision on both sums.
+  auto fingerprint = [&](const std::string& table) -> Result<Rows> {
+    std::string cols = keys + ", " + cnt;
+    return c.Query(fmt::format("SELECT COUNT(*), SUM({1}), SUM(CRC32(CONCAT_WS(0x1f, {0}))), "
+                               "SUM(CAST(CONV(LEFT(MD5(CONCAT_WS(0x1f, {0})), 15), 16, 10) AS UNSIGNED)) FROM {2}",
+                               cols, cnt, QuoteIdentifier(table)));
+  };
+  Result<Rows> fl = fingerprint(live), fr = fingerprint(rebuilt);
+  if (!fl.ok()) return fl.status();
+  if (!fr.ok()) return fr.status();
+  if (fl->rows == fr->rows) return d;
+  // One pass over both tables: group the union by key, keep the keys that differ.
+  const std::string differing = fmt::format(
+      "SELECT {keys}, SUM(IF(side = 0, {cnt}, 0)) AS live_count, SUM(IF(side = 1, {cnt}, 0)) AS "
+      "new_count, SUM(side = 0) AS in_live, SUM(side = 1) AS in_new FROM (SELECT {keys}, {cnt}, 0 "
+      "AS side FROM {live} UNION ALL SELECT {keys}, {cnt}, 1 FROM {new}) u GROUP BY {group} "
+      "HAVING in_live = 0 OR in_new = 0 OR live_count <> new_count",
+      fmt::arg("keys", keys), fmt::arg("group", group_keys), fmt::arg("cnt", cnt), fmt::arg("live", QuoteIdentifier(live)),
+      fmt::arg("new", QuoteIdentifier(rebuilt)));
+  Result<Rows> counts = c.Query(
+      "SELECT COALESCE(SUM(in_new = 0), 0), COALESCE(SUM(in_live = 0), 0), "
+      "COALESCE(SUM(in_live > 0 AND in_new > 0), 0) FROM (" + differing + ") d");
+  if (!counts.ok()) return counts.status();
+  d.only_live = std::stoull(*counts->rows[0][0]);
+  d.only_rebuilt = std::stoull(*counts->rows[0][1]);
+  d.count_differs = std::stoull(*counts->rows[0][2]);
+  if (!d.identical()) {
+    Result<Rows> ex = c.Query(differing + " LIMIT 5");
+    if (!ex.ok()) return ex.status();
+    const size_t nkeys = spec.columns.size() - 1;
+    for (const auto& row : ex->rows) {
+      std::string key;
+      for (size_t i = 0; i < nkeys; ++i) {
+        std::string v = row[i].value_or("NULL");
+        if (v.size() > 60) v = v.substr(0, 60) + "...";
+        key += (i ? ", " : "") + v;
+      }
+      const bool in_live = *row[nkeys + 2] != "0", in_new = *row[nkeys + 3] != "0";
+      d.examples.push_back(fmt::format("({}): live {}, rebuilt {}", key,
+                                       in_live ? *row[nkeys] : std::string("missing"),
+                                       in_new ? *row[nkeys + 1] : std::string("missing")));
+    }
+  }
+  return d;
+}
+
 std::string ShadowTable(const std::string& live) { return live + "__rewind_new"; }
 
 Status EnsureBookkeepingTables(Connection& c) {
@@ -198,15 +288,69 @@ Result<std::vector<std::unique_ptr<Projector>>> SelectProjectors(const ReplayOpt
   return out;
 }
 
-ReplaySummary Replay(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>> projectors,
-                     const std::atomic<bool>& stop) {
+namespace {
+
+// What distinguishes a rebuild from a verify run: where it writes, which checkpoint rows
+// and locks it uses, and whether it swaps.
+struct RunPlan {
+  std::string table_suffix;       // "__rewind_new" (rebuild) or "__rewind_verify"
+  std::string checkpoint_suffix;  // "" or "@verify"
+  std::string lock_prefix;        // "rewind" or "rewind-verify"
+  bool swap = true;
+};
+
+double Since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// Flushes every runner in parallel (each on its own connection); the first error.
+Status FlushAll(std::vector<std::unique_ptr<ProjectorRunner>>& runners) {
+  std::vector<Status> results(runners.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < runners.size(); ++i) {
+    threads.emplace_back([&, i] { results[i] = runners[i]->Flush(); });
+  }
+  for (auto& t : threads) t.join();
+  for (const Status& s : results) {
+    if (!s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+// The admin connection idles while the graph runs; if the server restarted meanwhile,
+// reconnect and take the locks again before touching any table.
+Status EnsureAdmin(Connection& c, const std::vector<std::unique_ptr<ProjectorRunner>>& runners,
+                   const std::string& lock_prefix) {
+  if (c.Execute("DO 1").ok()) return Status::Ok();
+  Status s;
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250 << std::min(attempt, 5)));
+    s = c.Reconnect();
+    if (s.ok()) break;
+  }
+  if (!s.ok()) return s;
+  for (const auto& r : runners) {
+    Result<std::optional<std::string>> got = c.QueryValue(fmt::format(
+        "SELECT GET_LOCK({}, 0)", c.Quote(LockName(lock_prefix, c, r->projector().table().name))));
+    if (!got.ok()) return got.status();
+    if (!*got || **got != "1") {
+      return Status::Error(Status::Code::kBusy,
+                           "lost the lock on " + r->projector().table().name + " during a reconnect");
+    }
+  }
+  return Status::Ok();
+}
+
+ReplaySummary Run(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>> projectors,
+                  const std::atomic<bool>& stop, const RunPlan& plan) {
   const auto started = std::chrono::steady_clock::now();
   std::FILE* log = stderr;
+  const bool quiet = o.progress == ProgressMode::kQuiet;
   ReplaySummary sum;
   sum.run_id = NewRunId();
   auto fail = [&](Status s) {
     sum.status = std::move(s);
-    sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    sum.seconds = Since(started);
     return sum;
   };
   if (o.connection.database.empty()) {
@@ -219,32 +363,40 @@ ReplaySummary Replay(const ReplayOptions& o, std::vector<std::unique_ptr<Project
   Connection& c = **admin;
   if (Status s = CheckEventTable(c, o.events); !s.ok()) return fail(s);
   if (Status s = EnsureBookkeepingTables(c); !s.ok()) return fail(s);
-  if (Status s = LockReadModels(c, projectors); !s.ok()) return fail(s);
+  if (Status s = LockReadModels(c, projectors, plan.lock_prefix); !s.ok()) return fail(s);
 
-  Result<std::optional<std::string>> head = c.QueryValue(
-      fmt::format("SELECT COALESCE(MAX({}), 0) FROM {}", QuoteIdentifier(o.events.id_column),
-                  QuoteIdentifier(o.events.table)));
+  auto read_head = [&]() -> Result<int64_t> {
+    Result<std::optional<std::string>> head = c.QueryValue(
+        fmt::format("SELECT COALESCE(MAX({}), 0) FROM {}", QuoteIdentifier(o.events.id_column),
+                    QuoteIdentifier(o.events.table)));
+    if (!head.ok()) return head.status();
+    return static_cast<int64_t>(std::stoll(head->value_or("0")));
+  };
+  Result<int64_t> head = read_head();
   if (!head.ok()) return fail(head.status());
-  sum.head_id = std::stoll(head->value_or("0"));
+  sum.head_id = *head;
 
-  // Prepare every projector, then open its own connection.
+  // Prepare every projector, then give it its own connection.
   std::vector<std::unique_ptr<ProjectorRunner>> runners;
   int64_t start_after = sum.head_id;
   std::string resumed_run_id;
   for (auto& p : projectors) {
-    Result<Prepared> prep = PrepareProjector(c, *p, o, sum.run_id, sum.head_id, &resumed_run_id, log);
+    const std::string key = std::string(p->name()) + plan.checkpoint_suffix;
+    const std::string target = p->table().name + plan.table_suffix;
+    Result<Prepared> prep = PrepareProjector(c, *p, key, target, o.resume, sum.run_id, sum.head_id,
+                                             &resumed_run_id, log);
     if (!prep.ok()) return fail(prep.status().With(fmt::format("preparing {}", p->name())));
     start_after = std::min(start_after, prep->resume_after);
     Result<std::unique_ptr<Connection>> conn = Connection::Open(o.connection);
     if (!conn.ok()) return fail(conn.status());
     RunnerOptions ro;
-    ro.target_table = ShadowTable(p->table().name);
+    ro.target_table = target;
     ro.checkpoint_table = kCheckpointTable;
+    ro.checkpoint_key = key;
     ro.resume_after_id = prep->resume_after;
     ro.flush_every_events = o.flush_every_events;
     ro.flush_max_rows = o.flush_max_rows;
-    sum.projectors.push_back(ProjectorSummary{std::string(p->name()), p->table().name,
-                                              prep->resume_after});
+    sum.projectors.push_back(ProjectorSummary{std::string(p->name()), target, prep->resume_after});
     Result<std::unique_ptr<ProjectorRunner>> r =
         ProjectorRunner::Make(std::move(p), std::move(*conn), ro);
     if (!r.ok()) return fail(r.status());
@@ -273,8 +425,6 @@ ReplaySummary Replay(const ReplayOptions& o, std::vector<std::unique_ptr<Project
     names.emplace_back(r->projector().name());
   }
   const Decoder decoder(fields);
-  Progress progress(o.progress, start_after, sum.head_id, names);
-
   std::vector<Branch> branches;
   for (auto& r : runners) {
     ProjectorRunner* runner = r.get();
@@ -288,57 +438,144 @@ ReplaySummary Replay(const ReplayOptions& o, std::vector<std::unique_ptr<Project
                               return recorder.Consume(b);
                             },
                             false});
-
-  progress.Start();
-  GraphResult graph =
-      RunGraph(**reader, decoder, branches, progress, GraphOptions{o.max_in_flight}, stop);
-  sum.peak_in_flight = graph.peak_in_flight;
-  sum.failures = recorder.failures();
-
-  Status status = graph.status;
-  if (status.ok()) {
-    // Final flushes, in parallel: each projector on its own connection.
-    std::vector<Status> results(runners.size());
-    std::vector<std::thread> threads;
+  auto collect = [&] {
+    sum.failures = recorder.failures();
     for (size_t i = 0; i < runners.size(); ++i) {
-      threads.emplace_back([&, i] { results[i] = runners[i]->Flush(); });
+      const RunnerStats& st = runners[i]->stats();
+      ProjectorSummary& ps = sum.projectors[i];
+      ps.events_applied = st.events_applied;
+      ps.rows_written = st.rows_written;
+      ps.flushes = st.flushes;
+      ps.retries = st.retries;
+      ps.apply_seconds = st.apply_seconds;
+      ps.flush_seconds = st.flush_seconds;
     }
-    for (auto& t : threads) t.join();
-    for (const Status& s : results) {
-      if (!s.ok() && status.ok()) status = s;
-    }
+  };
+
+  // The rebuild: one pass from the lowest checkpoint to the head.
+  Status status;
+  {
+    Progress progress(o.progress, start_after, sum.head_id, names);
+    progress.Start();
+    GraphResult graph =
+        RunGraph(**reader, decoder, branches, progress, GraphOptions{o.max_in_flight}, stop);
+    sum.peak_in_flight = graph.peak_in_flight;
+    status = graph.status;
+    // Commit what was applied: at the end, and also when stopped by a signal, so that a
+    // resume continues from here.
+    if (status.ok()) status = FlushAll(runners);
+    progress.Stop();
   }
-  progress.Stop();
-  for (size_t i = 0; i < runners.size(); ++i) {
-    const RunnerStats& st = runners[i]->stats();
-    ProjectorSummary& ps = sum.projectors[i];
-    ps.events_applied = st.events_applied;
-    ps.rows_written = st.rows_written;
-    ps.flushes = st.flushes;
-    ps.retries = st.retries;
-    ps.apply_seconds = st.apply_seconds;
-    ps.flush_seconds = st.flush_seconds;
-  }
+  collect();
   if (!status.ok()) return fail(status);
   if (stop.load()) {
     sum.interrupted = true;
     return fail(Status::Error(Status::Code::kCancelled, "stopped before the swap"));
   }
+  if (!plan.swap) {
+    sum.seconds = Since(started);
+    return sum;
+  }
 
+  FaultPoint("before-swap");
+  if (Status s = EnsureAdmin(c, runners, plan.lock_prefix); !s.ok()) return fail(s);
   std::vector<std::string> live_tables;
   for (const auto& r : runners) live_tables.push_back(r->projector().table().name);
   if (Status s = SwapIn(c, live_tables); !s.ok()) return fail(s);
   sum.swapped = true;
-  sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  sum.seconds = Since(started);
+  const double rate = sum.seconds > 0 ? static_cast<double>(sum.events_read) / sum.seconds : 0;
   for (const ProjectorSummary& ps : sum.projectors) {
     (void)c.Execute(fmt::format(
-        "UPDATE {} SET status = 'live', building_table = NULL, finished_at = NOW(6), "
+        "UPDATE {} SET status = '{}', building_table = NULL, finished_at = NOW(6), "
         "seconds = {}, events_per_second = {} WHERE projector = {}",
-        kCheckpointTable, sum.seconds,
-        sum.seconds > 0 ? static_cast<double>(sum.events_read) / sum.seconds : 0,
-        c.Quote(ps.name)));
+        kCheckpointTable, o.follow ? "following" : "live", sum.seconds, rate, c.Quote(ps.name)));
   }
-  return sum;
+  if (!o.follow) return sum;
+
+  // Follow: keep applying new events to the live tables, same checkpoint discipline,
+  // same in-memory state (sessions continue exactly), until stopped.
+  for (auto& r : runners) r->Retarget(r->projector().table().name);
+  for (size_t i = 0; i < runners.size(); ++i) sum.projectors[i].table = runners[i]->projector().table().name;
+  if (!quiet) fmt::print(log, "rewind: following new events after id {} (Ctrl-C to stop)\n", sum.head_id);
+  const auto poll = std::chrono::milliseconds(static_cast<int64_t>(o.poll_seconds * 1000));
+  while (!stop.load()) {
+    for (auto waited = std::chrono::milliseconds(0); waited < poll && !stop.load();
+         waited += std::chrono::milliseconds(20)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (stop.load()) break;
+    if (Status s = EnsureAdmin(c, runners, plan.lock_prefix); !s.ok()) return fail(s);
+    Result<int64_t> now = read_head();
+    if (!now.ok()) return fail(now.status());
+    if (*now <= sum.head_id) continue;
+    const uint64_t before = sum.events_read;
+    (*reader)->ExtendHead(*now);
+    Progress quiet_progress(ProgressMode::kQuiet, sum.head_id, *now, names);
+    never_stop_.store(false);
+    GraphResult graph = RunGraph(**reader, decoder, branches, quiet_progress,
+                                 GraphOptions{o.max_in_flight}, never_stop_);
+    Status s = graph.status.ok() ? FlushAll(runners) : graph.status;
+    collect();
+    if (!s.ok()) return fail(s);
+    if (!quiet) {
+      fmt::print(log, "rewind: followed events {}..{} ({} new)\n", sum.head_id + 1, *now,
+                 sum.events_read - before);
+    }
+    sum.head_id = *now;
+  }
+  for (const ProjectorSummary& ps : sum.projectors) {
+    (void)c.Execute(fmt::format("UPDATE {} SET status = 'live' WHERE projector = {}",
+                                kCheckpointTable, c.Quote(ps.name)));
+  }
+  sum.seconds = Since(started);
+  return sum;  // a stopped follow is a clean end, not an interruption
+}
+
+}  // namespace
+
+ReplaySummary Replay(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>> projectors,
+                     const std::atomic<bool>& stop) {
+  return Run(o, std::move(projectors), stop, RunPlan{"__rewind_new", "", "rewind", true});
+}
+
+VerifySummary Verify(const ReplayOptions& options,
+                     std::vector<std::unique_ptr<Projector>> projectors,
+                     const std::atomic<bool>& stop) {
+  VerifySummary v;
+  std::vector<TableSpec> specs;
+  for (const auto& p : projectors) specs.push_back(p->table());
+  ReplayOptions o = options;
+  o.resume = false;
+  o.follow = false;
+  v.replay = Run(o, std::move(projectors), stop, RunPlan{"__rewind_verify", "@verify", "rewind-verify", false});
+  Result<std::unique_ptr<Connection>> conn = Connection::Open(o.connection);
+  if (!conn.ok()) {
+    if (v.replay.status.ok()) v.replay.status = conn.status();
+    return v;
+  }
+  Connection& c = **conn;
+  auto cleanup = [&] {
+    for (const TableSpec& spec : specs) {
+      (void)c.Execute("DROP TABLE IF EXISTS " + QuoteIdentifier(spec.name + "__rewind_verify"));
+      (void)c.Execute(fmt::format("DELETE FROM {} WHERE projector = {}", kCheckpointTable,
+                                  c.Quote(spec.name + "@verify")));
+    }
+  };
+  if (!v.replay.status.ok()) {
+    cleanup();
+    return v;
+  }
+  for (const TableSpec& spec : specs) {
+    Result<TableDiff> d = CompareTables(c, spec, spec.name, spec.name + "__rewind_verify");
+    if (!d.ok()) {
+      v.replay.status = d.status();
+      break;
+    }
+    v.tables.push_back(std::move(*d));
+  }
+  cleanup();
+  return v;
 }
 
 int ReplaySummary::ExitCode() const {

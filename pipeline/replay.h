@@ -66,7 +66,42 @@ Status EnsureBookkeepingTables(Connection& connection);
 // lists the known ones.
 Result<std::vector<std::unique_ptr<Projector>>> SelectProjectors(const ReplayOptions& options);
 
+// Rebuilds beside, swaps in; with options.follow, then keeps applying new events.
 ReplaySummary Replay(const ReplayOptions& options,
+                     std::vector<std::unique_ptr<Projector>> projectors,
+                     const std::atomic<bool>& stop);
+
+// How a rebuilt table differs from the live one.
+struct TableDiff {
+  std::string table;
+  uint64_t live_rows = 0, rebuilt_rows = 0;
+  int64_t live_total = 0, rebuilt_total = 0;  // sums of the counter column
+  uint64_t only_live = 0;      // keys only in the live table
+  uint64_t only_rebuilt = 0;   // keys only in the rebuilt one
+  uint64_t count_differs = 0;  // keys in both, with another count
+  std::vector<std::string> examples;  // the first few differing keys, readable
+  bool identical() const { return only_live == 0 && only_rebuilt == 0 && count_differs == 0; }
+};
+
+// Compares two tables of the shape `spec` (keys, then the counter). A missing `live`
+// table counts as empty.
+Result<TableDiff> CompareTables(Connection& c, const TableSpec& spec, const std::string& live,
+                                const std::string& rebuilt);
+
+struct VerifySummary {
+  ReplaySummary replay;  // the scratch rebuild
+  std::vector<TableDiff> tables;
+  bool identical() const {
+    for (const auto& t : tables) {
+      if (!t.identical()) return false;
+    }
+    return replay.status.ok();
+  }
+};
+
+// Rebuilds into scratch tables (<table>__rewind_verify), never swaps, compares with the
+// live tables, drops the scratch tables. Live tables and their checkpoints are untouched.
+VerifySummary Verify(const ReplayOptions& options,
                      std::vector<std::unique_ptr<Projector>> projectors,
                      const std::atomic<bool>& stop);
 

@@ -27,6 +27,9 @@ struct PageVisit {
   std::string_view url;      // empty unless kFieldUrl was requested
   std::string_view ip;       // empty unless kFieldIp was requested
   std::string_view user_agent;  // empty unless kFieldUserAgent was requested
+  // The requested fields that were present and well-formed. A projector only ever sees
+  // visits that have every field it needs (the runner filters the others out).
+  uint32_t fields_ok = 0;
 };
 
 }  // namespace rw

@@ -85,6 +85,8 @@ struct Batch {
   // Decoded.
   std::vector<PageVisit> visits;
   std::vector<Failure> failures;
+  // Some visits lack a requested field (each projector then skips those it cannot use).
+  bool has_partial = false;
   StringArena strings;
 
   // Projectors that still have to finish this batch; the last one releases its token.

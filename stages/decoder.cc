@@ -42,9 +42,12 @@ constexpr Wanted kWanted[] = {{"visitedAt", kFieldVisitedAt},
                               {"ip", kFieldIp},
                               {"userAgent", kFieldUserAgent}};
 
-// Returns "" on success, else the reason.
+// Returns "" when the whole event is usable, else the reason. A bad field other than
+// visitedAt leaves the event usable for the projectors that do not need it: its bit stays
+// clear in out.fields_ok and the reason is still returned.
 std::string DecodeOne(simdjson::ondemand::parser& parser, const char* data, size_t length,
                       size_t capacity, uint32_t fields, StringArena& arena, PageVisit& out) {
+  out.fields_ok = 0;
   if (length == 0) return "empty payload";
   simdjson::ondemand::document doc;
   if (auto err = parser.iterate(data, length, capacity).get(doc)) {
@@ -63,6 +66,13 @@ std::string DecodeOne(simdjson::ondemand::parser& parser, const char* data, size
   }
   std::string_view values[4];
   uint32_t seen = 0;
+  std::string field_errors;  // bad fields other than visitedAt
+  auto field_error = [&](size_t i, std::string reason) -> bool {
+    seen |= kWanted[i].field;  // present, but bad
+    if (kWanted[i].field == kFieldVisitedAt) return false;
+    field_errors += (field_errors.empty() ? "" : "; ") + reason;
+    return true;
+  };
   for (auto field_result : obj) {
     simdjson::ondemand::field field;
     if (auto err = std::move(field_result).get(field)) {
@@ -80,7 +90,10 @@ std::string DecodeOne(simdjson::ondemand::parser& parser, const char* data, size
         return fmt::format("field '{}' is not valid JSON: {}", key, simdjson::error_message(err));
       }
       if (type != json_type::string) {
-        return fmt::format("field '{}' is {}, expected a string", kWanted[i].key, TypeName(type));
+        std::string reason =
+            fmt::format("field '{}' is {}, expected a string", kWanted[i].key, TypeName(type));
+        if (!field_error(i, reason)) return reason;
+        continue;
       }
       // Fast path: a string without escapes is used in place (the token includes its
       // quotes and any whitespace up to the next token).
@@ -91,17 +104,23 @@ std::string DecodeOne(simdjson::ondemand::parser& parser, const char* data, size
       } else {
         std::string_view unescaped;
         if (auto err = value.get_string().get(unescaped)) {
-          return fmt::format("field '{}' is not a valid string: {}", kWanted[i].key,
-                             simdjson::error_message(err));
+          std::string reason = fmt::format("field '{}' is not a valid string: {}", kWanted[i].key,
+                                           simdjson::error_message(err));
+          if (!field_error(i, reason)) return reason;
+          continue;
         }
         values[i] = arena.Copy(unescaped);
       }
       seen |= kWanted[i].field;
+      // visitedAt's bit is set last, once the whole payload has been read: a visit
+      // without it is unusable, whatever else it has.
+      if (kWanted[i].field != kFieldVisitedAt) out.fields_ok |= kWanted[i].field;
     }
   }
   for (size_t i = 0; i < std::size(kWanted); ++i) {
     if ((fields & kWanted[i].field) && !(seen & kWanted[i].field)) {
-      return fmt::format("missing field '{}'", kWanted[i].key);
+      std::string reason = fmt::format("missing field '{}'", kWanted[i].key);
+      if (!field_error(i, reason)) return reason;
     }
   }
   const std::optional<CivilTime> t = ParseIsoTimestamp(values[0]);
@@ -110,7 +129,8 @@ std::string DecodeOne(simdjson::ondemand::parser& parser, const char* data, size
   out.url = values[1];
   out.ip = values[2];
   out.user_agent = values[3];
-  return {};
+  out.fields_ok |= kFieldVisitedAt;
+  return field_errors;
 }
 
 }  // namespace
@@ -125,11 +145,11 @@ void Decoder::Decode(Batch& batch) const {
     std::string reason =
         DecodeOne(parser, batch.payloads.data() + raw.offset, raw.length, total - raw.offset,
                   fields_, batch.strings, visit);
-    if (reason.empty()) {
+    if (visit.fields_ok & kFieldVisitedAt) {  // usable, at least by some projectors
       batch.visits.push_back(visit);
-    } else {
-      batch.failures.push_back(Failure{raw.id, "decoder", std::move(reason)});
+      if ((visit.fields_ok & fields_) != fields_) batch.has_partial = true;
     }
+    if (!reason.empty()) batch.failures.push_back(Failure{raw.id, "decoder", std::move(reason)});
   }
 }
 

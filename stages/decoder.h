@@ -1,8 +1,11 @@
 // Decoder: turns a batch's raw JSON payloads into PageVisits with simdjson On-Demand.
 //
 // Reads only the fields asked for (always `visitedAt`). A payload that is not a JSON
-// object, misses a requested field, has one of the wrong type, or has an unparseable
-// `visitedAt` becomes a Failure in the batch, never a dropped event. Strings without
+// object or has no usable `visitedAt` becomes a Failure in the batch, never a dropped
+// event. A payload whose other requested field is missing or of the wrong type is also
+// recorded as a Failure, but stays in the batch with that field marked bad
+// (PageVisit::fields_ok): the read models that do not need the field still count it, so
+// a read model's content never depends on which others are rebuilt with it. Strings without
 // escapes are viewed in place in the batch's payload bytes; escaped ones (`\/`, `\uXXXX`)
 // are unescaped into the batch's arena.
 //

@@ -2,6 +2,10 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
 namespace rw {
 
 FailureRecorder::FailureRecorder(std::unique_ptr<Connection> connection, std::string table,
@@ -26,8 +30,13 @@ Status FailureRecorder::Consume(const Batch& batch) {
     sql += ')';
   }
   Status s = connection_->Execute(sql);
-  if (s.code() == Status::Code::kConnection && connection_->Reconnect().ok()) {
-    s = connection_->Execute(sql);
+  for (int attempt = 0; s.code() == Status::Code::kConnection && attempt < 8; ++attempt) {
+    // Lost the server: wait, reconnect, write the same rows again (autocommit: one
+    // statement either landed whole or not at all; a lost reply can duplicate a row,
+    // never lose one).
+    std::this_thread::sleep_for(std::chrono::milliseconds(250 << std::min(attempt, 5)));
+    s = connection_->Reconnect();
+    if (s.ok()) s = connection_->Execute(sql);
   }
   if (!s.ok()) return s.With("recording failed events");
   failures_ += batch.failures.size();

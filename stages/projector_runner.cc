@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "projectors/civil_time.h"
+#include "stages/fault.h"
 
 namespace rw {
 namespace {
@@ -104,8 +105,10 @@ Result<std::unique_ptr<ProjectorRunner>> ProjectorRunner::Make(
     const RunnerOptions& options) {
   if (options.target_table.empty()) return Status::InvalidInput("runner needs a target table");
   if (options.statement_bytes < 1024) return Status::InvalidInput("statement size too small");
+  RunnerOptions o = options;
+  if (o.checkpoint_key.empty()) o.checkpoint_key = std::string(projector->name());
   return std::unique_ptr<ProjectorRunner>(
-      new ProjectorRunner(std::move(projector), std::move(connection), options));
+      new ProjectorRunner(std::move(projector), std::move(connection), o));
 }
 
 Status ProjectorRunner::Consume(const Batch& batch) {
@@ -122,6 +125,15 @@ Status ProjectorRunner::Consume(const Batch& batch) {
     const auto first_new = std::partition_point(
         visits.begin(), visits.end(), [&](const PageVisit& v) { return v.id <= applied_id_; });
     visits = visits.subspan(static_cast<size_t>(first_new - visits.begin()));
+  }
+  if (batch.has_partial) {
+    // Some visits lack a field; this projector sees only those with every field it needs.
+    const uint32_t needed = projector_->fields();
+    usable_.clear();
+    for (const PageVisit& v : visits) {
+      if ((v.fields_ok & needed) == needed) usable_.push_back(v);
+    }
+    visits = usable_;
   }
   projector_->Apply(visits);
   applied_id_ = batch.last_id;
@@ -148,7 +160,7 @@ Status ProjectorRunner::Flush() {
       "UPDATE {} SET last_event_id = {}, events_applied = events_applied + {}, "
       "rows_written = rows_written + {}, updated_at = NOW(6) WHERE projector = {}",
       QuoteIdentifier(options_.checkpoint_table), applied_id_, events_since_flush_, rows,
-      connection_->Quote(projector_->name())));
+      connection_->Quote(options_.checkpoint_key)));
   if (Status s = RunTransaction(statements); !s.ok()) {
     return s.With(fmt::format("projector {}: flush of events {}..{} into {}", projector_->name(),
                               committed_id_ + 1, applied_id_, options_.target_table));
@@ -166,6 +178,8 @@ Status ProjectorRunner::RunTransaction(const std::vector<std::string>& statement
   for (int attempt = 0; attempt <= options_.max_retries; ++attempt) {
     if (attempt > 0) {
       ++stats_.retries;
+      fmt::print(stderr, "rewind: {}: {}; retrying the flush, attempt {}\n", projector_->name(),
+                 last.message(), attempt);
       std::this_thread::sleep_for(std::chrono::milliseconds(250 << std::min(attempt - 1, 5)));
       if (last.code() == Status::Code::kConnection) {
         if (Status s = connection_->Reconnect(); !s.ok()) {
@@ -176,7 +190,7 @@ Status ProjectorRunner::RunTransaction(const std::vector<std::string>& statement
         // The checkpoint moves in the same transaction, so it tells which happened.
         Result<std::optional<std::string>> cp = connection_->QueryValue(fmt::format(
             "SELECT last_event_id FROM {} WHERE projector = {}",
-            QuoteIdentifier(options_.checkpoint_table), connection_->Quote(projector_->name())));
+            QuoteIdentifier(options_.checkpoint_table), connection_->Quote(options_.checkpoint_key)));
         if (!cp.ok()) {
           last = cp.status();
           continue;
@@ -190,6 +204,7 @@ Status ProjectorRunner::RunTransaction(const std::vector<std::string>& statement
     for (size_t i = 0; last.ok() && i < statements.size(); ++i) {
       last = connection_->Execute(statements[i]);
     }
+    if (last.ok()) FaultPoint("mid-flush");  // statements sent, transaction still open
     if (last.ok()) last = connection_->Execute("COMMIT");
     if (last.ok()) return last;
     if (last.code() != Status::Code::kConnection && last.code() != Status::Code::kRetryable) {

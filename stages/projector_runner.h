@@ -28,6 +28,7 @@ namespace rw {
 struct RunnerOptions {
   std::string target_table;                          // the table written (a shadow table)
   std::string checkpoint_table = "rewind_checkpoints";
+  std::string checkpoint_key;                        // its row there (default: the name)
   int64_t resume_after_id = 0;                       // events <= this are already committed
   // Flush when this many events were applied since the last flush: bounds the work a
   // crash can lose. Larger is faster (fewer, larger transactions).
@@ -36,7 +37,7 @@ struct RunnerOptions {
   size_t flush_max_rows = 1'000'000;
   // Largest multi-row statement, in bytes (must stay below the server's max_allowed_packet).
   size_t statement_bytes = 8 << 20;
-  int max_retries = 6;  // per flush, for lost connections and deadlocks
+  int max_retries = 8;  // per flush, for lost connections and deadlocks (~30 s of backoff)
 };
 
 struct RunnerStats {
@@ -60,6 +61,10 @@ class ProjectorRunner {
   // Writes every pending delta and the checkpoint in one transaction.
   Status Flush();
 
+  // Writes into another table from now on (follow mode: the live table after the swap).
+  // REQUIRES: nothing pending (call after Flush()).
+  void Retarget(const std::string& table) { options_.target_table = table; }
+
   const Projector& projector() const { return *projector_; }
   const RunnerStats& stats() const { return stats_; }
   int64_t checkpoint() const { return committed_id_; }
@@ -72,11 +77,12 @@ class ProjectorRunner {
 
   std::unique_ptr<Projector> projector_;
   std::unique_ptr<Connection> connection_;
-  const RunnerOptions options_;
+  RunnerOptions options_;
   int64_t applied_id_;    // highest event id folded into memory
   int64_t committed_id_;  // highest event id committed (the checkpoint)
   int64_t last_sequence_ = -1;
   uint64_t events_since_flush_ = 0;
+  std::vector<PageVisit> usable_;  // scratch for batches with partial visits
   RunnerStats stats_;
 };
 

@@ -3,7 +3,9 @@
 #include <fmt/core.h>
 #include <simdjson.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 
 namespace rw {
 
@@ -30,7 +32,7 @@ Status CheckEventTable(Connection& c, const EventTableOptions& e) {
 }
 
 Reader::Reader(std::unique_ptr<Connection> c, const ReaderOptions& o)
-    : connection_(std::move(c)), options_(o), after_id_(o.start_after_id) {
+    : connection_(std::move(c)), options_(o), head_id_(o.head_id), after_id_(o.start_after_id) {
   const EventTableOptions& e = options_.events;
   // The type filter is pushed into the server: unhandled events cost an id, not a payload.
   query_prefix_ = fmt::format("SELECT {id}, CASE WHEN {type} = {cls} THEN COALESCE({payload}, '') "
@@ -50,17 +52,46 @@ Result<std::unique_ptr<Reader>> Reader::Make(std::unique_ptr<Connection> connect
 }
 
 Result<std::unique_ptr<Batch>> Reader::Next() {
-  if (after_id_ >= options_.head_id) return std::unique_ptr<Batch>();
+  if (after_id_ >= head_id_) return std::unique_ptr<Batch>();
   auto batch = std::make_unique<Batch>();
   batch->after_id = after_id_;
   batch->payloads.reserve(last_payload_bytes_ + last_payload_bytes_ / 4 + simdjson::SIMDJSON_PADDING);
   batch->raw.reserve(options_.batch_size);
   const std::string sql =
       fmt::format("{}{} AND {} <= {} ORDER BY {} LIMIT {}", query_prefix_, after_id_,
-                  QuoteIdentifier(options_.events.id_column), options_.head_id,
+                  QuoteIdentifier(options_.events.id_column), head_id_,
                   QuoteIdentifier(options_.events.id_column), options_.batch_size);
   int64_t last_id = after_id_;
-  Status s = connection_->Stream(sql, [&](char** values, unsigned long* lengths) {
+  Status s;
+  for (int attempt = 0;; ++attempt) {
+    last_id = after_id_;
+    batch->rows_read = batch->skipped = 0;
+    batch->raw.clear();
+    batch->payloads.clear();
+    s = ReadPage(sql, *batch, last_id);
+    if (s.code() != Status::Code::kConnection || attempt >= kMaxReconnects) break;
+    // Lost the server (restart, network): wait, reconnect, read the same page again.
+    fmt::print(stderr, "rewind: reader lost the connection ({}); reconnecting, attempt {}\n",
+               s.message(), attempt + 1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(250 << std::min(attempt, 5)));
+    if (Status r = connection_->Reconnect(); !r.ok()) s = r;
+  }
+  if (!s.ok()) return s.With(fmt::format("reading events after id {}", after_id_));
+  if (batch->rows_read == 0) {  // nothing left below the head
+    after_id_ = head_id_;
+    return std::unique_ptr<Batch>();
+  }
+  last_payload_bytes_ = batch->payloads.size();
+  batch->payloads.append(simdjson::SIMDJSON_PADDING, '\0');
+  batch->last_id = last_id;
+  batch->sequence = next_sequence_++;
+  after_id_ = last_id;
+  return batch;
+}
+
+Status Reader::ReadPage(const std::string& sql, Batch& b, int64_t& last_id) {
+  Batch* batch = &b;
+  return connection_->Stream(sql, [&](char** values, unsigned long* lengths) {
     last_id = std::strtoll(values[0], nullptr, 10);
     ++batch->rows_read;
     if (values[1] == nullptr) {
@@ -71,17 +102,6 @@ Result<std::unique_ptr<Batch>> Reader::Next() {
                                   static_cast<uint32_t>(lengths[1])});
     batch->payloads.append(values[1], lengths[1]);
   });
-  if (!s.ok()) return s.With(fmt::format("reading events after id {}", after_id_));
-  if (batch->rows_read == 0) {  // nothing left below the head
-    after_id_ = options_.head_id;
-    return std::unique_ptr<Batch>();
-  }
-  last_payload_bytes_ = batch->payloads.size();
-  batch->payloads.append(simdjson::SIMDJSON_PADDING, '\0');
-  batch->last_id = last_id;
-  batch->sequence = next_sequence_++;
-  after_id_ = last_id;
-  return batch;
 }
 
 }  // namespace rw

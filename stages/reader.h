@@ -7,6 +7,8 @@
 // handles come back with a NULL payload (the filter runs in the server, their payloads
 // never cross the wire) and are counted as skipped.
 //
+// A lost connection (server restart) is retried: reconnect with backoff, reread the page.
+//
 // Thread safety: one thread at a time (the pipeline's source node).
 #pragma once
 
@@ -47,12 +49,19 @@ class Reader {
   Result<std::unique_ptr<Batch>> Next();
 
   int64_t position() const { return after_id_; }
+  uint64_t next_sequence() const { return next_sequence_; }
+  // Moves the end of the range (follow mode: new events were appended).
+  // REQUIRES: head_id >= the current head.
+  void ExtendHead(int64_t head_id) { head_id_ = head_id; }
 
  private:
   Reader(std::unique_ptr<Connection> c, const ReaderOptions& o);
+  Status ReadPage(const std::string& sql, Batch& batch, int64_t& last_id);
+  static constexpr int kMaxReconnects = 8;  // ~1 minute of backoff in all
 
   std::unique_ptr<Connection> connection_;
   const ReaderOptions options_;
+  int64_t head_id_;
   std::string query_prefix_;  // everything before the id bound
   int64_t after_id_;
   uint64_t next_sequence_ = 0;

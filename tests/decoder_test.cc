@@ -82,8 +82,19 @@ TEST(Decoder, EveryBadPayloadBecomesAFailureWithAReason) {
   auto b = MakeBatch(payloads);
   Decoder(kAll).Decode(*b);
   ASSERT_EQ(b->failures.size(), cases.size());
-  ASSERT_EQ(b->visits.size(), 1u);
-  EXPECT_EQ(b->visits[0].url, "/ok");
+  // Events with a bad url or ip stay, marked, for the projectors that need neither.
+  ASSERT_EQ(b->visits.size(), 5u);
+  EXPECT_TRUE(b->has_partial);
+  std::vector<int64_t> partial;
+  for (const PageVisit& v : b->visits) {
+    EXPECT_TRUE(v.fields_ok & kFieldVisitedAt);
+    if (v.fields_ok != kAll) partial.push_back(v.id);
+  }
+  // No url, url 12345, ip null, a lone surrogate in url. (Invalid UTF-8 anywhere makes
+  // the whole payload invalid: simdjson validates the document first.)
+  EXPECT_EQ(partial, (std::vector<int64_t>{4, 5, 10, 12}));
+  EXPECT_EQ(b->visits.back().url, "/ok");
+  EXPECT_EQ(b->visits.back().fields_ok, kAll);
   for (size_t i = 0; i < cases.size(); ++i) {
     EXPECT_EQ(b->failures[i].event_id, static_cast<int64_t>(i + 1));
     EXPECT_EQ(b->failures[i].stage, "decoder");
@@ -101,6 +112,13 @@ TEST(Decoder, ReadsOnlyTheFieldsItIsAskedFor) {
   auto c = MakeBatch({R"({"visitedAt":"2023-01-01T00:00:00Z"})"});
   Decoder(kFieldVisitedAt | kFieldUrl).Decode(*c);
   EXPECT_EQ(c->failures.size(), 1u);
+  ASSERT_EQ(c->visits.size(), 1u);
+  EXPECT_EQ(c->visits[0].fields_ok, kFieldVisitedAt);
+  // A payload that breaks off after visitedAt is unusable for everyone.
+  auto d = MakeBatch({R"({"visitedAt":"2023-01-01T00:00:00Z","url":"/x","ip":)"});
+  Decoder(kFieldVisitedAt).Decode(*d);
+  EXPECT_EQ(d->failures.size(), 1u);
+  EXPECT_TRUE(d->visits.empty());
 }
 
 }  // namespace

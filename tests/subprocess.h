@@ -1,0 +1,96 @@
+// Running the real `rewind` binary from a test: spawn with extra environment, read its
+// stderr, signal it, wait for its exit code.
+#pragma once
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+extern char** environ;
+
+namespace rw::testing {
+
+class Subprocess {
+ public:
+  Subprocess(const std::vector<std::string>& args, const std::vector<std::string>& extra_env) {
+    int fds[2];
+    if (pipe(fds) != 0) return;
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
+    posix_spawn_file_actions_addclose(&actions, fds[0]);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    std::vector<std::string> env_strings;
+    for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
+    for (const auto& e : extra_env) env_strings.push_back(e);
+    std::vector<char*> argv, envp;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    for (const auto& e : env_strings) envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+    if (posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), envp.data()) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&actions);
+    close(fds[1]);
+    fd_ = fds[0];
+  }
+  ~Subprocess() {
+    if (pid_ > 0 && !exited_) {
+      kill(pid_, SIGKILL);
+      Wait();
+    }
+    if (fd_ >= 0) close(fd_);
+  }
+
+  bool started() const { return pid_ > 0; }
+  const std::string& err() const { return err_; }
+
+  // Reads stderr until it contains `text` or `seconds` pass; true if it appeared.
+  bool WaitFor(const std::string& text, double seconds) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (err_.find(text) == std::string::npos) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return false;
+      if (!ReadSome(static_cast<int>(left.count()))) return err_.find(text) != std::string::npos;
+    }
+    return true;
+  }
+
+  void Signal(int sig) { kill(pid_, sig); }
+
+  // Waits for the exit; returns the exit code, or 128 + signal.
+  int Wait() {
+    while (ReadSome(100)) {
+    }
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    exited_ = true;
+    while (ReadSome(0)) {
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+ private:
+  bool ReadSome(int timeout_ms) {
+    pollfd p{fd_, POLLIN, 0};
+    if (poll(&p, 1, timeout_ms) <= 0) return false;
+    char buf[4096];
+    const ssize_t n = read(fd_, buf, sizeof buf);
+    if (n <= 0) return false;
+    err_.append(buf, static_cast<size_t>(n));
+    return true;
+  }
+
+  pid_t pid_ = -1;
+  int fd_ = -1;
+  bool exited_ = false;
+  std::string err_;
+};
+
+}  // namespace rw::testing
