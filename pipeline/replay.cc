@@ -78,6 +78,7 @@ Status LockReadModels(Connection& c, const std::vector<std::unique_ptr<Projector
 
 struct Prepared {
   int64_t resume_after = 0;
+  bool created = false;  // the shadow table was just created, empty
 };
 
 // Creates (or, resuming, finds) the shadow table and the checkpoint row of a projector.
@@ -103,7 +104,7 @@ Result<Prepared> PrepareProjector(Connection& c, const Projector& p, const std::
             !s.ok())
           return s;
         fmt::print(log, "rewind: {} resumes after event {}\n", p.name(), after);
-        return Prepared{after};
+        return Prepared{after, false};
       }
       // Its per-visitor state lives only in memory, so a partial table cannot be
       // continued exactly: rebuild this one read model from the first event.
@@ -124,7 +125,7 @@ Result<Prepared> PrepareProjector(Connection& c, const Projector& p, const std::
           head_id));
       !s.ok())
     return s;
-  return Prepared{0};
+  return Prepared{0, true};
 }
 
 // Swaps every shadow table in with one atomic RENAME TABLE.
@@ -394,6 +395,7 @@ ReplaySummary Run(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
     ro.checkpoint_table = kCheckpointTable;
     ro.checkpoint_key = key;
     ro.resume_after_id = prep->resume_after;
+    ro.target_starts_empty = prep->created;
     ro.flush_every_events = o.flush_every_events;
     ro.flush_max_rows = o.flush_max_rows;
     sum.projectors.push_back(ProjectorSummary{std::string(p->name()), target, prep->resume_after});

@@ -42,7 +42,9 @@ struct Column {
 struct TableSpec {
   std::string name;             // live table name, e.g. "visits_per_day"
   std::vector<Column> columns;  // key columns, then the counter column
-  std::string key_definition;   // e.g. "PRIMARY KEY (`date`)"
+  // Keys, and any derived column they need, after the columns in CREATE TABLE:
+  // e.g. "PRIMARY KEY (`date`)".
+  std::string key_definition;
 };
 
 class Projector {

@@ -5,6 +5,9 @@
 #include <mysql.h>
 #include <mysqld_error.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
 #include <mutex>
 
 namespace rw {
@@ -148,6 +151,40 @@ Status Connection::Stream(std::string_view sql,
                          fmt::format("reading rows failed: {} (error {})", mysql_error(mysql_), err));
   }
   return Status::Ok();
+}
+
+namespace {
+
+struct InfileSource {
+  std::string_view data;
+  size_t offset = 0;
+};
+
+int InfileInit(void** ptr, const char*, void* userdata) {
+  *ptr = userdata;
+  return 0;
+}
+int InfileRead(void* ptr, char* buf, unsigned int len) {
+  auto* src = static_cast<InfileSource*>(ptr);
+  const size_t n = std::min<size_t>(len, src->data.size() - src->offset);
+  std::memcpy(buf, src->data.data() + src->offset, n);
+  src->offset += n;
+  return static_cast<int>(n);
+}
+void InfileEnd(void*) {}
+int InfileError(void*, char* msg, unsigned int len) {
+  std::snprintf(msg, len, "rewind: in-memory LOAD DATA source failed");
+  return 2000;  // CR_UNKNOWN_ERROR
+}
+
+}  // namespace
+
+Status Connection::LoadData(std::string_view load_sql, std::string_view data) {
+  InfileSource source{data};
+  mysql_set_local_infile_handler(mysql_, InfileInit, InfileRead, InfileEnd, InfileError, &source);
+  Status s = Execute(load_sql);
+  mysql_set_local_infile_default(mysql_);
+  return s;
 }
 
 void Connection::AppendQuoted(std::string& out, std::string_view bytes) {

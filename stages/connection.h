@@ -61,6 +61,10 @@ class Connection {
   Status Stream(std::string_view sql,
                 const std::function<void(char** values, unsigned long* lengths)>& on_row);
 
+  // Runs `load_sql` (a `LOAD DATA LOCAL INFILE '...' ...` statement) with `data` as the
+  // file's contents, served from memory: no temporary file.
+  Status LoadData(std::string_view load_sql, std::string_view data);
+
   // Appends `bytes` as a quoted, escaped SQL string literal ('...') to `out`.
   void AppendQuoted(std::string& out, std::string_view bytes);
   std::string Quote(std::string_view bytes);

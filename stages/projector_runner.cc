@@ -92,13 +92,60 @@ std::vector<std::string> UpsertBuilder::Take() {
   return std::move(done_);
 }
 
+void TsvBuilder::Separator() {
+  if (row_open_) data_ += '\t';
+  row_open_ = true;
+}
+
+void TsvBuilder::Int(int64_t value) {
+  Separator();
+  fmt::format_to(std::back_inserter(data_), "{}", value);
+}
+
+void TsvBuilder::Date(int32_t days) {
+  Separator();
+  char buf[10];
+  data_.append(buf, FormatDate(days, buf));
+}
+
+void TsvBuilder::DateTime(int64_t epoch_seconds) {
+  Separator();
+  char buf[19];
+  data_.append(buf, FormatDateTime(epoch_seconds, buf));
+}
+
+void TsvBuilder::Text(std::string_view bytes) {
+  Separator();
+  for (char c : bytes) {
+    switch (c) {
+      case '\\': data_ += "\\\\"; break;
+      case '\t': data_ += "\\t"; break;
+      case '\n': data_ += "\\n"; break;
+      case '\0': data_ += "\\0"; break;
+      default: data_ += c;
+    }
+  }
+}
+
+void TsvBuilder::EndRow() {
+  data_ += '\n';
+  row_open_ = false;
+  ++rows_;
+}
+
 ProjectorRunner::ProjectorRunner(std::unique_ptr<Projector> p, std::unique_ptr<Connection> c,
                                  const RunnerOptions& o)
     : projector_(std::move(p)),
       connection_(std::move(c)),
       options_(o),
       applied_id_(o.resume_after_id),
-      committed_id_(o.resume_after_id) {}
+      committed_id_(o.resume_after_id),
+      target_empty_(o.target_starts_empty) {
+  if (target_empty_) {
+    auto allowed = connection_->QueryValue("SELECT @@local_infile");
+    bulk_load_ok_ = allowed.ok() && *allowed && **allowed == "1";
+  }
+}
 
 Result<std::unique_ptr<ProjectorRunner>> ProjectorRunner::Make(
     std::unique_ptr<Projector> projector, std::unique_ptr<Connection> connection,
@@ -151,21 +198,39 @@ Status ProjectorRunner::Consume(const Batch& batch) {
 Status ProjectorRunner::Flush() {
   if (applied_id_ == committed_id_ && projector_->pending_rows() == 0) return Status::Ok();
   const auto start = std::chrono::steady_clock::now();
-  UpsertBuilder builder(*connection_, projector_->table(), options_.target_table,
-                        options_.statement_bytes);
-  projector_->Flush(builder);
-  const uint64_t rows = builder.rows();
-  std::vector<std::string> statements = builder.Take();
-  statements.push_back(fmt::format(
+  std::vector<Step> steps;
+  uint64_t rows = 0;
+  if (target_empty_ && bulk_load_ok_) {
+    TsvBuilder tsv;
+    projector_->Flush(tsv);
+    rows = tsv.rows();
+    std::string columns;
+    for (const Column& col : projector_->table().columns) {
+      columns += (columns.empty() ? "" : ", ") + QuoteIdentifier(col.name);
+    }
+    steps.push_back(Step{fmt::format("LOAD DATA LOCAL INFILE 'rewind-flush' INTO TABLE {} CHARACTER "
+                                     "SET utf8mb4 FIELDS TERMINATED BY '\\t' ESCAPED BY '\\\\' "
+                                     "LINES TERMINATED BY '\\n' ({})",
+                                     QuoteIdentifier(options_.target_table), columns),
+                         tsv.Take(), true});
+  } else {
+    UpsertBuilder builder(*connection_, projector_->table(), options_.target_table,
+                          options_.statement_bytes);
+    projector_->Flush(builder);
+    rows = builder.rows();
+    for (std::string& sql : builder.Take()) steps.push_back(Step{std::move(sql), {}, false});
+  }
+  steps.push_back(Step{fmt::format(
       "UPDATE {} SET last_event_id = {}, events_applied = events_applied + {}, "
       "rows_written = rows_written + {}, updated_at = NOW(6) WHERE projector = {}",
       QuoteIdentifier(options_.checkpoint_table), applied_id_, events_since_flush_, rows,
-      connection_->Quote(options_.checkpoint_key)));
-  if (Status s = RunTransaction(statements); !s.ok()) {
+      connection_->Quote(options_.checkpoint_key)), {}, false});
+  if (Status s = RunTransaction(steps); !s.ok()) {
     return s.With(fmt::format("projector {}: flush of events {}..{} into {}", projector_->name(),
                               committed_id_ + 1, applied_id_, options_.target_table));
   }
   committed_id_ = applied_id_;
+  target_empty_ = false;
   events_since_flush_ = 0;
   stats_.rows_written += rows;
   ++stats_.flushes;
@@ -173,7 +238,7 @@ Status ProjectorRunner::Flush() {
   return Status::Ok();
 }
 
-Status ProjectorRunner::RunTransaction(const std::vector<std::string>& statements) {
+Status ProjectorRunner::RunTransaction(const std::vector<Step>& steps) {
   Status last;
   for (int attempt = 0; attempt <= options_.max_retries; ++attempt) {
     if (attempt > 0) {
@@ -201,8 +266,9 @@ Status ProjectorRunner::RunTransaction(const std::vector<std::string>& statement
       }
     }
     last = connection_->Execute("START TRANSACTION");
-    for (size_t i = 0; last.ok() && i < statements.size(); ++i) {
-      last = connection_->Execute(statements[i]);
+    for (size_t i = 0; last.ok() && i < steps.size(); ++i) {
+      last = steps[i].load ? connection_->LoadData(steps[i].sql, steps[i].data)
+                           : connection_->Execute(steps[i].sql);
     }
     if (last.ok()) FaultPoint("mid-flush");  // statements sent, transaction still open
     if (last.ok()) last = connection_->Execute("COMMIT");

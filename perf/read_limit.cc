@@ -1,0 +1,79 @@
+// read_limit: how fast the client library can stream the event table, touching every
+// byte. The ceiling for any replay that reads the same columns.
+//
+//   read_limit [--mode stream|pages] [--page N] [connection options]
+//
+// stream: one `SELECT id, eventClass, payload` read with mysql_use_result.
+// pages:  keyset pages (`WHERE id > ? ORDER BY id LIMIT N`), each mysql_store_result'ed,
+//         as a naive client would.
+// Prints: rows, bytes, seconds, rows/s.
+#include <fmt/core.h>
+#include <mysql.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+
+#include "config/options.h"
+
+int main(int argc, char** argv) {
+  using namespace rw;
+  std::string mode = "stream";
+  long page = 30000;
+  std::vector<std::string> rest = {"replay"};
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--mode" && i + 1 < argc) mode = argv[++i];
+    else if (a == "--page" && i + 1 < argc) page = std::atol(argv[++i]);
+    else rest.push_back(a);
+  }
+  auto cl = ParseCommandLine(rest, [](const std::string& n) {
+    const char* v = std::getenv(n.c_str());
+    return v ? std::optional<std::string>(v) : std::nullopt;
+  });
+  if (!cl.ok()) {
+    fmt::print(stderr, "read_limit: {}\n", cl.status().message());
+    return 2;
+  }
+  auto conn = Connection::Open(cl->options.connection);
+  if (!conn.ok()) {
+    fmt::print(stderr, "read_limit: {}\n", conn.status().message());
+    return 1;
+  }
+  MYSQL* m = (*conn)->raw();
+  const auto start = std::chrono::steady_clock::now();
+  uint64_t rows = 0, bytes = 0, checksum = 0;
+  auto touch = [&](MYSQL_ROW row, unsigned long* len) {
+    ++rows;
+    for (int c = 0; c < 3; ++c) {
+      bytes += len[c];
+      for (unsigned long i = 0; i < len[c]; ++i) checksum += static_cast<unsigned char>(row[c][i]);
+    }
+  };
+  if (mode == "stream") {
+    const std::string sql = "SELECT id, eventClass, payload FROM stored_events";
+    if (mysql_real_query(m, sql.data(), sql.size()) != 0) return 1;
+    MYSQL_RES* res = mysql_use_result(m);
+    while (MYSQL_ROW row = mysql_fetch_row(res)) touch(row, mysql_fetch_lengths(res));
+    mysql_free_result(res);
+  } else {
+    std::string last = "0";
+    for (;;) {
+      const std::string sql = fmt::format(
+          "SELECT id, eventClass, payload FROM stored_events WHERE id > {} ORDER BY id LIMIT {}", last, page);
+      if (mysql_real_query(m, sql.data(), sql.size()) != 0) return 1;
+      MYSQL_RES* res = mysql_store_result(m);
+      const uint64_t before = rows;
+      while (MYSQL_ROW row = mysql_fetch_row(res)) {
+        touch(row, mysql_fetch_lengths(res));
+        last = row[0];
+      }
+      mysql_free_result(res);
+      if (rows == before) break;
+    }
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  fmt::print("rows {} bytes {} seconds {:.3f} rows_per_second {:.0f} checksum {}\n", rows, bytes, s,
+             rows / s, checksum % 1000);
+  return 0;
+}
