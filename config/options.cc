@@ -88,6 +88,13 @@ Status ReadConfigFile(const std::string& path, ReplayOptions& o) {
 
 }  // namespace
 
+Environment SystemEnvironment() {
+  return [](const std::string& name) -> std::optional<std::string> {
+    const char* v = std::getenv(name.c_str());
+    return v ? std::optional<std::string>(v) : std::nullopt;
+  };
+}
+
 Result<CommandLine> ParseCommandLine(const std::vector<std::string>& args, const Environment& env) {
   CommandLine cl;
   ReplayOptions& o = cl.options;

@@ -55,6 +55,9 @@ struct CommandLine {
 
 using Environment = std::function<std::optional<std::string>(const std::string&)>;
 
+// The process environment (getenv).
+Environment SystemEnvironment();
+
 // Parses argv (after the program name). `env` looks up environment variables.
 Result<CommandLine> ParseCommandLine(const std::vector<std::string>& args, const Environment& env);
 

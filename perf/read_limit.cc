@@ -27,10 +27,7 @@ int main(int argc, char** argv) {
     else if (a == "--page" && i + 1 < argc) page = std::atol(argv[++i]);
     else rest.push_back(a);
   }
-  auto cl = ParseCommandLine(rest, [](const std::string& n) {
-    const char* v = std::getenv(n.c_str());
-    return v ? std::optional<std::string>(v) : std::nullopt;
-  });
+  auto cl = ParseCommandLine(rest, SystemEnvironment());
   if (!cl.ok()) {
     fmt::print(stderr, "read_limit: {}\n", cl.status().message());
     return 2;

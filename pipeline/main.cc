@@ -32,10 +32,7 @@ void OnSignal(int sig) {
 int main(int argc, char** argv) {
   using namespace rw;
   std::vector<std::string> args(argv + 1, argv + argc);
-  Result<CommandLine> cl = ParseCommandLine(args, [](const std::string& name) {
-    const char* v = std::getenv(name.c_str());
-    return v ? std::optional<std::string>(v) : std::nullopt;
-  });
+  Result<CommandLine> cl = ParseCommandLine(args, SystemEnvironment());
   if (!cl.ok()) {
     fmt::print(stderr, "rewind: {}\n", cl.status().message());
     return 2;

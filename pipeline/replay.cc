@@ -19,10 +19,6 @@
 namespace rw {
 namespace {
 
-// A stop flag that is never raised: follow-mode graphs run each poll's range to its end;
-// the signal is checked between polls.
-std::atomic<bool> never_stop_{false};
-
 std::string NewRunId() {
   const std::time_t now = std::time(nullptr);
   std::tm tm{};
@@ -514,9 +510,10 @@ ReplaySummary Run(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
     const uint64_t before = sum.events_read;
     (*reader)->ExtendHead(*now);
     Progress quiet_progress(ProgressMode::kQuiet, sum.head_id, *now, names);
-    never_stop_.store(false);
+    // Each poll's range runs to its end (it is small); the signal is checked between polls.
+    const std::atomic<bool> run_to_end{false};
     GraphResult graph = RunGraph(**reader, decoder, branches, quiet_progress,
-                                 GraphOptions{o.max_in_flight}, never_stop_);
+                                 GraphOptions{o.max_in_flight}, run_to_end);
     Status s = graph.status.ok() ? FlushAll(runners) : graph.status;
     collect();
     if (!s.ok()) return fail(s);

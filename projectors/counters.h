@@ -52,7 +52,6 @@ class TimeBucketCounter final : public Projector {
     }
     counts_.clear();
   }
-  void DiscardPending() override { counts_.clear(); }
 
  private:
   const std::string name_;
@@ -110,7 +109,6 @@ class UrlDayCounter final : public Projector {
     }
     counts_.clear();
   }
-  void DiscardPending() override { counts_.clear(); }
 
  private:
   struct Key {

@@ -62,11 +62,9 @@ class Projector {
   virtual void Apply(std::span<const PageVisit> visits) = 0;
   // Rows that the next Flush() would write.
   virtual size_t pending_rows() const = 0;
-  // Emits the pending deltas (in key order where cheap) and forgets them.
+  // Emits the pending deltas (in key order where cheap) and forgets them. The runner
+  // keeps what they became until its transaction commits, and redoes that on retries.
   virtual void Flush(RowSink& sink) = 0;
-  // Drops pending deltas without writing them (after a rolled-back flush the runner
-  // replays from the checkpoint instead).
-  virtual void DiscardPending() = 0;
 };
 
 // What `rewind list` shows and the factory that builds a fresh instance.

@@ -68,8 +68,6 @@ class SessionsPerDay final : public Projector {
     started_per_day_.clear();
   }
 
-  void DiscardPending() override { started_per_day_.clear(); }
-
  private:
   const TableSpec table_;
   std::string key_;  // scratch, reused to avoid an allocation per event

@@ -12,6 +12,21 @@
 namespace rw {
 namespace {
 
+// 'YYYY-MM-DD' / 'YYYY-MM-DD HH:MM:SS', quoted as SQL literals or bare (LOAD DATA).
+void AppendDate(std::string& out, int32_t days, bool quoted) {
+  char buf[12];
+  buf[0] = buf[11] = '\'';
+  FormatDate(days, buf + 1);
+  out.append(quoted ? buf : buf + 1, quoted ? 12 : 10);
+}
+
+void AppendDateTime(std::string& out, int64_t epoch_seconds, bool quoted) {
+  char buf[21];
+  buf[0] = buf[20] = '\'';
+  FormatDateTime(epoch_seconds, buf + 1);
+  out.append(quoted ? buf : buf + 1, quoted ? 21 : 19);
+}
+
 double Seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
 }
@@ -52,20 +67,12 @@ void UpsertBuilder::Int(int64_t value) {
 
 void UpsertBuilder::Date(int32_t days) {
   Separator();
-  char buf[12];
-  buf[0] = '\'';
-  FormatDate(days, buf + 1);
-  buf[11] = '\'';
-  current_.append(buf, 12);
+  AppendDate(current_, days, /*quoted=*/true);
 }
 
 void UpsertBuilder::DateTime(int64_t epoch_seconds) {
   Separator();
-  char buf[21];
-  buf[0] = '\'';
-  FormatDateTime(epoch_seconds, buf + 1);
-  buf[20] = '\'';
-  current_.append(buf, 21);
+  AppendDateTime(current_, epoch_seconds, /*quoted=*/true);
 }
 
 void UpsertBuilder::Text(std::string_view bytes) {
@@ -104,14 +111,12 @@ void TsvBuilder::Int(int64_t value) {
 
 void TsvBuilder::Date(int32_t days) {
   Separator();
-  char buf[10];
-  data_.append(buf, FormatDate(days, buf));
+  AppendDate(data_, days, /*quoted=*/false);
 }
 
 void TsvBuilder::DateTime(int64_t epoch_seconds) {
   Separator();
-  char buf[19];
-  data_.append(buf, FormatDateTime(epoch_seconds, buf));
+  AppendDateTime(data_, epoch_seconds, /*quoted=*/false);
 }
 
 void TsvBuilder::Text(std::string_view bytes) {

@@ -49,7 +49,6 @@ class ProbeProjector final : public Projector {
     }
     counts_.clear();
   }
-  void DiscardPending() override { counts_.clear(); }
 
  private:
   const TableSpec table_;

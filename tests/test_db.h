@@ -16,10 +16,7 @@
 namespace rw::testing {
 
 inline ConnectionOptions ServerOptions() {
-  auto cl = ParseCommandLine({"replay", "--config", "/dev/null"}, [](const std::string& n) {
-    const char* v = std::getenv(n.c_str());
-    return v ? std::optional<std::string>(v) : std::nullopt;
-  });
+  auto cl = ParseCommandLine({"replay", "--config", "/dev/null"}, SystemEnvironment());
   EXPECT_TRUE(cl.ok());
   ConnectionOptions o = cl->options.connection;
   if (o.socket.empty() && o.host.empty()) {

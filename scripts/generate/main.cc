@@ -31,10 +31,7 @@ int main(int argc, char** argv) {
     else rest.push_back(a);
   }
   rest.insert(rest.begin(), "replay");
-  Result<CommandLine> cl = ParseCommandLine(rest, [](const std::string& n) {
-    const char* v = std::getenv(n.c_str());
-    return v ? std::optional<std::string>(v) : std::nullopt;
-  });
+  Result<CommandLine> cl = ParseCommandLine(rest, SystemEnvironment());
   if (!cl.ok()) {
     fmt::print(stderr, "rewind-gen: {}\n", cl.status().message());
     return 2;
