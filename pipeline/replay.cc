@@ -461,7 +461,12 @@ ReplaySummary Run(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
     status = graph.status;
     // Commit what was applied: at the end, and also when stopped by a signal, so that a
     // resume continues from here.
-    if (status.ok()) status = FlushAll(runners);
+    if (status.ok()) {
+      progress.SetPhase(stop.load() ? "stopping: committing what was applied"
+                                    : "all events read; writing the read models");
+      status = FlushAll(runners);
+      if (status.ok()) progress.SetPhase(stop.load() ? "committed" : "read models written");
+    }
     progress.Stop();
   }
   collect();

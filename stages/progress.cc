@@ -85,7 +85,9 @@ std::string Progress::Line(bool bar) const {
   }
   line += fmt::format("{:5.1f}%  {} events  {} ev/s  ETA {}", fraction * 100, WithThousands(done),
                       WithThousands(static_cast<uint64_t>(rate)), eta);
-  if (!names_.empty()) {
+  if (const char* phase = phase_.load()) {
+    line += fmt::format("  {}", phase);
+  } else if (!names_.empty()) {
     size_t slowest = 0;
     for (size_t i = 1; i < names_.size(); ++i) {
       if (positions_[i].load() < positions_[slowest].load()) slowest = i;

@@ -37,6 +37,9 @@ class Progress {
   void Done(uint64_t events, int64_t last_id);
   // Projector `index` has applied events up to `id`.
   void Position(size_t index, int64_t id);
+  // What the run is doing once reading is over (e.g. writing the read models), shown at
+  // the end of the line. REQUIRES: `phase` is a string literal (or outlives this object).
+  void SetPhase(const char* phase) { phase_.store(phase); }
 
   uint64_t events_done() const { return events_done_.load(); }
   // One progress line (no newline); exposed for tests.
@@ -52,6 +55,7 @@ class Progress {
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::atomic<uint64_t> events_done_{0};
   std::atomic<int64_t> done_id_;
+  std::atomic<const char*> phase_{nullptr};
   std::unique_ptr<std::atomic<int64_t>[]> positions_;
   std::mutex mu_;
   std::condition_variable cv_;
