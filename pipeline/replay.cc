@@ -400,10 +400,14 @@ ReplaySummary Run(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
     if (!r.ok()) return fail(r.status());
     runners.push_back(std::move(*r));
   }
+  uint64_t prior_failures = 0;  // recorded by the interrupted part of a resumed run
   if (!resumed_run_id.empty()) {
     sum.run_id = resumed_run_id;  // one run, continued: its failures stay together
     (void)c.Execute(fmt::format("DELETE FROM {} WHERE run_id = {} AND event_id > {}",
                                 kFailureTable, c.Quote(sum.run_id), start_after));
+    Result<std::optional<std::string>> n = c.QueryValue(fmt::format(
+        "SELECT COUNT(*) FROM {} WHERE run_id = {}", kFailureTable, c.Quote(sum.run_id)));
+    if (n.ok() && *n) prior_failures = std::stoull(**n);
   }
 
   Result<std::unique_ptr<Connection>> reader_conn = Connection::Open(o.connection);
@@ -437,7 +441,7 @@ ReplaySummary Run(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
                             },
                             false});
   auto collect = [&] {
-    sum.failures = recorder.failures();
+    sum.failures = prior_failures + recorder.failures();
     for (size_t i = 0; i < runners.size(); ++i) {
       const RunnerStats& st = runners[i]->stats();
       ProjectorSummary& ps = sum.projectors[i];

@@ -140,7 +140,7 @@ TEST_F(MigrationTest, KillNineAnywhereThenResumeGivesTheSameReadModels) {
             static_cast<int64_t>(kEvents / 5000));
 }
 
-TEST_F(MigrationTest, SigintCommitsWhatIsInFlightAndTellsHowToResume) {
+TEST_F(MigrationTest, SigintAndSigtermCommitWhatIsInFlightAndTellHowToResume) {
   Subprocess run(Rewind({"replay", "--all", "--progress", "plain", "--flush-every", "50000"}), Env(options_));
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   run.Signal(SIGINT);
@@ -154,6 +154,24 @@ TEST_F(MigrationTest, SigintCommitsWhatIsInFlightAndTellsHowToResume) {
   EXPECT_EQ(DiffFromExpected(), "");  // live tables untouched
   Subprocess resume(Rewind({"replay", "--resume", "--all", "--quiet"}), Env(options_));
   EXPECT_EQ(resume.Wait(), 3) << resume.err();
+  EXPECT_EQ(DiffFromExpected(), "");
+
+  // SIGTERM (a Makefile's timeout, systemd, kill): the same clean stop, exit 143.
+  Subprocess term(Rewind({"replay", "visits_per_day", "visits_per_minute", "--progress", "plain",
+                          "--flush-every", "50000"}),
+                  Env(options_));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  term.Signal(SIGTERM);
+  const int term_code = term.Wait();
+  if (term_code != 3) {
+    EXPECT_EQ(term_code, 143) << term.err();
+    EXPECT_NE(term.err().find("rewind replay --resume visits_per_day visits_per_minute"), std::string::npos)
+        << term.err();
+    Subprocess again(Rewind({"replay", "--resume", "visits_per_day", "visits_per_minute", "--quiet"}),
+                     Env(options_));
+    EXPECT_EQ(again.Wait(), 3) << again.err();
+    EXPECT_NE(again.err().find("visits_per_minute resumes after event"), std::string::npos) << again.err();
+  }
   EXPECT_EQ(DiffFromExpected(), "");
 }
 

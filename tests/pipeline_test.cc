@@ -60,14 +60,10 @@ class ProbeProjector final : public Projector {
 class PipelineTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    options_ = FreshDatabase("rewind_test_pipeline");
-    auto c = Connect(options_);
-    ASSERT_TRUE(c);
     GeneratorOptions g;
     g.events = 40'000;
     g.bad_every = 997;
-    ASSERT_TRUE(LoadEvents(*c, "stored_events", g, AccessLog()).ok());
-    CreateReferenceView(*c);
+    options_ = LoadFixture("rewind_test_pipeline", g);
   }
   static ReplayOptions Options() {
     ReplayOptions o;

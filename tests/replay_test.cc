@@ -17,15 +17,11 @@ constexpr uint64_t kEvents = 120'000;
 class ReplayTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    options_ = FreshDatabase("rewind_test_replay");
-    auto c = Connect(options_);
-    ASSERT_TRUE(c);
     GeneratorOptions g;
     g.events = kEvents;
-    g.bad_every = 1000;   // 120 bad payloads of nine kinds
+    g.bad_every = 1000;     // 120 bad payloads of nine kinds
     g.odd_url_every = 101;  // quotes, backslashes, emoji, accents, 2,000 bytes...
-    ASSERT_TRUE(LoadEvents(*c, "stored_events", g, AccessLog()).ok());
-    CreateReferenceView(*c);
+    options_ = LoadFixture("rewind_test_replay", g);
   }
 
   static ReplaySummary Run(ReplayOptions o, std::vector<std::unique_ptr<Projector>> projectors = {}) {

@@ -91,6 +91,16 @@ inline void CreateReferenceView(Connection& c) {
   ASSERT_TRUE(c.Execute("SET SESSION sql_mode = DEFAULT").ok());
 }
 
+// A fresh database `name` holding the generated events `g` and the reference table.
+inline ConnectionOptions LoadFixture(const std::string& name, const GeneratorOptions& g) {
+  ConnectionOptions o = FreshDatabase(name);
+  auto c = Connect(o);
+  if (!c) return o;
+  EXPECT_TRUE(LoadEvents(*c, "stored_events", g, AccessLog()).ok());
+  CreateReferenceView(*c);
+  return o;
+}
+
 // For each of the seven counting read models: the reference GROUP BY over ref_visits.
 inline std::map<std::string, std::string> ReferenceQueries() {
   return {
