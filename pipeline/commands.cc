@@ -7,6 +7,7 @@
 #include "pipeline/replay.h"
 #include "stages/connection.h"
 #include "stages/progress.h"
+#include "stages/reader.h"
 
 namespace rw {
 
@@ -36,14 +37,12 @@ int StatusCommand(const ReplayOptions& o, std::FILE* out) {
     fmt::print(stderr, "rewind: {}\n", s.message());
     return 1;
   }
-  Result<std::optional<std::string>> head = c.QueryValue(
-      fmt::format("SELECT COALESCE(MAX({}), 0) FROM {}", QuoteIdentifier(o.events.id_column),
-                  QuoteIdentifier(o.events.table)));
+  Result<int64_t> head = ReadHeadId(c, o.events);
   if (!head.ok()) {
     fmt::print(stderr, "rewind: {}\n", head.status().message());
     return 1;
   }
-  const std::string head_id = head->value_or("0");
+  const std::string head_id = std::to_string(*head);
   Result<Rows> rows = c.Query(fmt::format(
       "SELECT k.projector, k.live_table, k.status, k.last_event_id, {head} - k.last_event_id, "
       "(SELECT COUNT(*) FROM {f} f WHERE f.run_id = k.run_id), k.run_id, "

@@ -51,11 +51,11 @@ std::string CreateTableSql(const TableSpec& spec, const std::string& name) {
   return sql;
 }
 
-// Takes the per-read-model named locks on `c`; they are held until `c` closes.
-Status LockReadModels(Connection& c, const std::vector<std::unique_ptr<Projector>>& projectors,
+// Takes the named lock on each read model's table on `c`; they are held until `c` closes.
+Status LockReadModels(Connection& c, const std::vector<std::string>& tables,
                       const std::string& prefix) {
-  for (const auto& p : projectors) {
-    const std::string name = LockName(prefix, c, p->table().name);
+  for (const std::string& table : tables) {
+    const std::string name = LockName(prefix, c, table);
     Result<std::optional<std::string>> got =
         c.QueryValue(fmt::format("SELECT GET_LOCK({}, 0)", c.Quote(name)));
     if (!got.ok()) return got.status();
@@ -66,7 +66,7 @@ Status LockReadModels(Connection& c, const std::vector<std::unique_ptr<Projector
           Status::Code::kBusy,
           fmt::format("another rewind (connection {}) is already rebuilding {}; wait for it "
                       "to finish or stop it",
-                      holder.ok() && *holder ? **holder : std::string("?"), p->table().name));
+                      holder.ok() && *holder ? **holder : std::string("?"), table));
     }
   }
   return Status::Ok();
@@ -124,8 +124,9 @@ Result<Prepared> PrepareProjector(Connection& c, const Projector& p, const std::
   return Prepared{0, true};
 }
 
-// Swaps every shadow table in with one atomic RENAME TABLE.
-Status SwapIn(Connection& c, const std::vector<std::string>& live_tables) {
+// Swaps every shadow table (`live` + `suffix`) in with one atomic RENAME TABLE.
+Status SwapIn(Connection& c, const std::vector<std::string>& live_tables,
+              const std::string& suffix) {
   std::vector<std::string> renames, olds;
   for (const std::string& live : live_tables) {
     const std::string old = live + "__rewind_old";
@@ -137,7 +138,7 @@ Status SwapIn(Connection& c, const std::vector<std::string>& live_tables) {
       olds.push_back(old);
     }
     renames.push_back(
-        fmt::format("{} TO {}", QuoteIdentifier(ShadowTable(live)), QuoteIdentifier(live)));
+        fmt::format("{} TO {}", QuoteIdentifier(live + suffix), QuoteIdentifier(live)));
   }
   std::string sql = "RENAME TABLE ";
   for (size_t i = 0; i < renames.size(); ++i) sql += (i ? ", " : "") + renames[i];
@@ -184,15 +185,9 @@ Result<TableDiff> CompareTables(Connection& c, const TableSpec& spec, const std:
     return d;
   }
   if (Status s = totals(live, d.live_rows, d.live_total); !s.ok()) return s;
-  // Fast path: equal fingerprints (rows, total, two order-independent sums of per-row
-  // hashes over every column) mean equal tables, but for a hash collision on both sums.
-  auto fingerprint = [&](const std::string& table) -> Result<Rows> {
-    std::string cols = keys + ", " + cnt;
-    return c.Query(fmt::format("SELECT COUNT(*), SUM({1}), SUM(CRC32(CONCAT_WS(0x1f, {0}))), "
-                               "SUM(CAST(CONV(LEFT(MD5(CONCAT_WS(0x1f, {0})), 15), 16, 10) AS UNSIGNED)) FROM {2}",
-                               cols, cnt, QuoteIdentifier(table)));
-  };
-  Result<Rows> fl = fingerprint(live), fr = fingerprint(rebuilt);
+  // Fast path: equal fingerprints mean equal tables.
+  Result<Rows> fl = c.Query(FingerprintQuery(spec, live));
+  Result<Rows> fr = c.Query(FingerprintQuery(spec, rebuilt));
   if (!fl.ok()) return fl.status();
   if (!fr.ok()) return fr.status();
   if (fl->rows == fr->rows) return d;
@@ -231,7 +226,14 @@ Result<TableDiff> CompareTables(Connection& c, const TableSpec& spec, const std:
   return d;
 }
 
-std::string ShadowTable(const std::string& live) { return live + "__rewind_new"; }
+std::string FingerprintQuery(const TableSpec& spec, const std::string& table) {
+  std::string cols;
+  for (const Column& col : spec.columns) cols += (cols.empty() ? "" : ", ") + QuoteIdentifier(col.name);
+  return fmt::format(
+      "SELECT COUNT(*), SUM({1}), SUM(CRC32(CONCAT_WS(0x1f, {0}))), "
+      "SUM(CAST(CONV(LEFT(MD5(CONCAT_WS(0x1f, {0})), 15), 16, 10) AS UNSIGNED)) FROM {2}",
+      cols, QuoteIdentifier(spec.columns.back().name), QuoteIdentifier(table));
+}
 
 Status EnsureBookkeepingTables(Connection& c) {
   if (Status s = c.Execute(fmt::format(
@@ -316,26 +318,16 @@ Status FlushAll(std::vector<std::unique_ptr<ProjectorRunner>>& runners) {
 
 // The admin connection idles while the graph runs; if the server restarted meanwhile,
 // reconnect and take the locks again before touching any table.
-Status EnsureAdmin(Connection& c, const std::vector<std::unique_ptr<ProjectorRunner>>& runners,
+Status EnsureAdmin(Connection& c, const std::vector<std::string>& tables,
                    const std::string& lock_prefix) {
   if (c.Execute("DO 1").ok()) return Status::Ok();
   Status s;
   for (int attempt = 0; attempt < 8; ++attempt) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(250 << std::min(attempt, 5)));
-    s = c.Reconnect();
+    s = c.ReconnectAfterBackoff(attempt);
     if (s.ok()) break;
   }
   if (!s.ok()) return s;
-  for (const auto& r : runners) {
-    Result<std::optional<std::string>> got = c.QueryValue(fmt::format(
-        "SELECT GET_LOCK({}, 0)", c.Quote(LockName(lock_prefix, c, r->projector().table().name))));
-    if (!got.ok()) return got.status();
-    if (!*got || **got != "1") {
-      return Status::Error(Status::Code::kBusy,
-                           "lost the lock on " + r->projector().table().name + " during a reconnect");
-    }
-  }
-  return Status::Ok();
+  return LockReadModels(c, tables, lock_prefix).With("taking the locks again after a reconnect");
 }
 
 ReplaySummary Run(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>> projectors,
@@ -360,16 +352,11 @@ ReplaySummary Run(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
   Connection& c = **admin;
   if (Status s = CheckEventTable(c, o.events); !s.ok()) return fail(s);
   if (Status s = EnsureBookkeepingTables(c); !s.ok()) return fail(s);
-  if (Status s = LockReadModels(c, projectors, plan.lock_prefix); !s.ok()) return fail(s);
+  std::vector<std::string> live_tables;
+  for (const auto& p : projectors) live_tables.push_back(p->table().name);
+  if (Status s = LockReadModels(c, live_tables, plan.lock_prefix); !s.ok()) return fail(s);
 
-  auto read_head = [&]() -> Result<int64_t> {
-    Result<std::optional<std::string>> head = c.QueryValue(
-        fmt::format("SELECT COALESCE(MAX({}), 0) FROM {}", QuoteIdentifier(o.events.id_column),
-                    QuoteIdentifier(o.events.table)));
-    if (!head.ok()) return head.status();
-    return static_cast<int64_t>(std::stoll(head->value_or("0")));
-  };
-  Result<int64_t> head = read_head();
+  Result<int64_t> head = ReadHeadId(c, o.events);
   if (!head.ok()) return fail(head.status());
   sum.head_id = *head;
 
@@ -485,10 +472,8 @@ ReplaySummary Run(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
   }
 
   FaultPoint("before-swap");
-  if (Status s = EnsureAdmin(c, runners, plan.lock_prefix); !s.ok()) return fail(s);
-  std::vector<std::string> live_tables;
-  for (const auto& r : runners) live_tables.push_back(r->projector().table().name);
-  if (Status s = SwapIn(c, live_tables); !s.ok()) return fail(s);
+  if (Status s = EnsureAdmin(c, live_tables, plan.lock_prefix); !s.ok()) return fail(s);
+  if (Status s = SwapIn(c, live_tables, plan.table_suffix); !s.ok()) return fail(s);
   sum.swapped = true;
   sum.seconds = Since(started);
   const double rate = sum.seconds > 0 ? static_cast<double>(sum.events_read) / sum.seconds : 0;
@@ -502,8 +487,10 @@ ReplaySummary Run(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
 
   // Follow: keep applying new events to the live tables, same checkpoint discipline,
   // same in-memory state (sessions continue exactly), until stopped.
-  for (auto& r : runners) r->Retarget(r->projector().table().name);
-  for (size_t i = 0; i < runners.size(); ++i) sum.projectors[i].table = runners[i]->projector().table().name;
+  for (size_t i = 0; i < runners.size(); ++i) {
+    runners[i]->Retarget(live_tables[i]);
+    sum.projectors[i].table = live_tables[i];
+  }
   if (!quiet) fmt::print(log, "rewind: following new events after id {} (Ctrl-C to stop)\n", sum.head_id);
   const auto poll = std::chrono::milliseconds(static_cast<int64_t>(o.poll_seconds * 1000));
   while (!stop.load()) {
@@ -512,8 +499,8 @@ ReplaySummary Run(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     if (stop.load()) break;
-    if (Status s = EnsureAdmin(c, runners, plan.lock_prefix); !s.ok()) return fail(s);
-    Result<int64_t> now = read_head();
+    if (Status s = EnsureAdmin(c, live_tables, plan.lock_prefix); !s.ok()) return fail(s);
+    Result<int64_t> now = ReadHeadId(c, o.events);
     if (!now.ok()) return fail(now.status());
     if (*now <= sum.head_id) continue;
     const uint64_t before = sum.events_read;
@@ -544,7 +531,7 @@ ReplaySummary Run(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
 
 ReplaySummary Replay(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>> projectors,
                      const std::atomic<bool>& stop) {
-  return Run(o, std::move(projectors), stop, RunPlan{"__rewind_new", "", "rewind", true});
+  return Run(o, std::move(projectors), stop, RunPlan{kShadowSuffix, "", "rewind", true});
 }
 
 VerifySummary Verify(const ReplayOptions& options,
@@ -556,7 +543,8 @@ VerifySummary Verify(const ReplayOptions& options,
   ReplayOptions o = options;
   o.resume = false;
   o.follow = false;
-  v.replay = Run(o, std::move(projectors), stop, RunPlan{"__rewind_verify", "@verify", "rewind-verify", false});
+  v.replay = Run(o, std::move(projectors), stop,
+                 RunPlan{kVerifySuffix, "@verify", "rewind-verify", false});
   Result<std::unique_ptr<Connection>> conn = Connection::Open(o.connection);
   if (!conn.ok()) {
     if (v.replay.status.ok()) v.replay.status = conn.status();
@@ -565,7 +553,7 @@ VerifySummary Verify(const ReplayOptions& options,
   Connection& c = **conn;
   auto cleanup = [&] {
     for (const TableSpec& spec : specs) {
-      (void)c.Execute("DROP TABLE IF EXISTS " + QuoteIdentifier(spec.name + "__rewind_verify"));
+      (void)c.Execute("DROP TABLE IF EXISTS " + QuoteIdentifier(spec.name + kVerifySuffix));
       (void)c.Execute(fmt::format("DELETE FROM {} WHERE projector = {}", kCheckpointTable,
                                   c.Quote(spec.name + "@verify")));
     }
@@ -575,7 +563,7 @@ VerifySummary Verify(const ReplayOptions& options,
     return v;
   }
   for (const TableSpec& spec : specs) {
-    Result<TableDiff> d = CompareTables(c, spec, spec.name, spec.name + "__rewind_verify");
+    Result<TableDiff> d = CompareTables(c, spec, spec.name, spec.name + kVerifySuffix);
     if (!d.ok()) {
       v.replay.status = d.status();
       break;

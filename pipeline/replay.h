@@ -54,10 +54,17 @@ struct ReplaySummary {
   std::string Json() const;
 };
 
-// Names of the tables rewind owns, and of the shadow of a live table.
+// Names of the tables rewind owns, and the suffixes of the tables a rebuild and a verify
+// write beside each live table.
 inline constexpr const char* kCheckpointTable = "rewind_checkpoints";
 inline constexpr const char* kFailureTable = "rewind_failures";
-std::string ShadowTable(const std::string& live);
+inline constexpr const char* kShadowSuffix = "__rewind_new";
+inline constexpr const char* kVerifySuffix = "__rewind_verify";
+
+// A query whose one row fingerprints `table` (of the shape `spec`): rows, total count, and
+// two order-independent sums of per-row hashes over every column. Equal rows mean equal
+// tables but for a collision in both sums.
+std::string FingerprintQuery(const TableSpec& spec, const std::string& table);
 
 // Creates rewind_checkpoints and rewind_failures if they do not exist.
 Status EnsureBookkeepingTables(Connection& connection);

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <thread>
 
 namespace rw {
 namespace {
@@ -86,6 +87,15 @@ Status Connection::Connect() {
 }
 
 Status Connection::Reconnect() { return Connect(); }
+
+std::chrono::milliseconds BackoffDelay(int attempt) {
+  return std::chrono::milliseconds(250 << std::min(std::max(attempt, 0), 5));
+}
+
+Status Connection::ReconnectAfterBackoff(int attempt) {
+  std::this_thread::sleep_for(BackoffDelay(attempt));
+  return Reconnect();
+}
 
 Status Connection::LastError(std::string_view what) {
   const unsigned err = mysql_errno(mysql_);

@@ -8,6 +8,7 @@
 // any thread (the client library is initialised once, first).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -71,6 +72,9 @@ class Connection {
 
   // Re-establishes a lost connection with the same options.
   Status Reconnect();
+  // Waits BackoffDelay(attempt), then reconnects: every stage's retry loop after a lost
+  // server (restart, network) uses this one policy.
+  Status ReconnectAfterBackoff(int attempt);
   const ConnectionOptions& options() const { return options_; }
   st_mysql* raw() { return mysql_; }
 
@@ -82,6 +86,10 @@ class Connection {
   const ConnectionOptions options_;
   st_mysql* mysql_ = nullptr;
 };
+
+// How long retry `attempt` (0, 1, 2, ...) waits: 250 ms doubling up to 8 s, so eight
+// attempts span about half a minute, enough for a server restart.
+std::chrono::milliseconds BackoffDelay(int attempt);
 
 // `name` quoted as an SQL identifier: `name` with backticks doubled.
 std::string QuoteIdentifier(std::string_view name);

@@ -2,10 +2,6 @@
 
 #include <fmt/core.h>
 
-#include <algorithm>
-#include <chrono>
-#include <thread>
-
 namespace rw {
 
 FailureRecorder::FailureRecorder(std::unique_ptr<Connection> connection, std::string table,
@@ -34,8 +30,7 @@ Status FailureRecorder::Consume(const Batch& batch) {
     // Lost the server: wait, reconnect, write the same rows again (autocommit: one
     // statement either landed whole or not at all; a lost reply can duplicate a row,
     // never lose one).
-    std::this_thread::sleep_for(std::chrono::milliseconds(250 << std::min(attempt, 5)));
-    s = connection_->Reconnect();
+    s = connection_->ReconnectAfterBackoff(attempt);
     if (s.ok()) s = connection_->Execute(sql);
   }
   if (!s.ok()) return s.With("recording failed events");

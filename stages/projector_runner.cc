@@ -250,9 +250,10 @@ Status ProjectorRunner::RunTransaction(const std::vector<Step>& steps) {
       ++stats_.retries;
       fmt::print(stderr, "rewind: {}: {}; retrying the flush, attempt {}\n", projector_->name(),
                  last.message(), attempt);
-      std::this_thread::sleep_for(std::chrono::milliseconds(250 << std::min(attempt - 1, 5)));
-      if (last.code() == Status::Code::kConnection) {
-        if (Status s = connection_->Reconnect(); !s.ok()) {
+      if (last.code() != Status::Code::kConnection) {
+        std::this_thread::sleep_for(BackoffDelay(attempt - 1));  // deadlock: let it clear
+      } else {
+        if (Status s = connection_->ReconnectAfterBackoff(attempt - 1); !s.ok()) {
           last = s;
           continue;
         }

@@ -3,11 +3,17 @@
 #include <fmt/core.h>
 #include <simdjson.h>
 
-#include <chrono>
 #include <cstdlib>
-#include <thread>
 
 namespace rw {
+
+Result<int64_t> ReadHeadId(Connection& c, const EventTableOptions& e) {
+  Result<std::optional<std::string>> head = c.QueryValue(
+      fmt::format("SELECT COALESCE(MAX({}), 0) FROM {}", QuoteIdentifier(e.id_column),
+                  QuoteIdentifier(e.table)));
+  if (!head.ok()) return head.status();
+  return static_cast<int64_t>(std::stoll(head->value_or("0")));
+}
 
 Status CheckEventTable(Connection& c, const EventTableOptions& e) {
   Result<Rows> table = c.Query(fmt::format(
@@ -73,8 +79,7 @@ Result<std::unique_ptr<Batch>> Reader::Next() {
     // Lost the server (restart, network): wait, reconnect, read the same page again.
     fmt::print(stderr, "rewind: reader lost the connection ({}); reconnecting, attempt {}\n",
                s.message(), attempt + 1);
-    std::this_thread::sleep_for(std::chrono::milliseconds(250 << std::min(attempt, 5)));
-    if (Status r = connection_->Reconnect(); !r.ok()) s = r;
+    if (Status r = connection_->ReconnectAfterBackoff(attempt); !r.ok()) s = r;
   }
   if (!s.ok()) return s.With(fmt::format("reading events after id {}", after_id_));
   if (batch->rows_read == 0) {  // nothing left below the head

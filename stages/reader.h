@@ -68,6 +68,9 @@ class Reader {
   size_t last_payload_bytes_ = 0;  // to reserve the next batch's buffer in one go
 };
 
+// The highest event id in the table (0 when it is empty): where a run stops reading.
+Result<int64_t> ReadHeadId(Connection& connection, const EventTableOptions& events);
+
 // Checks that the event table and its configured columns exist; a clear message if not.
 Status CheckEventTable(Connection& connection, const EventTableOptions& events);
 
