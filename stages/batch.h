@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,6 +56,33 @@ class StringArena {
   size_t used_ = 0;
 };
 
+// Keeps the payload buffers of finished batches for the next ones. A fresh 10 MB buffer
+// costs a page fault per 4 KB the first time it is written; recycled, it costs none
+// (perf/README.md: 2M events, ~37k page faults and 8% of rewind's samples before).
+// Thread-safe: batches end on any thread.
+class BufferPool {
+ public:
+  // An empty string, with the capacity of a recycled buffer when there is one.
+  std::string Take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_.empty()) return {};
+    std::string s = std::move(free_.back());
+    free_.pop_back();
+    return s;
+  }
+  void Give(std::string s) {
+    s.clear();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_.size() < kMaxKept) free_.push_back(std::move(s));
+  }
+
+ private:
+  // More than the batches alive at once (max_in_flight + 2 by default): a bound, not a target.
+  static constexpr size_t kMaxKept = 16;
+  std::mutex mu_;
+  std::vector<std::string> free_;
+};
+
 struct RawEvent {
   int64_t id;
   uint32_t offset;  // into Batch::payloads
@@ -63,7 +91,10 @@ struct RawEvent {
 
 struct Batch {
   Batch() { live_batches().fetch_add(1, std::memory_order_relaxed); }
-  ~Batch() { live_batches().fetch_sub(1, std::memory_order_relaxed); }
+  ~Batch() {
+    if (pool) pool->Give(std::move(payloads));
+    live_batches().fetch_sub(1, std::memory_order_relaxed);
+  }
   Batch(const Batch&) = delete;
   Batch& operator=(const Batch&) = delete;
   // Batches alive in this process: what bounds memory, observable by tests.
@@ -80,6 +111,7 @@ struct Batch {
 
   // Raw payloads, back to back, followed by simdjson's padding.
   std::string payloads;
+  std::shared_ptr<BufferPool> pool;  // where `payloads` goes back to when the batch ends
   std::vector<RawEvent> raw;
 
   // Decoded.

@@ -60,6 +60,8 @@ Result<std::unique_ptr<Reader>> Reader::Make(std::unique_ptr<Connection> connect
 Result<std::unique_ptr<Batch>> Reader::Next() {
   if (after_id_ >= head_id_) return std::unique_ptr<Batch>();
   auto batch = std::make_unique<Batch>();
+  batch->pool = pool_;
+  batch->payloads = pool_->Take();
   batch->after_id = after_id_;
   batch->payloads.reserve(last_payload_bytes_ + last_payload_bytes_ / 4 + simdjson::SIMDJSON_PADDING);
   batch->raw.reserve(options_.batch_size);

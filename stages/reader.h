@@ -66,6 +66,7 @@ class Reader {
   int64_t after_id_;
   uint64_t next_sequence_ = 0;
   size_t last_payload_bytes_ = 0;  // to reserve the next batch's buffer in one go
+  const std::shared_ptr<BufferPool> pool_ = std::make_shared<BufferPool>();
 };
 
 // The highest event id in the table (0 when it is empty): where a run stops reading.
