@@ -117,6 +117,13 @@ std::string DecodeOne(simdjson::ondemand::parser& parser, const char* data, size
       if (kWanted[i].field != kFieldVisitedAt) out.fields_ok |= kWanted[i].field;
     }
   }
+  // The object is read to its closing brace; anything after it but whitespace means the
+  // payload is not one JSON object (two objects glued together, a truncated write
+  // followed by another, stray text), and its fields cannot be trusted.
+  if (const char* rest = nullptr; doc.current_location().get(rest) == simdjson::SUCCESS) {
+    return fmt::format("payload has bytes after the JSON object: '{}'",
+                       Excerpt(std::string_view(rest, data + length - rest)));
+  }
   for (size_t i = 0; i < std::size(kWanted); ++i) {
     if ((fields & kWanted[i].field) && !(seen & kWanted[i].field)) {
       std::string reason = fmt::format("missing field '{}'", kWanted[i].key);

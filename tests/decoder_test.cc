@@ -75,10 +75,17 @@ TEST(Decoder, EveryBadPayloadBecomesAFailureWithAReason) {
       {R"({"url":"/x","visitedAt":"2023-01-01T00:00:00Z","ip":null,"userAgent":"u"})", "field 'ip' is null"},
       {"{\"url\":\"/\xff\xfe\",\"visitedAt\":\"2023-01-01T00:00:00Z\",\"ip\":\"1\",\"userAgent\":\"u\"}", "UTF-8"},
       {R"({"url":"/x\ud800","visitedAt":"2023-01-01T00:00:00Z","ip":"1","userAgent":"u"})", "not a valid string"},
+      // Stray text after the object: simdjson's structural pass already rejects it.
+      {R"({"url":"/x","visitedAt":"2023-01-01T00:00:00Z","ip":"1","userAgent":"u"} trailing text)",
+       "payload is not a JSON object"},
+      // A second object glued on is valid JSON token by token: the decoder must notice.
+      {R"({"url":"/x","visitedAt":"2023-01-01T00:00:00Z","ip":"1","userAgent":"u"}{"url":"/y"})",
+       "bytes after the JSON object: '{\"url\":\"/y\"}'"},
   };
   std::vector<std::string> payloads;
   for (const auto& c : cases) payloads.push_back(c.first);
-  payloads.push_back(R"({"url":"/ok","visitedAt":"2023-01-01T00:00:00Z","ip":"1","userAgent":"u"})");
+  // Whitespace after the object is not an error.
+  payloads.push_back("{\"url\":\"/ok\",\"visitedAt\":\"2023-01-01T00:00:00Z\",\"ip\":\"1\",\"userAgent\":\"u\"} \n\t ");
   auto b = MakeBatch(payloads);
   Decoder(kAll).Decode(*b);
   ASSERT_EQ(b->failures.size(), cases.size());
