@@ -1,6 +1,6 @@
 // Pipeline behaviour on the real server: order is kept under parallel decoding, memory
-// stays bounded by batches in flight when a projector is slow, and a failing projector
-// stops the run cleanly.
+// stays bounded by batches in flight when a projector is slow, a failing projector stops
+// the run cleanly, and a flush that meets a lock wait timeout is retried and commits once.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -9,6 +9,7 @@
 
 #include "pipeline/replay.h"
 #include "stages/batch.h"
+#include "stages/projector_runner.h"
 #include "tests/test_db.h"
 
 namespace rw {
@@ -127,6 +128,62 @@ TEST_F(PipelineTest, MemoryStaysBoundedWithASlowProjector) {
   EXPECT_GE(sum.peak_in_flight, 2);  // the slow projector really did hold batches back
   EXPECT_LE(peak_live, 5);
   EXPECT_EQ(Batch::live_batches().load(), before);  // and every batch was freed
+}
+
+TEST_F(PipelineTest, AFlushThatWaitsForALockIsRetriedAndCommitsOnce) {
+  auto c = Connect(options_);
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(c->Execute("DROP TABLE IF EXISTS lock_probe, lock_probe_checkpoints").ok());
+  ASSERT_TRUE(c->Execute("CREATE TABLE lock_probe (`date` DATE NOT NULL PRIMARY KEY, "
+                         "`count` BIGINT NOT NULL)").ok());
+  ASSERT_TRUE(c->Execute("CREATE TABLE lock_probe_checkpoints (projector VARCHAR(64) PRIMARY KEY, "
+                         "last_event_id BIGINT NOT NULL, events_applied BIGINT NOT NULL, "
+                         "rows_written BIGINT NOT NULL, updated_at DATETIME(6) NULL)").ok());
+  ASSERT_TRUE(c->Execute("INSERT INTO lock_probe_checkpoints VALUES ('lock_probe', 0, 0, 0, NULL)").ok());
+
+  Result<std::unique_ptr<Connection>> rc = Connection::Open(options_);
+  ASSERT_TRUE(rc.ok()) << rc.status().message();
+  ASSERT_TRUE((*rc)->Execute("SET SESSION innodb_lock_wait_timeout = 1").ok());  // fail fast
+  RunnerOptions ro;
+  ro.target_table = "lock_probe";
+  ro.checkpoint_table = "lock_probe_checkpoints";
+  ro.checkpoint_key = "lock_probe";
+  auto runner = ProjectorRunner::Make(
+      std::make_unique<ProbeProjector>("lock_probe", nullptr, ProbeProjector::Behaviour{}),
+      std::move(*rc), ro);
+  ASSERT_TRUE(runner.ok()) << runner.status().message();
+  Batch batch;
+  batch.last_id = 3;
+  for (int64_t id = 1; id <= 3; ++id) {
+    PageVisit v;
+    v.id = id;
+    v.visited_at = CivilTime{19000 + static_cast<int32_t>(id % 2), 0};
+    v.fields_ok = kFieldVisitedAt | kFieldUrl | kFieldIp | kFieldUserAgent;
+    batch.visits.push_back(v);
+  }
+  ASSERT_TRUE((*runner)->Consume(batch).ok());
+
+  // Another session holds the checkpoint row for 2.5 s, as a long transaction would: the
+  // flush's rows go in, its checkpoint update times out after 1 s, the transaction is
+  // rolled back and retried after a backoff, until the row is free.
+  auto holder = Connect(options_);
+  ASSERT_TRUE(holder);
+  ASSERT_TRUE(holder->Execute("START TRANSACTION").ok());
+  ASSERT_TRUE(holder->Query("SELECT * FROM lock_probe_checkpoints FOR UPDATE").ok());
+  std::thread release([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+    (void)holder->Execute("COMMIT");
+  });
+  const Status s = (*runner)->Flush();
+  release.join();
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_GE((*runner)->stats().retries, 1u);
+  // Committed exactly once: the timed-out attempts left nothing behind.
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM lock_probe"), 2);
+  EXPECT_EQ(Count(*c, "SELECT SUM(`count`) FROM lock_probe"), 3);
+  EXPECT_EQ(Count(*c, "SELECT last_event_id FROM lock_probe_checkpoints"), 3);
+  EXPECT_EQ(Count(*c, "SELECT events_applied FROM lock_probe_checkpoints"), 3);
+  ASSERT_TRUE(c->Execute("DROP TABLE lock_probe, lock_probe_checkpoints").ok());
 }
 
 TEST_F(PipelineTest, AFailingProjectorStopsTheRunCleanly) {
