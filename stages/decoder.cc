@@ -117,9 +117,9 @@ std::string DecodeOne(simdjson::ondemand::parser& parser, const char* data, size
       if (kWanted[i].field != kFieldVisitedAt) out.fields_ok |= kWanted[i].field;
     }
   }
-  // The object is read to its closing brace; anything after it but whitespace means the
-  // payload is not one JSON object (two objects glued together, a truncated write
-  // followed by another, stray text), and its fields cannot be trusted.
+  // The object is read to its closing brace; a value after it (two objects glued
+  // together, a write appended to another) means the payload is not one JSON object and
+  // its fields cannot be trusted. (Stray text is already refused by simdjson's first pass.)
   if (const char* rest = nullptr; doc.current_location().get(rest) == simdjson::SUCCESS) {
     return fmt::format("payload has bytes after the JSON object: '{}'",
                        Excerpt(std::string_view(rest, data + length - rest)));
