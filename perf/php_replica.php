@@ -22,7 +22,7 @@ foreach ($models as $m) {
         $type = $time[$m] === 'date' ? 'DATE' : 'DATETIME';
         $db->query("CREATE TABLE php_$m (`{$time[$m]}` $type NOT NULL, count BIGINT UNSIGNED NOT NULL, PRIMARY KEY (`{$time[$m]}`))");
     } else {
-        $db->query("CREATE TABLE php_$m (uri TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL, date DATE NOT NULL, count BIGINT UNSIGNED NOT NULL, uri_hash BINARY(32) AS (UNHEX(SHA2(uri, 256))) PERSISTENT, UNIQUE KEY date_uri (date, uri_hash))");
+        $db->query("CREATE TABLE php_$m (uri TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL, date DATE NOT NULL, uri_hash BINARY(32) NOT NULL DEFAULT (UNHEX(SHA2(uri, 256))), count BIGINT UNSIGNED NOT NULL, UNIQUE KEY date_uri (date, uri_hash))");
     }
 }
 

@@ -29,6 +29,7 @@ class RowSink {
   virtual void Date(int32_t days) = 0;             // DATE from days since 1970-01-01
   virtual void DateTime(int64_t epoch_seconds) = 0;  // DATETIME, wall clock
   virtual void Text(std::string_view bytes) = 0;   // stored byte for byte
+  virtual void Binary(std::string_view bytes) = 0;  // BINARY(n), any bytes
   virtual void EndRow() = 0;
 };
 

@@ -80,6 +80,17 @@ void UpsertBuilder::Text(std::string_view bytes) {
   connection_.AppendQuoted(current_, bytes);
 }
 
+void UpsertBuilder::Binary(std::string_view bytes) {
+  Separator();
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  current_ += "X'";
+  for (unsigned char c : bytes) {
+    current_ += kHex[c >> 4];
+    current_ += kHex[c & 15];
+  }
+  current_ += '\'';
+}
+
 void UpsertBuilder::EndRow() {
   current_ += ')';
   row_open_ = false;

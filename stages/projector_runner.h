@@ -105,6 +105,7 @@ class TsvBuilder final : public RowSink {
   void Date(int32_t days) override;
   void DateTime(int64_t epoch_seconds) override;
   void Text(std::string_view bytes) override;
+  void Binary(std::string_view bytes) override { Text(bytes); }  // same escapes
   void EndRow() override;
   std::string Take() { return std::move(data_); }
   uint64_t rows() const { return rows_; }
@@ -125,6 +126,7 @@ class UpsertBuilder final : public RowSink {
   void Date(int32_t days) override;
   void DateTime(int64_t epoch_seconds) override;
   void Text(std::string_view bytes) override;
+  void Binary(std::string_view bytes) override;  // as a hex literal, X'...'
   void EndRow() override;
   // The finished statements; the builder is empty afterwards.
   std::vector<std::string> Take();

@@ -1,0 +1,15 @@
+// SHA-256 (FIPS 180-4) of a byte string: the key of the URL read models' tables, computed
+// here so the server does not have to (perf/README.md). Pure function, thread-safe.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+namespace rw {
+
+using Sha256Digest = std::array<uint8_t, 32>;
+
+Sha256Digest Sha256(std::string_view bytes);
+
+}  // namespace rw
