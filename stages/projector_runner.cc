@@ -1,6 +1,7 @@
 #include "stages/projector_runner.h"
 
 #include <fmt/core.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
@@ -25,6 +26,11 @@ void AppendDateTime(std::string& out, int64_t epoch_seconds, bool quoted) {
   buf[0] = buf[20] = '\'';
   FormatDateTime(epoch_seconds, buf + 1);
   out.append(quoted ? buf : buf + 1, quoted ? 21 : 19);
+}
+
+void AppendInt(std::string& out, int64_t value) {
+  const fmt::format_int digits(value);
+  out.append(digits.data(), digits.size());
 }
 
 double Seconds(std::chrono::steady_clock::time_point since) {
@@ -62,7 +68,7 @@ void UpsertBuilder::Separator() {
 
 void UpsertBuilder::Int(int64_t value) {
   Separator();
-  fmt::format_to(std::back_inserter(current_), "{}", value);
+  AppendInt(current_, value);
 }
 
 void UpsertBuilder::Date(int32_t days) {
@@ -117,7 +123,7 @@ void TsvBuilder::Separator() {
 
 void TsvBuilder::Int(int64_t value) {
   Separator();
-  fmt::format_to(std::back_inserter(data_), "{}", value);
+  AppendInt(data_, value);
 }
 
 void TsvBuilder::Date(int32_t days) {
@@ -132,15 +138,23 @@ void TsvBuilder::DateTime(int64_t epoch_seconds) {
 
 void TsvBuilder::Text(std::string_view bytes) {
   Separator();
-  for (char c : bytes) {
-    switch (c) {
-      case '\\': data_ += "\\\\"; break;
-      case '\t': data_ += "\\t"; break;
-      case '\n': data_ += "\\n"; break;
-      case '\0': data_ += "\\0"; break;
-      default: data_ += c;
+  // Runs without a special byte are appended whole; only the specials are escaped.
+  size_t run = 0;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    char escaped;
+    switch (bytes[i]) {
+      case '\\': escaped = '\\'; break;
+      case '\t': escaped = 't'; break;
+      case '\n': escaped = 'n'; break;
+      case '\0': escaped = '0'; break;
+      default: continue;
     }
+    data_.append(bytes.data() + run, i - run);
+    data_ += '\\';
+    data_ += escaped;
+    run = i + 1;
   }
+  data_.append(bytes.data() + run, bytes.size() - run);
 }
 
 void TsvBuilder::EndRow() {
