@@ -1,11 +1,17 @@
 #include "config/options.h"
 
 #include <fmt/core.h>
+#include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <deque>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 
 namespace rw {
@@ -17,74 +23,396 @@ std::string Trim(std::string s) {
   return s.substr(first, s.find_last_not_of(" \t\r") - first + 1);
 }
 
+// An unsigned integer in [min, max]: no sign, no trailing text, no overflow.
 template <typename T>
-Status ParseNumber(const std::string& key, const std::string& text, T& out) {
-  T v{};
+Status Integer(const std::string& key, const std::string& text, uint64_t min, uint64_t max,
+               T& out) {
+  uint64_t v = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || ptr != text.data() + text.size()) {
-    return Status::InvalidInput(fmt::format("--{} expects a number, got '{}'", key, text));
+  if (text.empty() || ec == std::errc::invalid_argument || ptr != text.data() + text.size()) {
+    return Status::InvalidInput(fmt::format("--{} expects a whole number, got '{}'", key, text));
+  }
+  if (ec == std::errc::result_out_of_range || v < min || v > max) {
+    return Status::InvalidInput(
+        fmt::format("--{} must be between {} and {}, got '{}'", key, min, max, text));
+  }
+  out = static_cast<T>(v);
+  return Status::Ok();
+}
+
+// Seconds: a finite number in [min, max] (nan, inf and 1e-12 are refused: a poll interval
+// of nothing is a busy loop against the server).
+Status Seconds(const std::string& key, const std::string& text, double min, double max,
+               double& out) {
+  double v = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || !std::isfinite(v)) {
+    return Status::InvalidInput(fmt::format("--{} expects seconds, got '{}'", key, text));
+  }
+  if (v < min || v > max) {
+    return Status::InvalidInput(
+        fmt::format("--{} must be between {} and {} seconds, got '{}'", key, min, max, text));
   }
   out = v;
   return Status::Ok();
 }
 
-// Applies one `key = value` setting (a long flag without its dashes).
-Status Apply(ReplayOptions& o, const std::string& key, const std::string& value) {
-  ConnectionOptions& c = o.connection;
-  EventTableOptions& e = o.events;
-  if (key == "host") c.host = value;
-  else if (key == "port") return ParseNumber(key, value, c.port);
-  else if (key == "socket") c.socket = value;
-  else if (key == "user") c.user = value;
-  else if (key == "password") c.password = value;
-  else if (key == "database") c.database = value;
-  else if (key == "connect-timeout") return ParseNumber(key, value, c.connect_timeout_seconds);
-  else if (key == "events-table") e.table = value;
-  else if (key == "id-column") e.id_column = value;
-  else if (key == "type-column") e.type_column = value;
-  else if (key == "payload-column") e.payload_column = value;
-  else if (key == "event-class") e.page_visited_class = value;
-  else if (key == "batch-size") return ParseNumber(key, value, o.batch_size);
-  else if (key == "max-in-flight") return ParseNumber(key, value, o.max_in_flight);
-  else if (key == "flush-every") return ParseNumber(key, value, o.flush_every_events);
-  else if (key == "flush-max-rows") return ParseNumber(key, value, o.flush_max_rows);
-  else if (key == "stats-json") o.stats_json = value;
-  else if (key == "poll") {
-    char* end = nullptr;
-    o.poll_seconds = std::strtod(value.c_str(), &end);
-    if (end == value.c_str() || *end != '\0' || o.poll_seconds <= 0) {
-      return Status::InvalidInput(fmt::format("--poll expects seconds, got '{}'", value));
-    }
+Result<bool> Boolean(const std::string& key, const std::string& text) {
+  std::string v;
+  for (char c : text) v += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (v == "true" || v == "1" || v == "yes" || v == "on" || v.empty()) return true;
+  if (v == "false" || v == "0" || v == "no" || v == "off") return false;
+  return Status::InvalidInput(fmt::format("--{} is true or false, got '{}'", key, text));
+}
+
+enum class Group { kConnection, kEvents, kReplay, kOutput };
+
+// One option: everything about it in one place.
+struct OptionSpec {
+  const char* name;                // long flag without dashes; also the config-file key
+  const char* short_name;          // "" or e.g. "-u"
+  Group group;
+  bool flag;                       // takes no value on the command line
+  std::vector<const char*> env;    // environment variables, the first one wins
+  const char* help;
+  std::function<Status(ReplayOptions&, const std::string&)> set;
+  std::function<std::string(const ReplayOptions&)> show;  // the default, for --help
+};
+
+template <typename T>
+std::function<std::string(const ReplayOptions&)> Show(T ReplayOptions::*field) {
+  return [field](const ReplayOptions& o) { return fmt::format("{}", o.*field); };
+}
+
+std::function<Status(ReplayOptions&, const std::string&)> Text(std::string ConnectionOptions::*f) {
+  return [f](ReplayOptions& o, const std::string& v) {
+    o.connection.*f = v;
+    return Status::Ok();
+  };
+}
+std::function<Status(ReplayOptions&, const std::string&)> Text(std::string EventTableOptions::*f,
+                                                               bool identifier) {
+  return [f, identifier](ReplayOptions& o, const std::string& v) {
+    if (identifier && v.empty()) return Status::InvalidInput("a table or column name cannot be empty");
+    o.events.*f = v;
+    return Status::Ok();
+  };
+}
+std::function<Status(ReplayOptions&, const std::string&)> Flag(const char* name,
+                                                               bool ReplayOptions::*f) {
+  return [name, f](ReplayOptions& o, const std::string& v) {
+    Result<bool> b = Boolean(name, v);
+    if (!b.ok()) return b.status();
+    o.*f = *b;
+    return Status::Ok();
+  };
+}
+
+const std::vector<OptionSpec>& Table() {
+  static const std::vector<OptionSpec> table = {
+      // Connection
+      {"socket", "-S", Group::kConnection, false, {"REWIND_SOCKET", "MYSQL_UNIX_PORT"},
+       "Unix socket of the server", Text(&ConnectionOptions::socket), nullptr},
+      {"host", "", Group::kConnection, false, {"REWIND_HOST", "MYSQL_HOST"}, "TCP host",
+       Text(&ConnectionOptions::host), nullptr},
+      {"port", "-P", Group::kConnection, false, {"REWIND_PORT", "MYSQL_TCP_PORT"},
+       "TCP port (1-65535; default 3306)",
+       [](ReplayOptions& o, const std::string& v) { return Integer("port", v, 1, 65535, o.connection.port); },
+       nullptr},
+      {"user", "-u", Group::kConnection, false, {"REWIND_USER"}, "user name",
+       Text(&ConnectionOptions::user), nullptr},
+      {"password", "", Group::kConnection, false, {"REWIND_PASSWORD", "MYSQL_PWD"},
+       "-p or --password alone: prompt; -pPW or --password=PW: given (scrubbed from argv)",
+       Text(&ConnectionOptions::password), nullptr},
+      {"database", "-D", Group::kConnection, false, {"REWIND_DATABASE"},
+       "the database holding the events and the read models", Text(&ConnectionOptions::database),
+       nullptr},
+      {"connect-timeout", "", Group::kConnection, false, {}, "seconds to wait for a connection",
+       [](ReplayOptions& o, const std::string& v) {
+         return Integer("connect-timeout", v, 1, 3600, o.connection.connect_timeout_seconds);
+       },
+       [](const ReplayOptions& o) { return std::to_string(o.connection.connect_timeout_seconds); }},
+      // Event table
+      {"events-table", "", Group::kEvents, false, {}, "the event table",
+       Text(&EventTableOptions::table, true), [](const ReplayOptions& o) { return o.events.table; }},
+      {"id-column", "", Group::kEvents, false, {},
+       "integer, NOT NULL, unique (rewind pages by it)", Text(&EventTableOptions::id_column, true),
+       [](const ReplayOptions& o) { return o.events.id_column; }},
+      {"type-column", "", Group::kEvents, false, {}, "the event class, compared byte for byte",
+       Text(&EventTableOptions::type_column, true),
+       [](const ReplayOptions& o) { return o.events.type_column; }},
+      {"payload-column", "", Group::kEvents, false, {}, "JSON: url, visitedAt, ip, userAgent",
+       Text(&EventTableOptions::payload_column, true),
+       [](const ReplayOptions& o) { return o.events.payload_column; }},
+      {"event-class", "", Group::kEvents, false, {}, "the class of page-visit events",
+       Text(&EventTableOptions::page_visited_class, true),
+       [](const ReplayOptions& o) { return o.events.page_visited_class; }},
+      // Replay
+      {"all", "", Group::kReplay, true, {}, "every read model", Flag("all", &ReplayOptions::all), nullptr},
+      {"resume", "", Group::kReplay, true, {}, "continue an interrupted rebuild from its checkpoints",
+       Flag("resume", &ReplayOptions::resume), nullptr},
+      {"stop-on-failure", "", Group::kReplay, true, {}, "stop at the first bad event instead of recording it",
+       Flag("stop-on-failure", &ReplayOptions::stop_on_failure), nullptr},
+      {"follow", "", Group::kReplay, true, {}, "after the swap, keep applying new events to the live tables",
+       Flag("follow", &ReplayOptions::follow), nullptr},
+      {"poll", "", Group::kReplay, false, {}, "seconds between looks for new events with --follow (0.01-3600)",
+       [](ReplayOptions& o, const std::string& v) { return Seconds("poll", v, 0.01, 3600, o.poll_seconds); },
+       Show(&ReplayOptions::poll_seconds)},
+      {"settle", "", Group::kReplay, false, {},
+       "seconds an id missing below the head is watched for a late commit (0-86400)",
+       [](ReplayOptions& o, const std::string& v) { return Seconds("settle", v, 0, 86400, o.settle_seconds); },
+       Show(&ReplayOptions::settle_seconds)},
+      {"cutover-timeout", "", Group::kReplay, false, {},
+       "seconds the cut-over keeps trying for its locks before giving up, exit 6 (1-86400)",
+       [](ReplayOptions& o, const std::string& v) {
+         return Seconds("cutover-timeout", v, 1, 86400, o.cutover_timeout_seconds);
+       },
+       Show(&ReplayOptions::cutover_timeout_seconds)},
+      {"batch-size", "", Group::kReplay, false, {}, "events per read batch (1-1000000)",
+       [](ReplayOptions& o, const std::string& v) { return Integer("batch-size", v, 1, 1'000'000, o.batch_size); },
+       Show(&ReplayOptions::batch_size)},
+      {"max-in-flight", "", Group::kReplay, false, {}, "batches in the pipeline at once; bounds memory (1-64)",
+       [](ReplayOptions& o, const std::string& v) { return Integer("max-in-flight", v, 1, 64, o.max_in_flight); },
+       Show(&ReplayOptions::max_in_flight)},
+      {"flush-every", "", Group::kReplay, false, {}, "each read model commits at least every N events",
+       [](ReplayOptions& o, const std::string& v) {
+         return Integer("flush-every", v, 1, std::numeric_limits<int64_t>::max(), o.flush_every_events);
+       },
+       Show(&ReplayOptions::flush_every_events)},
+      {"flush-max-rows", "", Group::kReplay, false, {}, "...and whenever it holds N pending rows (1-100000000)",
+       [](ReplayOptions& o, const std::string& v) {
+         return Integer("flush-max-rows", v, 1, 100'000'000, o.flush_max_rows);
+       },
+       Show(&ReplayOptions::flush_max_rows)},
+      // Output
+      {"progress", "", Group::kOutput, false, {}, "auto (a bar on a terminal, a line every 5 s otherwise), bar, plain, none",
+       [](ReplayOptions& o, const std::string& v) {
+         if (v == "auto") o.progress = ProgressMode::kAuto;
+         else if (v == "bar") o.progress = ProgressMode::kTerminal;
+         else if (v == "plain") o.progress = ProgressMode::kPlain;
+         else if (v == "none") o.progress = ProgressMode::kQuiet;
+         else return Status::InvalidInput(fmt::format("--progress expects auto, bar, plain or none, got '{}'", v));
+         return Status::Ok();
+       },
+       [](const ReplayOptions&) { return std::string("auto"); }},
+      {"quiet", "", Group::kOutput, true, {}, "same as --progress none",
+       [](ReplayOptions& o, const std::string& v) {
+         Result<bool> b = Boolean("quiet", v);
+         if (!b.ok()) return b.status();
+         if (*b) o.progress = ProgressMode::kQuiet;
+         return Status::Ok();
+       },
+       nullptr},
+      {"stats-json", "", Group::kOutput, false, {}, "also write the run's summary as JSON to FILE",
+       [](ReplayOptions& o, const std::string& v) {
+         o.stats_json = v;
+         return Status::Ok();
+       },
+       nullptr},
+      {"json", "", Group::kOutput, true, {}, "status: print JSON", Flag("json", &ReplayOptions::json), nullptr},
+  };
+  return table;
+}
+
+const OptionSpec* Find(const std::string& name) {
+  for (const OptionSpec& s : Table()) {
+    if (name == s.name) return &s;
   }
-  else if (key == "progress") {
-    if (value == "auto") o.progress = ProgressMode::kAuto;
-    else if (value == "bar") o.progress = ProgressMode::kTerminal;
-    else if (value == "plain") o.progress = ProgressMode::kPlain;
-    else if (value == "none") o.progress = ProgressMode::kQuiet;
-    else return Status::InvalidInput("--progress expects auto, bar, plain or none");
-  } else {
-    return Status::InvalidInput(fmt::format("unknown option '{}' (see rewind --help)", key));
+  return nullptr;
+}
+
+// What the value of a flag is, for --help.
+const char* ValueName(const std::string& name) {
+  for (const char* n : {"port", "connect-timeout", "batch-size", "max-in-flight", "flush-every", "flush-max-rows"}) {
+    if (name == n) return "N";
+  }
+  for (const char* n : {"poll", "settle", "cutover-timeout"}) {
+    if (name == n) return "SECONDS";
+  }
+  if (name == "socket" || name == "stats-json") return "FILE";
+  if (name == "host") return "HOST";
+  if (name == "progress") return "MODE";
+  return "NAME";
+}
+
+const char* GroupName(Group g) {
+  switch (g) {
+    case Group::kConnection: return "Connection (like the mariadb client)";
+    case Group::kEvents: return "Event table (defaults: the blog's schema)";
+    case Group::kReplay: return "Replay";
+    case Group::kOutput: return "Output";
+  }
+  return "";
+}
+
+constexpr const char* kCommands[] = {"replay", "list", "status", "verify", "help"};
+
+// A value parsed from one source, and how strongly it was given.
+enum Level { kDefault = 0, kConfigFile = 1, kEnvironment = 2, kCommandLine = 3 };
+
+struct Applier {
+  ReplayOptions& o;
+  std::map<std::string, Level> level;  // per option name: the source that set it last
+
+  Status Set(const std::string& name, const std::string& value, Level at) {
+    const OptionSpec* spec = Find(name);
+    if (spec == nullptr) return Status::InvalidInput(fmt::format("unknown option '{}'", name));
+    if (Status s = spec->set(o, value); !s.ok()) return s;
+    level[name] = at;
+    return Status::Ok();
+  }
+  Level Of(const std::string& name) const {
+    auto it = level.find(name);
+    return it == level.end() ? kDefault : it->second;
+  }
+};
+
+// `key = value` lines. `#` starts a comment only at the start of a line (a password may
+// hold one); a value may be quoted ("..." or '...'); a UTF-8 BOM is skipped; a boolean
+// option takes true/false/yes/no/on/off/1/0.
+Status ReadConfigFile(const std::string& path, Applier& a) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return Status::InvalidInput(fmt::format("config file '{}' is a directory", path));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::NotFound(fmt::format("cannot read config file '{}'", path));
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (n == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
+    line = Trim(line);
+    if (line.empty() || line[0] == '#' || line[0] == ';') continue;
+    const auto eq = line.find('=');
+    if (eq == std::string::npos) {
+      return Status::InvalidInput(fmt::format("{}:{}: expected 'key = value', got '{}'", path, n, line));
+    }
+    const std::string key = Trim(line.substr(0, eq));
+    std::string value = Trim(line.substr(eq + 1));
+    if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') &&
+        value.back() == value.front()) {
+      value = value.substr(1, value.size() - 2);
+    }
+    if (key == "config") {
+      return Status::InvalidInput(fmt::format("{}:{}: a config file cannot name another", path, n));
+    }
+    if (Find(key) == nullptr) {
+      return Status::InvalidInput(
+          fmt::format("{}:{}: unknown key '{}' (keys are the long flag names of rewind --help)", path, n, key));
+    }
+    if (Status s = a.Set(key, value, kConfigFile); !s.ok()) return s.With(fmt::format("{}:{}", path, n));
   }
   return Status::Ok();
 }
 
-Status ReadConfigFile(const std::string& path, ReplayOptions& o) {
-  std::ifstream in(path);
-  if (!in) return Status::NotFound(fmt::format("cannot read config file '{}'", path));
-  std::string line;
-  for (int n = 1; std::getline(in, line); ++n) {
-    line = Trim(line.substr(0, line.find('#')));
-    if (line.empty()) continue;
-    const auto eq = line.find('=');
-    if (eq == std::string::npos) {
-      return Status::InvalidInput(fmt::format("{}:{}: expected 'key = value'", path, n));
+// The directory of the running binary (/proc/self/exe), or "" when unknown.
+std::filesystem::path ProgramDirectory() {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::filesystem::path() : exe.parent_path();
+}
+
+// The one config file to read: the first that exists of the named places.
+Result<std::string> LocateConfig(const std::string& flag, const Environment& env) {
+  if (!flag.empty()) return flag;
+  if (auto v = env("REWIND_CONFIG"); v && !v->empty()) return *v;
+  std::vector<std::filesystem::path> candidates;
+  if (auto xdg = env("XDG_CONFIG_HOME"); xdg && !xdg->empty()) {
+    candidates.push_back(std::filesystem::path(*xdg) / "rewind" / "rewind.conf");
+  } else if (auto home = env("HOME"); home && !home->empty()) {
+    candidates.push_back(std::filesystem::path(*home) / ".config" / "rewind" / "rewind.conf");
+  }
+  if (const auto dir = ProgramDirectory(); !dir.empty()) {
+    candidates.push_back(dir.parent_path() / "config" / "rewind.conf");
+  }
+  for (const auto& c : candidates) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(c, ec)) return c.lexically_normal().string();
+  }
+  return std::string();
+}
+
+// Splits off what CLI11 must not see: the password forms (-p alone prompts and never
+// takes the next word) and --config.
+struct PreScan {
+  std::vector<std::string> rest;
+  std::optional<std::string> password;
+  bool prompt = false;
+  std::string config;
+};
+
+Result<PreScan> Prescan(const std::vector<std::string>& args) {
+  PreScan p;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") {
+      p.rest.insert(p.rest.end(), args.begin() + static_cast<long>(i), args.end());
+      break;
     }
-    if (Status s = Apply(o, Trim(line.substr(0, eq)), Trim(line.substr(eq + 1))); !s.ok()) {
-      return s.With(fmt::format("{}:{}", path, n));
+    if (a == "-p" || a == "--password") {
+      p.prompt = true;
+    } else if (a.rfind("--password=", 0) == 0) {
+      p.password = a.substr(11);
+      p.prompt = false;
+    } else if (a.rfind("-p", 0) == 0 && a.size() > 2 && a[2] != '-') {
+      p.password = a.substr(2);
+      p.prompt = false;
+    } else if (a == "--config") {
+      if (i + 1 >= args.size()) return Status::InvalidInput("--config needs a file name");
+      p.config = args[++i];
+      if (p.config.empty()) return Status::InvalidInput("--config needs a file name");
+    } else if (a.rfind("--config=", 0) == 0) {
+      p.config = a.substr(9);
+      if (p.config.empty()) return Status::InvalidInput("--config needs a file name");
+    } else {
+      p.rest.push_back(a);
     }
   }
-  return Status::Ok();
+  return p;
 }
+
+// The CLI11 declaration of every option, bound to string/bool storage that the caller
+// then applies through the option table (one validation path for every source).
+struct Declared {
+  CLI::App app{"rewind: rebuild event-sourced read models from an event table in MariaDB.",
+               "rewind"};
+  std::string command;
+  std::vector<std::string> names;
+  std::deque<std::string> values;  // stable references for CLI11
+  std::vector<CLI::Option*> options;
+  std::deque<bool> flags;
+
+  Declared() {
+    app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    app.get_formatter()->column_width(34);
+    const ReplayOptions defaults;
+    values.resize(Table().size());
+    flags.resize(Table().size());
+    for (size_t i = 0; i < Table().size(); ++i) {
+      const OptionSpec& s = Table()[i];
+      std::string flag_names = std::string(*s.short_name ? std::string(s.short_name) + "," : "") + "--" + s.name;
+      std::string help = s.help;
+      if (s.show && !s.show(defaults).empty()) help += fmt::format(" [{}]", s.show(defaults));
+      for (size_t e = 0; e < s.env.size(); ++e) help += fmt::format("{}${}", e ? ", " : " (env: ", s.env[e]);
+      if (!s.env.empty()) help += ")";
+      CLI::Option* opt = nullptr;
+      if (std::string(s.name) == "password") {
+        // Handled before CLI11 sees argv (-p alone must not swallow the next word); declared
+        // for --help only.
+        opt = app.add_flag("-p,--password", flags[i], help);
+      } else if (s.flag) {
+        opt = app.add_flag(flag_names, flags[i], help);
+      } else {
+        opt = app.add_option(flag_names, values[i], help)->type_name(ValueName(s.name));
+      }
+      opt->group(GroupName(s.group));
+      options.push_back(opt);
+    }
+    app.add_option("--config", values.emplace_back(),
+                   "read `key = value` defaults from FILE (see below)")->type_name("FILE")->group(GroupName(Group::kConnection));
+    app.add_option("command", command, "replay | list | status | verify | help");
+    app.add_option("names", names, "read models (replay, verify)");
+  }
+};
 
 }  // namespace
 
@@ -98,139 +426,130 @@ Environment SystemEnvironment() {
 Result<CommandLine> ParseCommandLine(const std::vector<std::string>& args, const Environment& env) {
   CommandLine cl;
   ReplayOptions& o = cl.options;
+  Result<PreScan> pre = Prescan(args);
+  if (!pre.ok()) return pre.status();
 
-  // Pass 1: the config file, which the rest overrides.
-  std::string config;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--config" && i + 1 < args.size()) config = args[i + 1];
-    if (args[i].rfind("--config=", 0) == 0) config = args[i].substr(9);
+  Declared d;
+  std::vector<std::string> reversed(pre->rest.rbegin(), pre->rest.rend());
+  try {
+    d.app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    cl.command = "help";
+    return cl;
+  } catch (const CLI::ExtrasError& e) {
+    std::string what = e.what();
+    for (const std::string& a : pre->rest) {
+      if (a.rfind("-", 0) == 0 && what.find(a) != std::string::npos) {
+        return Status::InvalidInput(fmt::format("unknown option '{}' (see rewind --help)", a));
+      }
+    }
+    return Status::InvalidInput(fmt::format("{} (see rewind --help)", what));
+  } catch (const CLI::ParseError& e) {
+    return Status::InvalidInput(fmt::format("{} (see rewind --help)", e.what()));
   }
-  if (config.empty()) config = env("REWIND_CONFIG").value_or("");
-  if (config.empty()) {
-    for (const char* candidate : {"rewind.conf", "config/rewind.conf"}) {
-      if (std::filesystem::exists(candidate)) {
-        config = candidate;
+
+  Applier a{o, {}};
+  // 1. The config file.
+  Result<std::string> config = LocateConfig(pre->config, env);
+  if (!config.ok()) return config.status();
+  if (!config->empty()) {
+    if (Status s = ReadConfigFile(*config, a); !s.ok()) return s;
+    cl.config_path = *config;
+  }
+  // 2. The environment.
+  for (const OptionSpec& s : Table()) {
+    for (const char* var : s.env) {
+      if (auto v = env(var); v && !v->empty()) {
+        if (Status st = a.Set(s.name, *v, kEnvironment); !st.ok()) return st.With(fmt::format("${}", var));
         break;
       }
     }
   }
-  if (!config.empty()) {
-    if (Status s = ReadConfigFile(config, o); !s.ok()) return s;
+  // 3. The command line.
+  for (size_t i = 0; i < Table().size(); ++i) {
+    const OptionSpec& s = Table()[i];
+    if (std::string(s.name) == "password" || d.options[i]->count() == 0) continue;
+    if (Status st = a.Set(s.name, s.flag ? "true" : d.values[i], kCommandLine); !st.ok()) return st;
+  }
+  if (pre->password) {
+    o.connection.password = *pre->password;
+    a.level["password"] = kCommandLine;
+  }
+  cl.prompt_password = pre->prompt;
+
+  // The socket and host/port name two different servers: the one given by the stronger
+  // source wins; given by the same one, the user must choose.
+  const Level socket_at = a.Of("socket");
+  const Level tcp_at = std::max(a.Of("host"), a.Of("port"));
+  if (socket_at > kDefault && tcp_at > kDefault) {
+    if (tcp_at > socket_at) {
+      o.connection.socket.clear();
+    } else if (socket_at > tcp_at) {
+      o.connection.host.clear();
+      o.connection.port = 0;
+    } else {
+      return Status::InvalidInput(
+          "both a socket and a host/port are given at the same level (flags, environment or "
+          "config file): keep the one you mean");
+    }
+  }
+  if (o.connection.port != 0 && o.connection.host.empty() && o.connection.socket.empty()) {
+    o.connection.host = "127.0.0.1";  // a port alone means TCP on this machine
   }
 
-  // Pass 2: the environment.
-  const std::pair<const char*, const char*> env_keys[] = {
-      {"MYSQL_HOST", "host"},         {"MYSQL_TCP_PORT", "port"},    {"MYSQL_UNIX_PORT", "socket"},
-      {"MYSQL_PWD", "password"},      {"REWIND_HOST", "host"},       {"REWIND_PORT", "port"},
-      {"REWIND_SOCKET", "socket"},    {"REWIND_USER", "user"},       {"REWIND_PASSWORD", "password"},
-      {"REWIND_DATABASE", "database"}};
-  for (const auto& [var, key] : env_keys) {
-    if (auto v = env(var); v && !v->empty()) {
-      if (Status s = Apply(o, key, *v); !s.ok()) return s.With(fmt::format("${}", var));
-    }
-  }
-
-  // Pass 3: the command line.
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "-h" || a == "--help" || a == "help") {
-      cl.command = "help";
-      return cl;
-    }
-    if (a.rfind("--", 0) != 0) {
-      if (cl.command.empty()) {
-        cl.command = a;
-      } else {
-        o.projectors.push_back(a);
-      }
-      continue;
-    }
-    std::string key = a.substr(2), value;
-    if (key == "all") o.all = true;
-    else if (key == "resume") o.resume = true;
-    else if (key == "stop-on-failure") o.stop_on_failure = true;
-    else if (key == "quiet") o.progress = ProgressMode::kQuiet;
-    else if (key == "json") o.json = true;
-    else if (key == "follow") o.follow = true;
-    else {
-      if (const auto eq = key.find('='); eq != std::string::npos) {
-        value = key.substr(eq + 1);
-        key = key.substr(0, eq);
-      } else if (i + 1 < args.size()) {
-        value = args[++i];
-      } else {
-        return Status::InvalidInput(fmt::format("--{} needs a value (see rewind --help)", key));
-      }
-      if (key == "config") continue;
-      if (Status s = Apply(o, key, value); !s.ok()) return s;
-    }
-  }
-  if (cl.command.empty()) cl.command = "help";
-  static const char* const kCommands[] = {"replay", "list", "status", "verify", "help"};
+  cl.command = d.command.empty() ? "help" : d.command;
+  o.projectors = d.names;
   if (std::find(std::begin(kCommands), std::end(kCommands), cl.command) == std::end(kCommands)) {
     return Status::InvalidInput(fmt::format("unknown command '{}' (see rewind --help)", cl.command));
-  }
-  if (o.batch_size == 0 || o.max_in_flight == 0 || o.flush_every_events == 0 ||
-      o.flush_max_rows == 0) {
-    return Status::InvalidInput("--batch-size, --max-in-flight, --flush-every and --flush-max-rows must be positive");
   }
   return cl;
 }
 
-std::string HelpText() {
-  return R"(rewind: rebuild event-sourced read models from an event table in MariaDB.
+void ScrubPasswordFromArgv(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    char* a = argv[i];
+    char* secret = nullptr;
+    if (std::strncmp(a, "--password=", 11) == 0) secret = a + 11;
+    else if (std::strncmp(a, "-p", 2) == 0 && a[2] != '\0' && a[2] != '-') secret = a + 2;
+    if (secret != nullptr) std::memset(secret, 'x', std::strlen(secret));
+  }
+}
 
-Usage:
+std::string HelpText() {
+  Declared d;
+  d.app.footer(R"(Commands:
   rewind list                       the read models rewind can build, their tables and event types
   rewind replay --all               rebuild every read model in one pass over the events
   rewind replay NAME...             rebuild only the named read models
   rewind replay --resume ...        continue an interrupted rebuild from its checkpoints
   rewind replay --all --follow      rebuild, swap in, then keep applying new events
-  rewind status [--json]            checkpoints, lag and failures per read model
+  rewind status [--json]            checkpoints, lag, late and given-up events, failures
   rewind verify [NAME...]           rebuild into scratch tables and compare with the live ones
 
 How a replay works: one reader pages through the event table by id; every selected read
 model is rebuilt concurrently into a shadow table (<table>__rewind_new) on its own
-connection; when all are complete they replace the live tables in one atomic RENAME TABLE.
-Until then, whatever reads the live tables sees the old data. Events whose payload cannot
-be decoded are recorded in the table rewind_failures and skipped (--stop-on-failure stops
-instead). Ctrl-C stops cleanly; `rewind replay --resume` continues.
+connection. Then the cut-over: rewind catches up with the events appended meanwhile, holds
+inserts into the event table off for a moment (LOCK TABLES ... READ, about a second at
+most), applies the last events and swaps every table in with one RENAME TABLE. Bad events
+are recorded in rewind_failures and skipped (--stop-on-failure stops instead). Ctrl-C
+stops cleanly; `rewind replay --resume` continues.
 
-Connection (like the mariadb client):
-  --socket PATH      Unix socket                  ($REWIND_SOCKET, $MYSQL_UNIX_PORT)
-  --host HOST        TCP host                     ($REWIND_HOST, $MYSQL_HOST)
-  --port N           TCP port                     ($REWIND_PORT, $MYSQL_TCP_PORT)
-  --user NAME                                     ($REWIND_USER)
-  --password PW                                   ($REWIND_PASSWORD, $MYSQL_PWD)
-  --database NAME    the database holding the events and the read models ($REWIND_DATABASE)
-  --config FILE      read `key = value` defaults from FILE (keys are the long flag names);
-                     otherwise $REWIND_CONFIG, ./rewind.conf or ./config/rewind.conf
+Config file: `key = value` lines, keys are the long flag names; read from the first that
+exists of --config FILE, $REWIND_CONFIG, $XDG_CONFIG_HOME/rewind/rewind.conf (else
+~/.config/rewind/rewind.conf), config/rewind.conf beside the binary's directory; never
+the current directory. Then the environment, then the flags: the last one wins.
 
-Event table (defaults match the original blog's schema):
-  --events-table NAME      stored_events
-  --id-column NAME         id          (must be the primary key: rewind pages by it)
-  --type-column NAME       eventClass
-  --payload-column NAME    payload     (JSON: url, visitedAt, ip, userAgent)
-  --event-class NAME       App\Analytics\PageVisited
-
-Replay tuning:
-  --batch-size N           events per read batch (20000)
-  --max-in-flight N        batches in the pipeline at once; bounds memory (6)
-  --flush-every N          each read model commits at least every N events (2000000)
-  --flush-max-rows N       ...and whenever it holds N pending rows (1000000)
-  --stop-on-failure        stop at the first bad event instead of recording it
-  --follow                 after the swap, keep applying new events to the live tables
-  --poll SECONDS           how often --follow looks for new events (1)
-  --progress MODE          auto (bar on a terminal, a line every 5 s otherwise), bar, plain, none
-  --quiet                  same as --progress none
-  --stats-json FILE        also write the final summary as JSON
-
-verify exits 0 only when every rebuilt table equals its live table, 4 when any differs.
-
-Exit codes: 0 every selected read model rebuilt and swapped in; 3 rebuilt and swapped in,
-but some events failed (see rewind_failures); 1 error (nothing swapped in); 2 bad usage;
-130/143 stopped by SIGINT/SIGTERM (resumable).
-)";
+Exit codes:
+  0    done (rebuilt and swapped in; verify: identical)
+  1    error: nothing swapped in
+  2    bad usage
+  3    rebuilt and swapped in, but some events failed (see rewind_failures)
+  4    verify found differences
+  5    over a failure budget (reserved)
+  6    the cut-over gave up: live tables untouched, resumable with --resume
+  130  stopped by SIGINT, 143 by SIGTERM: resumable with --resume
+)");
+  return d.app.help();
 }
 
 }  // namespace rw

@@ -1,10 +1,21 @@
 // Options: everything a rewind command can be told, and how it is read.
 //
-// Precedence, lowest first: built-in defaults (below, with their trade-offs), the config
-// file (--config FILE, else $REWIND_CONFIG, else ./rewind.conf or ./config/rewind.conf
-// when present), environment variables (REWIND_HOST, REWIND_PORT, REWIND_SOCKET,
-// REWIND_USER, REWIND_PASSWORD, REWIND_DATABASE, and the mariadb client's MYSQL_HOST,
-// MYSQL_TCP_PORT, MYSQL_UNIX_PORT, MYSQL_PWD), then command-line flags.
+// Every option is declared once, in the option table of options.cc: its flag, its
+// environment variables, its config-file key (the flag's long name), its default (the
+// field initialisers below) and its --help line. Precedence, lowest first: the defaults,
+// the config file, the environment, the command line. A value from a higher source wins
+// in every combination: `--host` on the command line beats a socket from the environment
+// (and the other way round), so the server rewind talks to is the one the user named last.
+//
+// The config file is read from one named place only, the first that exists of:
+// --config FILE, $REWIND_CONFIG, $XDG_CONFIG_HOME/rewind/rewind.conf (or
+// ~/.config/rewind/rewind.conf), and config/rewind.conf beside the rewind binary's own
+// directory (../config/rewind.conf from build/rewind). Never the current directory.
+//
+// Passwords: `-p`/`--password` with no attached value prompts on the terminal (as the
+// mariadb client does); `-pSECRET`/`--password=SECRET` take it from the command line (main
+// then scrubs it from argv so that `ps` does not show it); the config file and
+// $REWIND_PASSWORD / $MYSQL_PWD are the non-interactive ways.
 //
 // Pure data and parsing; thread-compatible.
 #pragma once
@@ -21,6 +32,17 @@
 #include "stages/reader.h"
 
 namespace rw {
+
+// One table of exit codes, kept by every command (and printed by --help).
+namespace exit_code {
+inline constexpr int kOk = 0;              // done
+inline constexpr int kError = 1;           // error; nothing swapped in
+inline constexpr int kUsage = 2;           // bad usage
+inline constexpr int kFailedEvents = 3;    // swapped in, but some events failed
+inline constexpr int kDiffers = 4;         // verify found differences
+inline constexpr int kOverBudget = 5;      // over a failure budget (reserved)
+inline constexpr int kCutoverGaveUp = 6;   // the cut-over gave up; live tables untouched
+}  // namespace exit_code
 
 struct ReplayOptions {
   ConnectionOptions connection;
@@ -43,6 +65,14 @@ struct ReplayOptions {
   bool follow = false;
   // How often follow mode looks for new events, in seconds.
   double poll_seconds = 1.0;
+  // How long an id missing below the head is watched for a late commit before rewind gives
+  // it up (follow mode; a cut-over makes every gap below the head final at once). Longer
+  // than the application's longest insert transaction; a given-up id is counted in status.
+  double settle_seconds = 60.0;
+  // How long the cut-over keeps trying to take its locks (the event table's READ lock, the
+  // live tables' RENAME) before it gives up cleanly (exit 6, resumable). Each single wait
+  // is at most about a second, so no application query waits longer than that.
+  double cutover_timeout_seconds = 60.0;
   ProgressMode progress = ProgressMode::kAuto;
   std::string stats_json;  // write the final summary as JSON to this file
   bool json = false;       // `status`: print JSON instead of text
@@ -51,6 +81,8 @@ struct ReplayOptions {
 struct CommandLine {
   std::string command;  // "replay", "list", "status", "verify", "help"
   ReplayOptions options;
+  std::string config_path;       // the config file that was read ("" when none)
+  bool prompt_password = false;  // -p / --password without a value: ask on the terminal
 };
 
 using Environment = std::function<std::optional<std::string>(const std::string&)>;
@@ -60,6 +92,10 @@ Environment SystemEnvironment();
 
 // Parses argv (after the program name). `env` looks up environment variables.
 Result<CommandLine> ParseCommandLine(const std::vector<std::string>& args, const Environment& env);
+
+// Overwrites, in place, every password given on the command line (`-pX`, `--password=X`)
+// so that it no longer shows in `ps` or /proc/PID/cmdline. Call after ParseCommandLine.
+void ScrubPasswordFromArgv(int argc, char** argv);
 
 std::string HelpText();
 

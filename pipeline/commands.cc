@@ -5,6 +5,9 @@
 #include <atomic>
 
 #include "pipeline/replay.h"
+#include <nlohmann/json.hpp>
+
+#include "stages/checkpoint_store.h"
 #include "stages/connection.h"
 #include "stages/progress.h"
 #include "stages/reader.h"
@@ -17,7 +20,7 @@ int ListCommand(std::FILE* out) {
     std::unique_ptr<Projector> p = info.make();
     std::string key;
     for (size_t i = 0; i + 1 < p->table().columns.size(); ++i) {
-      key += (i ? ", " : "") + p->table().columns[i].name;
+      if (!p->table().columns[i].derived) key += (key.empty() ? "" : ", ") + p->table().columns[i].name;
     }
     fmt::print(out, "{:<26} {:<26} {:<28} {}\n", info.name, p->table().name, key,
                "PageVisited (--event-class)");
@@ -30,54 +33,76 @@ int StatusCommand(const ReplayOptions& o, std::FILE* out) {
   Result<std::unique_ptr<Connection>> conn = Connection::Open(o.connection);
   if (!conn.ok()) {
     fmt::print(stderr, "rewind: {}\n", conn.status().message());
-    return 1;
+    return exit_code::kError;
   }
+  // Read-only: status creates and migrates nothing (a SELECT-only user can run it).
   Connection& c = **conn;
-  if (Status s = EnsureBookkeepingTables(c); !s.ok()) {
-    fmt::print(stderr, "rewind: {}\n", s.message());
-    return 1;
+  Result<int> version = checkpoint_store::Version(c);
+  if (!version.ok()) {
+    fmt::print(stderr, "rewind: {}\n", version.status().message());
+    return exit_code::kError;
   }
-  Result<int64_t> head = ReadHeadId(c, o.events);
+  Result<EventId> head = ReadHeadId(c, o.events);
   if (!head.ok()) {
     fmt::print(stderr, "rewind: {}\n", head.status().message());
-    return 1;
+    return exit_code::kError;
   }
-  const std::string head_id = std::to_string(*head);
-  Result<Rows> rows = c.Query(fmt::format(
-      "SELECT k.projector, k.live_table, k.status, k.last_event_id, {head} - k.last_event_id, "
-      "(SELECT COUNT(*) FROM {f} f WHERE f.run_id = k.run_id), k.run_id, "
-      "COALESCE(k.finished_at, k.updated_at), ROUND(k.seconds, 2), ROUND(k.events_per_second) "
-      "FROM {k} k ORDER BY k.projector",
-      fmt::arg("head", head_id), fmt::arg("f", kFailureTable), fmt::arg("k", kCheckpointTable)));
-  if (!rows.ok()) {
-    fmt::print(stderr, "rewind: {}\n", rows.status().message());
-    return 1;
-  }
-  auto v = [](const std::optional<std::string>& s) { return s.value_or("-"); };
-  if (o.json) {
-    fmt::print(out, "{{\"head_event_id\": {}, \"read_models\": [", head_id);
-    for (size_t i = 0; i < rows->rows.size(); ++i) {
-      const auto& r = rows->rows[i];
-      auto num = [&](size_t k) { return r[k] ? *r[k] : std::string("null"); };
-      fmt::print(out,
-                 "{}{{\"projector\": \"{}\", \"table\": \"{}\", \"status\": \"{}\", "
-                 "\"checkpoint\": {}, \"behind\": {}, \"failures\": {}, \"run_id\": \"{}\", "
-                 "\"last_run_at\": \"{}\", \"seconds\": {}, \"events_per_second\": {}}}",
-                 i ? ", " : "", v(r[0]), v(r[1]), v(r[2]), num(3), num(4), num(5), v(r[6]),
-                 v(r[7]), num(8), num(9));
+  Rows rows;
+  if (*version == kSchemaVersion) {
+    Result<Rows> r = checkpoint_store::StatusRows(c, *head);
+    if (!r.ok()) {
+      fmt::print(stderr, "rewind: {}\n", r.status().message());
+      return exit_code::kError;
     }
-    fmt::print(out, "]}}\n");
-    return 0;
+    rows = std::move(*r);
+  } else if (*version != 0) {
+    fmt::print(stderr, "rewind: the bookkeeping tables have the layout of an older rewind "
+                       "(version {}); the next replay migrates them\n", *version);
   }
-  fmt::print(out, "event store head: id {}\n", head_id);
-  fmt::print(out, "{:<26} {:<9} {:>12} {:>10} {:>8} {:<27} {:>8} {:>10}\n", "read model", "status",
-             "checkpoint", "behind", "failed", "last run", "seconds", "events/s");
-  for (const auto& r : rows->rows) {
-    fmt::print(out, "{:<26} {:<9} {:>12} {:>10} {:>8} {:<27} {:>8} {:>10}\n", v(r[0]), v(r[2]),
-               v(r[3]), v(r[4]), v(r[5]), v(r[7]), v(r[8]), v(r[9]));
+  const std::string head_text = *head == kBeforeFirstId ? std::string("-") : IdText(*head);
+  auto v = [](const std::optional<std::string>& s) { return s.value_or("-"); };
+  // A row for the live table, or for a build beside it.
+  auto state = [&](const std::vector<std::optional<std::string>>& r) {
+    return r[1] == r[2] ? v(r[3]) : v(r[3]) + " (" + v(r[1]) + ")";
+  };
+  if (o.json) {
+    auto num = [](const std::optional<std::string>& s) -> nlohmann::json {
+      if (!s) return nullptr;
+      return nlohmann::json::parse(*s, nullptr, false).is_discarded() ? nlohmann::json(*s)
+                                                                      : nlohmann::json::parse(*s);
+    };
+    nlohmann::json j;
+    j["head_event_id"] = *head == kBeforeFirstId ? nlohmann::json(nullptr) : num(IdText(*head));
+    j["read_models"] = nlohmann::json::array();
+    for (const auto& r : rows.rows) {
+      j["read_models"].push_back({{"projector", v(r[0])},
+                                  {"table", v(r[1])},
+                                  {"live_table", v(r[2])},
+                                  {"status", v(r[3])},
+                                  {"checkpoint", num(r[4])},
+                                  {"behind", num(r[5])},
+                                  {"failures", num(r[6])},
+                                  {"run_id", v(r[7])},
+                                  {"last_run_at", v(r[8])},
+                                  {"seconds", num(r[9])},
+                                  {"events_per_second", num(r[10])},
+                                  {"late_events", num(r[11])},
+                                  {"gaps_given_up", num(r[12])},
+                                  {"gaps_watched", num(r[13])}});
+    }
+    fmt::print(out, "{}\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
+    return exit_code::kOk;
   }
-  if (rows->rows.empty()) fmt::print(out, "(no read model has been rebuilt by rewind yet)\n");
-  return 0;
+  fmt::print(out, "event store head: id {}\n", head_text);
+  fmt::print(out, "{:<26} {:<12} {:>12} {:>10} {:>8} {:>6} {:>8} {:<27} {:>8} {:>10}\n", "read model",
+             "status", "checkpoint", "behind", "failed", "late", "gave up", "last run", "seconds",
+             "events/s");
+  for (const auto& r : rows.rows) {
+    fmt::print(out, "{:<26} {:<12} {:>12} {:>10} {:>8} {:>6} {:>8} {:<27} {:>8} {:>10}\n", v(r[0]),
+               state(r), v(r[4]), v(r[5]), v(r[6]), v(r[11]), v(r[12]), v(r[8]), v(r[9]), v(r[10]));
+  }
+  if (rows.rows.empty()) fmt::print(out, "(no read model has been rebuilt by rewind yet)\n");
+  return exit_code::kOk;
 }
 
 int VerifyCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>> projectors,
@@ -86,7 +111,7 @@ int VerifyCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
   VerifySummary v = Verify(o, std::move(projectors), stop);
   if (!v.replay.status.ok()) {
     fmt::print(stderr, "rewind: verify failed: {}\n", v.replay.status.message());
-    return 1;
+    return exit_code::kError;
   }
   fmt::print(out, "{:<26} {:>10} {:>10} {:>12} {:>12} {:>9} {:>9} {:>9}  {}\n", "read model",
              "live rows", "rebuilt", "live total", "rebuilt tot", "only live", "only new",
@@ -99,7 +124,7 @@ int VerifyCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
   }
   fmt::print(out, "{}\n", v.identical() ? "every read model is identical to a fresh rebuild"
                                          : "some read models differ from a fresh rebuild");
-  return v.identical() ? 0 : 4;
+  return v.identical() ? exit_code::kOk : exit_code::kDiffers;
 }
 
 }  // namespace rw

@@ -32,6 +32,13 @@ class FirstError {
   std::atomic<bool> failed_{false};
 };
 
+// "after 100 up to 2000", or "late commits" for a batch of late events: for messages.
+std::string Describe(const Batch& b) {
+  if (b.late) return "found late in earlier gaps";
+  return fmt::format("after id {} up to {}", b.after_id == kBeforeFirstId ? "(start)" : IdText(b.after_id),
+                     IdText(b.last_id));
+}
+
 }  // namespace
 
 GraphResult RunGraph(Reader& reader, const Decoder& decoder, std::vector<Branch>& branches,
@@ -74,8 +81,8 @@ GraphResult RunGraph(Reader& reader, const Decoder& decoder, std::vector<Branch>
           try {
             decoder.Decode(*batch);
           } catch (const std::exception& e) {
-            error.Set(Status::Internal(fmt::format("decoder failed on events {}..{}: {}",
-                                                   batch->after_id + 1, batch->last_id, e.what())));
+            error.Set(Status::Internal(fmt::format("decoder failed on events {}: {}",
+                                                   Describe(*batch), e.what())));
           }
         }
         return batch;
@@ -102,15 +109,18 @@ GraphResult RunGraph(Reader& reader, const Decoder& decoder, std::vector<Branch>
             try {
               s = branch.consume(*batch);
             } catch (const std::exception& e) {
-              s = Status::Internal(fmt::format("{} threw while applying events {}..{}: {}",
-                                               branch.name, batch->after_id + 1, batch->last_id,
-                                               e.what()));
+              s = Status::Internal(fmt::format("{} threw while applying events {}: {}",
+                                               branch.name, Describe(*batch), e.what()));
             }
             if (!s.ok()) error.Set(s);
-            if (branch.reports_position) progress.Position(slot, batch->last_id);
+            if (branch.reports_position && !batch->late) {
+              progress.Position(slot, ProgressPosition(batch->last_id));
+            }
           }
           if (batch->consumers_left.fetch_sub(1) == 1) {  // the last consumer of this batch
-            if (!error.failed()) progress.Done(batch->rows_read, batch->last_id);
+            if (!error.failed()) {
+              progress.Done(batch->rows_read, batch->late ? INT64_MIN : ProgressPosition(batch->last_id));
+            }
             in_flight.fetch_sub(1);
             std::get<0>(ports).try_put(1);
           }

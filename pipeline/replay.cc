@@ -9,14 +9,41 @@
 #include <thread>
 
 #include "pipeline/graph.h"
+#include "projectors/sha256.h"
 #include "stages/decoder.h"
-#include "stages/fault.h"
 #include "stages/failure_recorder.h"
+#include "stages/fault.h"
 #include "stages/progress.h"
 #include "stages/projector_runner.h"
 #include "stages/reader.h"
+#include "stages/table_admin.h"
 
 namespace rw {
+
+Result<std::vector<std::unique_ptr<Projector>>> SelectProjectors(const ReplayOptions& o) {
+  std::vector<std::unique_ptr<Projector>> out;
+  if (o.all && !o.projectors.empty()) {
+    return Status::InvalidInput("give either --all or read model names, not both");
+  }
+  if (!o.all && o.projectors.empty()) {
+    return Status::InvalidInput("which read models? give --all or names (see `rewind list`)");
+  }
+  for (const std::string& name : o.projectors) {
+    const auto& all = AllProjectors();
+    if (std::none_of(all.begin(), all.end(), [&](const auto& i) { return i.name == name; })) {
+      std::string known;
+      for (const auto& i : all) known += (known.empty() ? "" : ", ") + i.name;
+      return Status::NotFound(fmt::format("unknown read model '{}'; known: {}", name, known));
+    }
+  }
+  for (const ProjectorInfo& info : AllProjectors()) {
+    if (o.all || std::find(o.projectors.begin(), o.projectors.end(), info.name) != o.projectors.end()) {
+      out.push_back(info.make());
+    }
+  }
+  return out;
+}
+
 namespace {
 
 std::string NewRunId() {
@@ -28,278 +55,93 @@ std::string NewRunId() {
   return fmt::format("{}-{}", buf, getpid());
 }
 
-Result<bool> TableExists(Connection& c, const std::string& table) {
-  Result<std::optional<std::string>> v = c.QueryValue(fmt::format(
-      "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND "
-      "TABLE_NAME = {}",
-      c.Quote(table)));
-  if (!v.ok()) return v.status();
-  return *v && **v != "0";
+double Since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-// The server-wide name of the lock on one read model (at most 64 characters).
-std::string LockName(const std::string& prefix, Connection& c, const std::string& table) {
-  return fmt::format("{}:{}.{}", prefix, c.options().database, table).substr(0, 64);
-}
-
-std::string CreateTableSql(const TableSpec& spec, const std::string& name) {
-  std::string sql = fmt::format("CREATE TABLE {} (", QuoteIdentifier(name));
-  for (const Column& col : spec.columns) {
-    sql += fmt::format("{} {}, ", QuoteIdentifier(col.name), col.sql_type);
-  }
-  sql += spec.key_definition + ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin";
-  return sql;
-}
-
-// Takes the named lock on each read model's table on `c`; they are held until `c` closes.
-Status LockReadModels(Connection& c, const std::vector<std::string>& tables,
-                      const std::string& prefix) {
-  for (const std::string& table : tables) {
-    const std::string name = LockName(prefix, c, table);
-    Result<std::optional<std::string>> got =
-        c.QueryValue(fmt::format("SELECT GET_LOCK({}, 0)", c.Quote(name)));
-    if (!got.ok()) return got.status();
-    if (!*got || **got != "1") {
-      Result<std::optional<std::string>> holder =
-          c.QueryValue(fmt::format("SELECT IS_USED_LOCK({})", c.Quote(name)));
-      return Status::Error(
-          Status::Code::kBusy,
-          fmt::format("another rewind (connection {}) is already rebuilding {}; wait for it "
-                      "to finish or stop it",
-                      holder.ok() && *holder ? **holder : std::string("?"), table));
-    }
-  }
-  return Status::Ok();
-}
-
-struct Prepared {
-  int64_t resume_after = 0;
-  bool created = false;  // the shadow table was just created, empty
-};
-
-// Creates (or, resuming, finds) the shadow table and the checkpoint row of a projector.
-Result<Prepared> PrepareProjector(Connection& c, const Projector& p, const std::string& key,
-                                  const std::string& shadow, bool resume, const std::string& run_id,
-                                  int64_t head_id, std::string* resumed_run_id, std::FILE* log) {
-  const std::string name = c.Quote(key);
-  if (resume) {
-    Result<Rows> cp = c.Query(fmt::format(
-        "SELECT last_event_id, run_id FROM {} WHERE projector = {} AND status = 'building' "
-        "AND building_table = {}",
-        kCheckpointTable, name, c.Quote(shadow)));
-    if (!cp.ok()) return cp.status();
-    Result<bool> exists = TableExists(c, shadow);
-    if (!exists.ok()) return exists.status();
-    if (!cp->rows.empty() && *exists) {
-      const int64_t after = std::stoll(cp->rows[0][0].value_or("0"));
-      if (!p.order_dependent()) {
-        *resumed_run_id = cp->rows[0][1].value_or(run_id);
-        if (Status s = c.Execute(fmt::format("UPDATE {} SET head_event_id = {}, updated_at = "
-                                             "NOW(6) WHERE projector = {}",
-                                             kCheckpointTable, head_id, name));
-            !s.ok())
-          return s;
-        fmt::print(log, "rewind: {} resumes after event {}\n", p.name(), after);
-        return Prepared{after, false};
-      }
-      // Its per-visitor state lives only in memory, so a partial table cannot be
-      // continued exactly: rebuild this one read model from the first event.
-      fmt::print(log, "rewind: {} is order-dependent and restarts from the first event\n",
-                 p.name());
-    } else {
-      fmt::print(log, "rewind: {} has no interrupted rebuild to resume; starting it afresh\n",
-                 p.name());
-    }
-  }
-  if (Status s = c.Execute("DROP TABLE IF EXISTS " + QuoteIdentifier(shadow)); !s.ok()) return s;
-  if (Status s = c.Execute(CreateTableSql(p.table(), shadow)); !s.ok()) return s;
-  if (Status s = c.Execute(fmt::format(
-          "REPLACE INTO {} (projector, live_table, building_table, status, run_id, "
-          "last_event_id, head_event_id, events_applied, rows_written, started_at, updated_at) "
-          "VALUES ({}, {}, {}, 'building', {}, 0, {}, 0, 0, NOW(6), NOW(6))",
-          kCheckpointTable, name, c.Quote(p.table().name), c.Quote(shadow), c.Quote(run_id),
-          head_id));
-      !s.ok())
-    return s;
-  return Prepared{0, true};
-}
-
-// Swaps every shadow table (`live` + `suffix`) in with one atomic RENAME TABLE.
-Status SwapIn(Connection& c, const std::vector<std::string>& live_tables,
-              const std::string& suffix) {
-  std::vector<std::string> renames, olds;
-  for (const std::string& live : live_tables) {
-    const std::string old = live + "__rewind_old";
-    Result<bool> exists = TableExists(c, live);
-    if (!exists.ok()) return exists.status();
-    if (Status s = c.Execute("DROP TABLE IF EXISTS " + QuoteIdentifier(old)); !s.ok()) return s;
-    if (*exists) {
-      renames.push_back(fmt::format("{} TO {}", QuoteIdentifier(live), QuoteIdentifier(old)));
-      olds.push_back(old);
-    }
-    renames.push_back(
-        fmt::format("{} TO {}", QuoteIdentifier(live + suffix), QuoteIdentifier(live)));
-  }
-  std::string sql = "RENAME TABLE ";
-  for (size_t i = 0; i < renames.size(); ++i) sql += (i ? ", " : "") + renames[i];
-  if (Status s = c.Execute(sql); !s.ok()) return s.With("swapping the rebuilt tables in");
-  for (const std::string& old : olds) {
-    if (Status s = c.Execute("DROP TABLE IF EXISTS " + QuoteIdentifier(old)); !s.ok()) return s;
-  }
-  return Status::Ok();
-}
-
-}  // namespace
-
-Result<TableDiff> CompareTables(Connection& c, const TableSpec& spec, const std::string& live,
-                                const std::string& rebuilt) {
-  TableDiff d;
-  d.table = live;
-  std::string keys, group_keys;
-  for (size_t i = 0; i + 1 < spec.columns.size(); ++i) {
-    const std::string col = QuoteIdentifier(spec.columns[i].name);
-    keys += (i ? ", " : "") + col;
-    // GROUP BY compares long text by its first max_sort_length bytes only: a hash of
-    // the whole value keeps two long URLs with a common prefix apart.
-    if (spec.columns[i].sql_type.find("TEXT") != std::string::npos) {
-      group_keys += (i ? ", " : "") + fmt::format("SHA2({}, 256), {}", col, col);
-    } else {
-      group_keys += (i ? ", " : "") + col;
-    }
-  }
-  const std::string cnt = QuoteIdentifier(spec.columns.back().name);
-  Result<bool> live_exists = TableExists(c, live);
-  if (!live_exists.ok()) return live_exists.status();
-  auto totals = [&](const std::string& table, uint64_t& rows, int64_t& total) -> Status {
-    Result<Rows> r = c.Query(fmt::format("SELECT COUNT(*), COALESCE(SUM({}), 0) FROM {}", cnt,
-                                         QuoteIdentifier(table)));
-    if (!r.ok()) return r.status();
-    rows = std::stoull(*r->rows[0][0]);
-    total = std::stoll(*r->rows[0][1]);
-    return Status::Ok();
-  };
-  if (Status s = totals(rebuilt, d.rebuilt_rows, d.rebuilt_total); !s.ok()) return s;
-  if (!*live_exists) {
-    d.only_rebuilt = d.rebuilt_rows;
-    d.examples.push_back(fmt::format("the live table {} does not exist", live));
-    return d;
-  }
-  if (Status s = totals(live, d.live_rows, d.live_total); !s.ok()) return s;
-  // Fast path: equal fingerprints mean equal tables.
-  Result<Rows> fl = c.Query(FingerprintQuery(spec, live));
-  Result<Rows> fr = c.Query(FingerprintQuery(spec, rebuilt));
-  if (!fl.ok()) return fl.status();
-  if (!fr.ok()) return fr.status();
-  if (fl->rows == fr->rows) return d;
-  // One pass over both tables: group the union by key, keep the keys that differ.
-  const std::string differing = fmt::format(
-      "SELECT {keys}, SUM(IF(side = 0, {cnt}, 0)) AS live_count, SUM(IF(side = 1, {cnt}, 0)) AS "
-      "new_count, SUM(side = 0) AS in_live, SUM(side = 1) AS in_new FROM (SELECT {keys}, {cnt}, 0 "
-      "AS side FROM {live} UNION ALL SELECT {keys}, {cnt}, 1 FROM {new}) u GROUP BY {group} "
-      "HAVING in_live = 0 OR in_new = 0 OR live_count <> new_count",
-      fmt::arg("keys", keys), fmt::arg("group", group_keys), fmt::arg("cnt", cnt), fmt::arg("live", QuoteIdentifier(live)),
-      fmt::arg("new", QuoteIdentifier(rebuilt)));
-  Result<Rows> counts = c.Query(
-      "SELECT COALESCE(SUM(in_new = 0), 0), COALESCE(SUM(in_live = 0), 0), "
-      "COALESCE(SUM(in_live > 0 AND in_new > 0), 0) FROM (" + differing + ") d");
-  if (!counts.ok()) return counts.status();
-  d.only_live = std::stoull(*counts->rows[0][0]);
-  d.only_rebuilt = std::stoull(*counts->rows[0][1]);
-  d.count_differs = std::stoull(*counts->rows[0][2]);
-  if (!d.identical()) {
-    Result<Rows> ex = c.Query(differing + " LIMIT 5");
-    if (!ex.ok()) return ex.status();
-    const size_t nkeys = spec.columns.size() - 1;
-    for (const auto& row : ex->rows) {
-      std::string key;
-      for (size_t i = 0; i < nkeys; ++i) {
-        std::string v = row[i].value_or("NULL");
-        if (v.size() > 60) v = v.substr(0, 60) + "...";
-        key += (i ? ", " : "") + v;
-      }
-      const bool in_live = *row[nkeys + 2] != "0", in_new = *row[nkeys + 3] != "0";
-      d.examples.push_back(fmt::format("({}): live {}, rebuilt {}", key,
-                                       in_live ? *row[nkeys] : std::string("missing"),
-                                       in_new ? *row[nkeys + 1] : std::string("missing")));
-    }
-  }
-  return d;
-}
-
-std::string FingerprintQuery(const TableSpec& spec, const std::string& table) {
-  std::string cols;
-  for (const Column& col : spec.columns) cols += (cols.empty() ? "" : ", ") + QuoteIdentifier(col.name);
-  return fmt::format(
-      "SELECT COUNT(*), SUM({1}), SUM(CRC32(CONCAT_WS(0x1f, {0}))), "
-      "SUM(CAST(CONV(LEFT(MD5(CONCAT_WS(0x1f, {0})), 15), 16, 10) AS UNSIGNED)) FROM {2}",
-      cols, QuoteIdentifier(spec.columns.back().name), QuoteIdentifier(table));
-}
-
-Status EnsureBookkeepingTables(Connection& c) {
-  if (Status s = c.Execute(fmt::format(
-          "CREATE TABLE IF NOT EXISTS {} ("
-          "projector VARCHAR(64) NOT NULL PRIMARY KEY, "
-          "live_table VARCHAR(64) NOT NULL, "
-          "building_table VARCHAR(64) NULL, "
-          "status VARCHAR(16) NOT NULL, "
-          "run_id VARCHAR(64) NOT NULL, "
-          "last_event_id BIGINT NOT NULL DEFAULT 0, "
-          "head_event_id BIGINT NOT NULL DEFAULT 0, "
-          "events_applied BIGINT UNSIGNED NOT NULL DEFAULT 0, "
-          "rows_written BIGINT UNSIGNED NOT NULL DEFAULT 0, "
-          "started_at DATETIME(6) NULL, updated_at DATETIME(6) NULL, "
-          "finished_at DATETIME(6) NULL, seconds DOUBLE NULL, events_per_second DOUBLE NULL"
-          ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
-          kCheckpointTable));
-      !s.ok())
-    return s;
-  return c.Execute(fmt::format(
-      "CREATE TABLE IF NOT EXISTS {} ("
-      "id BIGINT AUTO_INCREMENT PRIMARY KEY, run_id VARCHAR(64) NOT NULL, "
-      "event_id BIGINT NOT NULL, stage VARCHAR(64) NOT NULL, reason TEXT NOT NULL, "
-      "recorded_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), "
-      "KEY (run_id), KEY (event_id)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
-      kFailureTable));
-}
-
-Result<std::vector<std::unique_ptr<Projector>>> SelectProjectors(const ReplayOptions& o) {
-  std::vector<std::unique_ptr<Projector>> out;
-  if (o.all && !o.projectors.empty()) {
-    return Status::InvalidInput("give either --all or read model names, not both");
-  }
-  if (!o.all && o.projectors.empty()) {
-    return Status::InvalidInput("which read models? give --all or names (see `rewind list`)");
-  }
-  for (const ProjectorInfo& info : AllProjectors()) {
-    if (o.all || std::find(o.projectors.begin(), o.projectors.end(), info.name) !=
-                     o.projectors.end()) {
-      out.push_back(info.make());
-    }
-  }
-  for (const std::string& name : o.projectors) {
-    const auto& all = AllProjectors();
-    if (std::none_of(all.begin(), all.end(), [&](const auto& i) { return i.name == name; })) {
-      std::string known;
-      for (const auto& i : all) known += (known.empty() ? "" : ", ") + i.name;
-      return Status::NotFound(fmt::format("unknown read model '{}'; known: {}", name, known));
-    }
+std::string ShortHash(const std::string& text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  const Sha256Digest d = Sha256(text);
+  std::string out;
+  for (size_t i = 0; i < 6; ++i) {
+    out += kHex[d[i] >> 4];
+    out += kHex[d[i] & 15];
   }
   return out;
 }
 
-namespace {
+// What a build is a build of, as three short hashes "source-set-version": the event source
+// (database, table, columns, class), the set of read models rebuilt together, and the read
+// model's version (the shape of its table). A resume continues only an equal build.
+std::string Fingerprint(const ReplayOptions& o, const std::vector<std::string>& names,
+                        const Projector& p) {
+  const EventTableOptions& e = o.events;
+  std::string set;
+  for (const std::string& n : names) set += n + "\x1f";
+  return ShortHash(fmt::format("{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}", o.connection.database, e.table,
+                               e.id_column, e.type_column, e.payload_column, e.page_visited_class)) +
+         "-" + ShortHash(set) + "-" +
+         ShortHash(std::string(p.name()) + "\x1f" + table_admin::CreateTableSql(p.table(), "t"));
+}
 
-// What distinguishes a rebuild from a verify run: where it writes, which checkpoint rows
-// and locks it uses, and whether it swaps.
-struct RunPlan {
-  std::string table_suffix;       // "__rewind_new" (rebuild) or "__rewind_verify"
-  std::string checkpoint_suffix;  // "" or "@verify"
-  std::string lock_prefix;        // "rewind" or "rewind-verify"
-  bool swap = true;
+std::string FingerprintMismatch(const std::string& was, const std::string& now) {
+  if (was.size() != now.size()) return "it was made by an older rewind";
+  if (was.substr(0, 12) != now.substr(0, 12)) {
+    return "it read another event source (database, table, columns or event class)";
+  }
+  if (was.substr(13, 12) != now.substr(13, 12)) return "it rebuilt another set of read models";
+  return "it was built by another version of the read model";
+}
+
+struct Prepared {
+  EventId resume_after = kBeforeFirstId;
+  GapSet gaps;
+  bool created = false;  // the target table was just created, empty
 };
 
-double Since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+// Creates (or, resuming, finds) the target table and the checkpoint row of a projector.
+Result<Prepared> PrepareProjector(Connection& c, const Projector& p, const std::string& target,
+                                  const std::string& fingerprint, bool resume,
+                                  const std::string& run_id, EventId head,
+                                  std::string* resumed_run_id, std::FILE* log) {
+  const std::string name(p.name());
+  if (resume) {
+    Result<std::optional<Checkpoint>> cp = checkpoint_store::Load(c, name, target);
+    if (!cp.ok()) return cp.status();
+    Result<bool> exists = table_admin::Exists(c, target);
+    if (!exists.ok()) return exists.status();
+    if (*cp && *exists && (*cp)->status == "building") {
+      if ((*cp)->source != fingerprint) {
+        return Status::InvalidInput(fmt::format(
+            "--resume refuses to continue the interrupted build of {}: {}; run without "
+            "--resume to rebuild it from the start",
+            name, FingerprintMismatch((*cp)->source, fingerprint)));
+      }
+      if (!p.order_dependent()) {
+        *resumed_run_id = (*cp)->run_id;
+        if (Status s = checkpoint_store::SetHead(c, name, target, head); !s.ok()) return s;
+        fmt::print(log, "rewind: {} resumes after event {}\n", name,
+                   (*cp)->last_event_id == kBeforeFirstId ? "(none)" : IdText((*cp)->last_event_id));
+        return Prepared{(*cp)->last_event_id, (*cp)->gaps, false};
+      }
+      // Its per-visitor state lives only in memory, so a partial table cannot be
+      // continued exactly: rebuild this one read model from the first event.
+      fmt::print(log, "rewind: {} is order-dependent and restarts from the first event\n", name);
+    } else {
+      fmt::print(log, "rewind: {} has no interrupted rebuild to resume; starting it afresh\n", name);
+    }
+  }
+  if (Status s = table_admin::Recreate(c, p.table(), target); !s.ok()) return s;
+  Checkpoint cp;
+  cp.projector = name;
+  cp.target_table = target;
+  cp.live_table = p.table().name;
+  cp.status = "building";
+  cp.run_id = run_id;
+  cp.source = fingerprint;
+  cp.head_event_id = head;
+  if (Status s = checkpoint_store::Start(c, cp); !s.ok()) return s;
+  return Prepared{kBeforeFirstId, {}, true};
 }
 
 // Flushes every runner in parallel (each on its own connection); the first error.
@@ -327,311 +169,382 @@ Status EnsureAdmin(Connection& c, const std::vector<std::string>& tables,
     if (s.ok()) break;
   }
   if (!s.ok()) return s;
-  return LockReadModels(c, tables, lock_prefix).With("taking the locks again after a reconnect");
+  return table_admin::Lock(c, tables, lock_prefix).With("taking the locks again after a reconnect");
 }
 
-ReplaySummary Run(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>> projectors,
-                  const std::atomic<bool>& stop, const RunPlan& plan) {
-  const auto started = std::chrono::steady_clock::now();
-  std::FILE* log = stderr;
-  const bool quiet = o.progress == ProgressMode::kQuiet;
-  ReplaySummary sum;
-  sum.run_id = NewRunId();
-  auto fail = [&](Status s) {
-    sum.status = std::move(s);
-    sum.seconds = Since(started);
-    return sum;
-  };
-  if (o.connection.database.empty()) {
-    return fail(Status::InvalidInput("no database given: pass --database NAME or set REWIND_DATABASE"));
+// Drops what killed scratch runs (verify) left behind: their tables and checkpoint rows,
+// for every read model whose scratch lock nobody holds.
+void CleanAbandonedScratch(Connection& c, const RunPlan& plan) {
+  Result<std::vector<Checkpoint>> rows = checkpoint_store::WithTargetSuffix(c, plan.table_suffix);
+  if (!rows.ok()) return;
+  for (const Checkpoint& cp : *rows) {
+    Result<bool> free = table_admin::IsFree(c, plan.lock_prefix, cp.live_table);
+    if (!free.ok() || !*free) continue;
+    (void)table_admin::Drop(c, cp.target_table);
+    (void)checkpoint_store::Delete(c, cp.projector, cp.target_table);
   }
-  if (projectors.empty()) return fail(Status::InvalidInput("no read model selected"));
+}
 
-  Result<std::unique_ptr<Connection>> admin = Connection::Open(o.connection);
-  if (!admin.ok()) return fail(admin.status());
-  Connection& c = **admin;
-  if (Status s = CheckEventTable(c, o.events); !s.ok()) return fail(s);
-  if (Status s = EnsureBookkeepingTables(c); !s.ok()) return fail(s);
-  std::vector<std::string> live_tables;
-  for (const auto& p : projectors) live_tables.push_back(p->table().name);
-  if (Status s = LockReadModels(c, live_tables, plan.lock_prefix); !s.ok()) return fail(s);
-
-  Result<int64_t> head = ReadHeadId(c, o.events);
-  if (!head.ok()) return fail(head.status());
-  sum.head_id = *head;
-
-  // Prepare every projector, then give it its own connection.
-  std::vector<std::unique_ptr<ProjectorRunner>> runners;
-  int64_t start_after = sum.head_id;
-  std::string resumed_run_id;
-  for (auto& p : projectors) {
-    const std::string key = std::string(p->name()) + plan.checkpoint_suffix;
-    const std::string target = p->table().name + plan.table_suffix;
-    Result<Prepared> prep = PrepareProjector(c, *p, key, target, o.resume, sum.run_id, sum.head_id,
-                                             &resumed_run_id, log);
-    if (!prep.ok()) return fail(prep.status().With(fmt::format("preparing {}", p->name())));
-    start_after = std::min(start_after, prep->resume_after);
-    Result<std::unique_ptr<Connection>> conn = Connection::Open(o.connection);
-    if (!conn.ok()) return fail(conn.status());
-    RunnerOptions ro;
-    ro.target_table = target;
-    ro.checkpoint_table = kCheckpointTable;
-    ro.checkpoint_key = key;
-    ro.resume_after_id = prep->resume_after;
-    ro.target_starts_empty = prep->created;
-    ro.flush_every_events = o.flush_every_events;
-    ro.flush_max_rows = o.flush_max_rows;
-    sum.projectors.push_back(ProjectorSummary{std::string(p->name()), target, prep->resume_after});
-    Result<std::unique_ptr<ProjectorRunner>> r =
-        ProjectorRunner::Make(std::move(p), std::move(*conn), ro);
-    if (!r.ok()) return fail(r.status());
-    runners.push_back(std::move(*r));
-  }
-  uint64_t prior_failures = 0;  // recorded by the interrupted part of a resumed run
-  if (!resumed_run_id.empty()) {
-    sum.run_id = resumed_run_id;  // one run, continued: its failures stay together
-    (void)c.Execute(fmt::format("DELETE FROM {} WHERE run_id = {} AND event_id > {}",
-                                kFailureTable, c.Quote(sum.run_id), start_after));
-    Result<std::optional<std::string>> n = c.QueryValue(fmt::format(
-        "SELECT COUNT(*) FROM {} WHERE run_id = {}", kFailureTable, c.Quote(sum.run_id)));
-    if (n.ok() && *n) prior_failures = std::stoull(**n);
+// One run's moving parts, so that each phase below reads as what it does.
+class Run {
+ public:
+  Run(const ReplayOptions& o, const RunPlan& plan, const std::atomic<bool>& stop)
+      : o_(o), plan_(plan), stop_(stop) {
+    sum_.run_id = NewRunId();
   }
 
-  Result<std::unique_ptr<Connection>> reader_conn = Connection::Open(o.connection);
-  if (!reader_conn.ok()) return fail(reader_conn.status());
-  Result<std::unique_ptr<Reader>> reader = Reader::Make(
-      std::move(*reader_conn), ReaderOptions{o.events, o.batch_size, start_after, sum.head_id});
-  if (!reader.ok()) return fail(reader.status());
-  Result<std::unique_ptr<Connection>> recorder_conn = Connection::Open(o.connection);
-  if (!recorder_conn.ok()) return fail(recorder_conn.status());
-  FailureRecorder recorder(std::move(*recorder_conn), kFailureTable, sum.run_id,
-                           o.stop_on_failure);
+  ReplaySummary Go(std::vector<std::unique_ptr<Projector>> projectors) {
+    Status s = Prepare(std::move(projectors));
+    if (s.ok()) s = Rebuild();
+    if (s.ok() && stop_.load()) {
+      sum_.interrupted = true;
+      s = Status::Error(Status::Code::kCancelled, "stopped before the swap");
+    }
+    if (s.ok() && plan_.after_build) s = plan_.after_build(*admin_);
+    if (plan_.scratch && locked_) DropScratch();
+    if (s.ok() && plan_.swap) s = CatchUp();
+    if (s.ok() && plan_.swap && stop_.load()) {
+      sum_.interrupted = true;
+      s = Status::Error(Status::Code::kCancelled, "stopped before the swap");
+    }
+    if (s.ok() && plan_.swap) s = CutOver();
+    if (s.ok() && o_.follow && plan_.swap) s = Follow();
+    sum_.status = s;
+    sum_.seconds = Since(started_);
+    return std::move(sum_);
+  }
 
-  uint32_t fields = 0;
-  std::vector<std::string> names;
-  for (const auto& r : runners) {
-    fields |= r->projector().fields();
-    names.emplace_back(r->projector().name());
+ private:
+  Status Prepare(std::vector<std::unique_ptr<Projector>> projectors) {
+    if (o_.connection.database.empty()) {
+      return Status::InvalidInput("no database given: pass --database NAME or set REWIND_DATABASE");
+    }
+    if (projectors.empty()) return Status::InvalidInput("no read model selected");
+    Result<std::unique_ptr<Connection>> admin = Connection::Open(o_.connection);
+    if (!admin.ok()) return admin.status();
+    admin_ = std::move(*admin);
+    Connection& c = *admin_;
+    if (Status s = CheckEventTable(c, o_.events); !s.ok()) return s;
+    if (Status s = checkpoint_store::Ensure(c); !s.ok()) return s;
+    for (const auto& p : projectors) {
+      live_tables_.push_back(p->table().name);
+      names_.emplace_back(p->name());
+    }
+    if (Status s = table_admin::Lock(c, live_tables_, plan_.lock_prefix); !s.ok()) return s;
+    locked_ = true;
+    if (plan_.scratch) CleanAbandonedScratch(c, plan_);
+
+    Result<EventId> head = ReadHeadId(c, o_.events);
+    if (!head.ok()) return head.status();
+    sum_.head_id = *head;
+
+    // Prepare every projector, then give it its own connection.
+    EventId start_after = sum_.head_id;
+    GapSet watched;
+    std::string resumed_run_id;
+    for (auto& p : projectors) {
+      const std::string target = p->table().name + plan_.table_suffix;
+      Result<Prepared> prep = PrepareProjector(c, *p, target, Fingerprint(o_, names_, *p), o_.resume,
+                                               sum_.run_id, sum_.head_id, &resumed_run_id, stderr);
+      if (!prep.ok()) return prep.status().With(fmt::format("preparing {}", p->name()));
+      start_after = std::min(start_after, prep->resume_after);
+      for (const IdRange& r : prep->gaps.ranges()) watched.Add(r);
+      Result<std::unique_ptr<Connection>> conn = Connection::Open(o_.connection);
+      if (!conn.ok()) return conn.status();
+      RunnerOptions ro;
+      ro.target_table = target;
+      ro.resume_after_id = prep->resume_after;
+      ro.gaps = prep->gaps;
+      ro.target_starts_empty = prep->created;
+      ro.flush_every_events = o_.flush_every_events;
+      ro.flush_max_rows = o_.flush_max_rows;
+      sum_.projectors.push_back(ProjectorSummary{std::string(p->name()), target, prep->resume_after});
+      Result<std::unique_ptr<ProjectorRunner>> r =
+          ProjectorRunner::Make(std::move(p), std::move(*conn), ro);
+      if (!r.ok()) return r.status();
+      runners_.push_back(std::move(*r));
+    }
+    start_after_ = start_after;
+    if (!resumed_run_id.empty()) {
+      sum_.run_id = resumed_run_id;  // one run, continued: its failures stay together
+      (void)checkpoint_store::DeleteFailuresAfter(c, sum_.run_id, start_after);
+      Result<uint64_t> n = checkpoint_store::CountFailures(c, sum_.run_id);
+      if (n.ok()) prior_failures_ = *n;
+    }
+
+    Result<std::unique_ptr<Connection>> reader_conn = Connection::Open(o_.connection);
+    if (!reader_conn.ok()) return reader_conn.status();
+    ReaderOptions ro{o_.events, o_.batch_size, start_after, sum_.head_id, watched, o_.settle_seconds};
+    Result<std::unique_ptr<Reader>> reader = Reader::Make(std::move(*reader_conn), ro);
+    if (!reader.ok()) return reader.status();
+    reader_ = std::move(*reader);
+    Result<std::unique_ptr<Connection>> recorder_conn = Connection::Open(o_.connection);
+    if (!recorder_conn.ok()) return recorder_conn.status();
+    recorder_ = std::make_unique<FailureRecorder>(std::move(*recorder_conn), sum_.run_id,
+                                                  o_.stop_on_failure);
+    uint32_t fields = 0;
+    for (const auto& r : runners_) fields |= r->projector().fields();
+    decoder_ = std::make_unique<Decoder>(fields);
+    for (size_t i = 0; i < runners_.size(); ++i) {
+      ProjectorRunner* runner = runners_[i].get();
+      branches_.push_back(Branch{names_[i], [runner](const Batch& b) { return runner->Consume(b); }, true});
+    }
+    branches_.push_back(Branch{"failure recorder",
+                               [this](const Batch& b) {
+                                 sum_.events_read += b.rows_read;
+                                 sum_.skipped += b.skipped;
+                                 return recorder_->Consume(b);
+                               },
+                               false});
+    return Status::Ok();
   }
-  const Decoder decoder(fields);
-  std::vector<Branch> branches;
-  for (auto& r : runners) {
-    ProjectorRunner* runner = r.get();
-    branches.push_back(Branch{names[branches.size()],
-                              [runner](const Batch& b) { return runner->Consume(b); }, true});
+
+  // Runs the graph over what the reader has queued (a gap check, then ids up to its head)
+  // and commits every read model.
+  Status Pass(Progress& progress, const std::atomic<bool>& stop) {
+    GraphResult graph = RunGraph(*reader_, *decoder_, branches_, progress,
+                                 GraphOptions{o_.max_in_flight}, stop);
+    sum_.peak_in_flight = std::max(sum_.peak_in_flight, graph.peak_in_flight);
+    Status s = graph.status;
+    if (s.ok()) s = FlushAll(runners_);
+    Collect();
+    return s;
   }
-  branches.push_back(Branch{"failure recorder",
-                            [&](const Batch& b) {
-                              sum.events_read += b.rows_read;
-                              sum.skipped += b.skipped;
-                              return recorder.Consume(b);
-                            },
-                            false});
-  auto collect = [&] {
-    sum.failures = prior_failures + recorder.failures();
-    for (size_t i = 0; i < runners.size(); ++i) {
-      const RunnerStats& st = runners[i]->stats();
-      ProjectorSummary& ps = sum.projectors[i];
+  Status QuietPass() {
+    Progress quiet(ProgressMode::kQuiet, 0, 0, names_);
+    const std::atomic<bool> run_to_end{false};  // small ranges run to their end
+    return Pass(quiet, run_to_end);
+  }
+
+  void Collect() {
+    sum_.failures = prior_failures_ + recorder_->failures();
+    sum_.late_events = reader_->late_events();
+    sum_.gaps_given_up = reader_->gaps_given_up();
+    for (size_t i = 0; i < runners_.size(); ++i) {
+      const RunnerStats& st = runners_[i]->stats();
+      ProjectorSummary& ps = sum_.projectors[i];
       ps.events_applied = st.events_applied;
       ps.rows_written = st.rows_written;
       ps.flushes = st.flushes;
       ps.retries = st.retries;
+      ps.late_applied = st.late_applied;
       ps.apply_seconds = st.apply_seconds;
       ps.flush_seconds = st.flush_seconds;
     }
-  };
+  }
 
   // The rebuild: one pass from the lowest checkpoint to the head.
-  Status status;
-  {
-    Progress progress(o.progress, start_after, sum.head_id, names);
+  Status Rebuild() {
+    int64_t progress_start = ProgressPosition(start_after_);
+    if (start_after_ == kBeforeFirstId) {
+      Result<std::optional<std::string>> min = admin_->QueryValue(fmt::format(
+          "SELECT MIN({}) FROM {}", QuoteIdentifier(o_.events.id_column), QuoteIdentifier(o_.events.table)));
+      if (min.ok() && *min) progress_start = ProgressPosition(ParseEventId(**min).value_or(1) - 1);
+    }
+    Progress progress(o_.progress, progress_start, ProgressPosition(sum_.head_id), names_);
     progress.Start();
-    GraphResult graph =
-        RunGraph(**reader, decoder, branches, progress, GraphOptions{o.max_in_flight}, stop);
-    sum.peak_in_flight = graph.peak_in_flight;
-    status = graph.status;
+    GraphResult graph = RunGraph(*reader_, *decoder_, branches_, progress,
+                                 GraphOptions{o_.max_in_flight}, stop_);
+    sum_.peak_in_flight = graph.peak_in_flight;
+    Status s = graph.status;
     // Commit what was applied: at the end, and also when stopped by a signal, so that a
     // resume continues from here.
-    if (status.ok()) {
-      progress.SetPhase(stop.load() ? "stopping: committing what was applied"
-                                    : "all events read; writing the read models");
-      status = FlushAll(runners);
-      if (status.ok()) progress.SetPhase(stop.load() ? "committed" : "read models written");
+    if (s.ok()) {
+      progress.SetPhase(stop_.load() ? "stopping: committing what was applied"
+                                     : "all events read; writing the read models");
+      s = FlushAll(runners_);
+      if (s.ok()) progress.SetPhase(stop_.load() ? "committed" : "read models written");
     }
     progress.Stop();
-  }
-  collect();
-  if (!status.ok()) return fail(status);
-  if (stop.load()) {
-    sum.interrupted = true;
-    return fail(Status::Error(Status::Code::kCancelled, "stopped before the swap"));
-  }
-  if (!plan.swap) {
-    sum.seconds = Since(started);
-    return sum;
+    Collect();
+    return s;
   }
 
-  FaultPoint("before-swap");
-  if (Status s = EnsureAdmin(c, live_tables, plan.lock_prefix); !s.ok()) return fail(s);
-  if (Status s = SwapIn(c, live_tables, plan.table_suffix); !s.ok()) return fail(s);
-  sum.swapped = true;
-  sum.seconds = Since(started);
-  const double rate = sum.seconds > 0 ? static_cast<double>(sum.events_read) / sum.seconds : 0;
-  for (const ProjectorSummary& ps : sum.projectors) {
-    (void)c.Execute(fmt::format(
-        "UPDATE {} SET status = '{}', building_table = NULL, finished_at = NOW(6), "
-        "seconds = {}, events_per_second = {} WHERE projector = {}",
-        kCheckpointTable, o.follow ? "following" : "live", sum.seconds, rate, c.Quote(ps.name)));
-  }
-  if (!o.follow) return sum;
-
-  // Follow: keep applying new events to the live tables, same checkpoint discipline,
-  // same in-memory state (sessions continue exactly), until stopped.
-  for (size_t i = 0; i < runners.size(); ++i) {
-    runners[i]->Retarget(live_tables[i]);
-    sum.projectors[i].table = live_tables[i];
-  }
-  if (!quiet) fmt::print(log, "rewind: following new events after id {} (Ctrl-C to stop)\n", sum.head_id);
-  const auto poll = std::chrono::milliseconds(static_cast<int64_t>(o.poll_seconds * 1000));
-  while (!stop.load()) {
-    for (auto waited = std::chrono::milliseconds(0); waited < poll && !stop.load();
-         waited += std::chrono::milliseconds(20)) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // The application kept appending while the rebuild ran: read what it appended, and the
+  // ids that committed late, until one pass finds less than a batch (what is left then is
+  // applied under the cut-over's lock, so the lock is held briefly).
+  Status CatchUp() {
+    FaultPoint("before-catch-up");
+    for (int round = 0; round < 20 && !stop_.load(); ++round) {
+      if (Status s = EnsureAdmin(*admin_, live_tables_, plan_.lock_prefix); !s.ok()) return s;
+      Result<EventId> head = ReadHeadId(*admin_, o_.events);
+      if (!head.ok()) return head.status();
+      if (*head <= reader_->head() && reader_->watched_gaps() == 0) return Status::Ok();
+      const uint64_t before = sum_.events_read;
+      if (*head > reader_->head()) reader_->ExtendHead(*head);
+      if (reader_->watched_gaps() > 0) reader_->QueueGapCheck(GapCheck::kRecheck);
+      if (Status s = QuietPass(); !s.ok()) return s;
+      sum_.catch_up_events += sum_.events_read - before;
+      sum_.head_id = reader_->head();
+      if (sum_.events_read - before < o_.batch_size) return Status::Ok();
     }
-    if (stop.load()) break;
-    if (Status s = EnsureAdmin(c, live_tables, plan.lock_prefix); !s.ok()) return fail(s);
-    Result<int64_t> now = ReadHeadId(c, o.events);
-    if (!now.ok()) return fail(now.status());
-    if (*now <= sum.head_id) continue;
-    const uint64_t before = sum.events_read;
-    (*reader)->ExtendHead(*now);
-    Progress quiet_progress(ProgressMode::kQuiet, sum.head_id, *now, names);
-    // Each poll's range runs to its end (it is small); the signal is checked between polls.
-    const std::atomic<bool> run_to_end{false};
-    GraphResult graph = RunGraph(**reader, decoder, branches, quiet_progress,
-                                 GraphOptions{o.max_in_flight}, run_to_end);
-    Status s = graph.status.ok() ? FlushAll(runners) : graph.status;
-    collect();
-    if (!s.ok()) return fail(s);
+    return Status::Ok();
+  }
+
+  Status CutOver() {
+    Result<std::unique_ptr<Connection>> lock = Connection::Open(o_.connection);
+    if (!lock.ok()) return lock.status();
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::duration<double>(o_.cutover_timeout_seconds);
+    auto give_up_or_wait = [&](int attempt, const std::string& why) -> Status {
+      if (std::chrono::steady_clock::now() >= deadline) {
+        sum_.cutover_gave_up = true;
+        return Status::Error(Status::Code::kBusy,
+                             fmt::format("the cut-over gave up after {:.0f} s: {}",
+                                         o_.cutover_timeout_seconds, why));
+      }
+      fmt::print(stderr, "rewind: cut-over: {}; trying again (attempt {})\n", why, attempt + 2);
+      std::this_thread::sleep_for(std::min(BackoffDelay(attempt), std::chrono::milliseconds(2000)));
+      return Status::Ok();
+    };
+    for (int attempt = 0;; ++attempt) {
+      if (stop_.load()) {
+        sum_.interrupted = true;
+        return Status::Error(Status::Code::kCancelled, "stopped before the swap");
+      }
+      ++sum_.cutover_attempts;
+      Status held = table_admin::HoldWriters(**lock, o_.events.table);
+      if (held.code() == Status::Code::kRetryable) {
+        if (Status s = give_up_or_wait(attempt, fmt::format("open transactions on the event table {} "
+                                                            "kept the lock waiting", o_.events.table));
+            !s.ok())
+          return s;
+        continue;
+      }
+      if (!held.ok()) {
+        return held.With(fmt::format("holding inserts into {} off for the cut-over (needs the LOCK "
+                                     "TABLES grant)", o_.events.table));
+      }
+      const auto held_since = std::chrono::steady_clock::now();
+      auto release = [&] {
+        (void)table_admin::ReleaseWriters(**lock);
+        sum_.writers_held_seconds += Since(held_since);
+      };
+      FaultPoint("writers-held");
+      // No insert is open now: read to the final head, and settle every gap.
+      Result<EventId> head = ReadHeadId(*admin_, o_.events);
+      Status s = head.ok() ? Status::Ok() : head.status();
+      if (s.ok()) {
+        const uint64_t before = sum_.events_read;
+        if (*head > reader_->head()) reader_->ExtendHead(*head);
+        reader_->QueueGapCheck(GapCheck::kFinal);
+        s = QuietPass();
+        sum_.catch_up_events += sum_.events_read - before;
+        sum_.head_id = reader_->head();
+      }
+      if (s.ok()) {
+        FaultPoint("before-swap");
+        s = EnsureAdmin(*admin_, live_tables_, plan_.lock_prefix);
+      }
+      if (s.ok()) s = table_admin::SwapIn(*admin_, live_tables_, plan_.table_suffix);
+      release();
+      if (s.code() == Status::Code::kRetryable) {
+        if (Status g = give_up_or_wait(attempt, "open transactions on the live tables kept the "
+                                                "swap waiting");
+            !g.ok())
+          return g;
+        continue;
+      }
+      if (!s.ok()) return s;
+      break;
+    }
+    sum_.swapped = true;
+    const double seconds = Since(started_);
+    const double rate = seconds > 0 ? static_cast<double>(sum_.events_read) / seconds : 0;
+    for (size_t i = 0; i < runners_.size(); ++i) {
+      (void)checkpoint_store::BecomeLive(*admin_, names_[i], runners_[i]->target_table(),
+                                         live_tables_[i], o_.follow ? "following" : "live",
+                                         seconds, rate, 0);
+      runners_[i]->Retarget(live_tables_[i]);
+      sum_.projectors[i].table = live_tables_[i];
+    }
+    return Status::Ok();
+  }
+
+  // Keep applying new events to the live tables, same checkpoint discipline, same
+  // in-memory state (sessions continue exactly), until stopped. Ids missing below the
+  // head are watched for the settle window, then given up (counted in status).
+  Status Follow() {
+    const bool quiet = o_.progress == ProgressMode::kQuiet;
     if (!quiet) {
-      fmt::print(log, "rewind: followed events {}..{} ({} new)\n", sum.head_id + 1, *now,
-                 sum.events_read - before);
+      fmt::print(stderr, "rewind: following new events after id {} (Ctrl-C to stop)\n",
+                 IdText(sum_.head_id));
     }
-    sum.head_id = *now;
+    const auto poll = std::chrono::milliseconds(static_cast<int64_t>(o_.poll_seconds * 1000));
+    while (!stop_.load()) {
+      for (auto waited = std::chrono::milliseconds(0); waited < poll && !stop_.load();
+           waited += std::chrono::milliseconds(10)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      if (stop_.load()) break;
+      if (Status s = EnsureAdmin(*admin_, live_tables_, plan_.lock_prefix); !s.ok()) return s;
+      Result<EventId> now = ReadHeadId(*admin_, o_.events);
+      if (!now.ok()) return now.status();
+      if (*now <= reader_->head() && reader_->watched_gaps() == 0) continue;
+      const uint64_t before = sum_.events_read, given_before = reader_->gaps_given_up();
+      const uint64_t late_before = reader_->late_events();
+      const EventId from = reader_->head();
+      if (reader_->watched_gaps() > 0) reader_->QueueGapCheck(GapCheck::kRecheck);
+      if (*now > reader_->head()) reader_->ExtendHead(*now);
+      if (Status s = QuietPass(); !s.ok()) return s;
+      if (const uint64_t given = reader_->gaps_given_up() - given_before; given > 0) {
+        fmt::print(stderr, "rewind: gave up {} gap(s) in the ids after {} s without a commit\n",
+                   given, o_.settle_seconds);
+        for (size_t i = 0; i < runners_.size(); ++i) {
+          (void)checkpoint_store::SetStatus(*admin_, names_[i], live_tables_[i], "following", given);
+        }
+      }
+      if (!quiet && (sum_.events_read > before)) {
+        fmt::print(stderr, "rewind: followed events after {} up to {} ({} new, {} late)\n",
+                   IdText(from), IdText(reader_->head()), sum_.events_read - before,
+                   reader_->late_events() - late_before);
+      }
+      sum_.head_id = reader_->head();
+    }
+    for (size_t i = 0; i < runners_.size(); ++i) {
+      (void)checkpoint_store::SetStatus(*admin_, names_[i], live_tables_[i], "live", 0);
+    }
+    return Status::Ok();  // a stopped follow is a clean end, not an interruption
   }
-  for (const ProjectorSummary& ps : sum.projectors) {
-    (void)c.Execute(fmt::format("UPDATE {} SET status = 'live' WHERE projector = {}",
-                                kCheckpointTable, c.Quote(ps.name)));
+
+  void DropScratch() {
+    Connection& c = *admin_;
+    if (!EnsureAdmin(c, live_tables_, plan_.lock_prefix).ok()) return;
+    for (size_t i = 0; i < live_tables_.size(); ++i) {
+      const std::string target = live_tables_[i] + plan_.table_suffix;
+      (void)table_admin::Drop(c, target);
+      (void)checkpoint_store::Delete(c, names_[i], target);
+    }
   }
-  sum.seconds = Since(started);
-  return sum;  // a stopped follow is a clean end, not an interruption
-}
+
+  const ReplayOptions& o_;
+  const RunPlan& plan_;
+  const std::atomic<bool>& stop_;
+  const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  ReplaySummary sum_;
+  std::unique_ptr<Connection> admin_;
+  bool locked_ = false;
+  std::vector<std::string> live_tables_, names_;
+  std::vector<std::unique_ptr<ProjectorRunner>> runners_;
+  EventId start_after_ = kBeforeFirstId;
+  uint64_t prior_failures_ = 0;  // recorded by the interrupted part of a resumed run
+  std::unique_ptr<Reader> reader_;
+  std::unique_ptr<FailureRecorder> recorder_;
+  std::unique_ptr<Decoder> decoder_;
+  std::vector<Branch> branches_;
+};
 
 }  // namespace
 
-ReplaySummary Replay(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>> projectors,
+ReplaySummary RunRebuild(const ReplayOptions& options,
+                         std::vector<std::unique_ptr<Projector>> projectors,
+                         const std::atomic<bool>& stop, const RunPlan& plan) {
+  return Run(options, plan, stop).Go(std::move(projectors));
+}
+
+ReplaySummary Replay(const ReplayOptions& options, std::vector<std::unique_ptr<Projector>> projectors,
                      const std::atomic<bool>& stop) {
-  return Run(o, std::move(projectors), stop, RunPlan{kShadowSuffix, "", "rewind", true});
-}
-
-VerifySummary Verify(const ReplayOptions& options,
-                     std::vector<std::unique_ptr<Projector>> projectors,
-                     const std::atomic<bool>& stop) {
-  VerifySummary v;
-  std::vector<TableSpec> specs;
-  for (const auto& p : projectors) specs.push_back(p->table());
-  ReplayOptions o = options;
-  o.resume = false;
-  o.follow = false;
-  v.replay = Run(o, std::move(projectors), stop,
-                 RunPlan{kVerifySuffix, "@verify", "rewind-verify", false});
-  Result<std::unique_ptr<Connection>> conn = Connection::Open(o.connection);
-  if (!conn.ok()) {
-    if (v.replay.status.ok()) v.replay.status = conn.status();
-    return v;
-  }
-  Connection& c = **conn;
-  auto cleanup = [&] {
-    for (const TableSpec& spec : specs) {
-      (void)c.Execute("DROP TABLE IF EXISTS " + QuoteIdentifier(spec.name + kVerifySuffix));
-      (void)c.Execute(fmt::format("DELETE FROM {} WHERE projector = {}", kCheckpointTable,
-                                  c.Quote(spec.name + "@verify")));
-    }
-  };
-  if (!v.replay.status.ok()) {
-    cleanup();
-    return v;
-  }
-  for (const TableSpec& spec : specs) {
-    Result<TableDiff> d = CompareTables(c, spec, spec.name, spec.name + kVerifySuffix);
-    if (!d.ok()) {
-      v.replay.status = d.status();
-      break;
-    }
-    v.tables.push_back(std::move(*d));
-  }
-  cleanup();
-  return v;
-}
-
-int ReplaySummary::ExitCode() const {
-  if (!status.ok()) return 1;
-  return failures > 0 ? 3 : 0;
-}
-
-std::string ReplaySummary::Text() const {
-  std::string out = fmt::format("{:<26} {:>12} {:>12} {:>8} {:>9} {:>9}\n", "read model",
-                                "events", "rows", "flushes", "apply s", "write s");
-  for (const ProjectorSummary& p : projectors) {
-    out += fmt::format("{:<26} {:>12} {:>12} {:>8} {:>9.2f} {:>9.2f}{}\n", p.name,
-                       WithThousands(p.events_applied), WithThousands(p.rows_written), p.flushes,
-                       p.apply_seconds, p.flush_seconds,
-                       p.resumed_after ? fmt::format("  (resumed after id {})", p.resumed_after)
-                                       : std::string());
-  }
-  const double rate = seconds > 0 ? static_cast<double>(events_read) / seconds : 0;
-  out += fmt::format(
-      "{} {} read model(s) from {} events in {:.2f} s ({} events/s); {} skipped (other "
-      "event types), {} failed{}\n",
-      swapped ? "rebuilt and swapped in" : "NOT swapped in:", projectors.size(),
-      WithThousands(events_read), seconds, WithThousands(static_cast<uint64_t>(rate)),
-      WithThousands(skipped), WithThousands(failures),
-      failures ? fmt::format(" (see: SELECT * FROM {} WHERE run_id = '{}')", kFailureTable, run_id)
-               : std::string());
-  return out;
-}
-
-std::string ReplaySummary::Json() const {
-  auto esc = [](const std::string& s) {
-    std::string o;
-    for (char ch : s) {
-      if (ch == '"' || ch == '\\') o += '\\';
-      if (static_cast<unsigned char>(ch) < 0x20) {
-        o += fmt::format("\\u{:04x}", ch);
-        continue;
-      }
-      o += ch;
-    }
-    return o;
-  };
-  std::string out = fmt::format(
-      "{{\"run_id\": \"{}\", \"ok\": {}, \"swapped\": {}, \"interrupted\": {}, \"error\": \"{}\", "
-      "\"head_id\": {}, \"events_read\": {}, \"skipped\": {}, \"failures\": {}, "
-      "\"seconds\": {:.3f}, \"events_per_second\": {:.0f}, \"peak_batches_in_flight\": {}, "
-      "\"projectors\": [",
-      esc(run_id), status.ok(), swapped, interrupted, esc(status.message()), head_id, events_read,
-      skipped, failures, seconds, seconds > 0 ? static_cast<double>(events_read) / seconds : 0,
-      peak_in_flight);
-  for (size_t i = 0; i < projectors.size(); ++i) {
-    const ProjectorSummary& p = projectors[i];
-    out += fmt::format(
-        "{}{{\"name\": \"{}\", \"table\": \"{}\", \"resumed_after\": {}, \"events_applied\": {}, "
-        "\"rows_written\": {}, \"flushes\": {}, \"retries\": {}, \"apply_seconds\": {:.3f}, "
-        "\"flush_seconds\": {:.3f}}}",
-        i ? ", " : "", esc(p.name), esc(p.table), p.resumed_after, p.events_applied,
-        p.rows_written, p.flushes, p.retries, p.apply_seconds, p.flush_seconds);
-  }
-  return out + "]}\n";
+  return RunRebuild(options, std::move(projectors), stop, RunPlan{});
 }
 
 }  // namespace rw

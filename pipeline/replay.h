@@ -1,12 +1,24 @@
-// Replay: one whole rebuild run: prepare, rebuild beside, swap, report.
+// Replay: one whole rebuild run. It reads as Prepare -> Rebuild -> Catch up -> Cut over
+// -> Follow:
 //
-//  1. Connect, check the event table, create rewind's own tables if missing, and take a
-//     named lock per read model in the database (GET_LOCK), so a second rewind on the
-//     same read models refuses instead of interleaving.
-//  2. Prepare a shadow table `<table>__rewind_new` per read model (or, with resume,
-//     find the interrupted one and its checkpoint).
-//  3. Run the graph from the lowest checkpoint to the head id taken at the start.
-//  4. Flush every projector; then swap all shadow tables in with one RENAME TABLE.
+//  1. Prepare: connect, check the event table (its id column included), bring rewind's
+//     bookkeeping tables to the current layout, take a named lock per read model
+//     (GET_LOCK), create a shadow table `<table>__rewind_new` per read model (or, with
+//     --resume, find the interrupted one; a resume refuses a build of another event
+//     source, another set of read models or another version of a read model).
+//  2. Rebuild: one pass from the lowest checkpoint to the head id taken at the start;
+//     every read model commits its rows with its checkpoint.
+//  3. Catch up: the application kept appending; read what it appended (and the ids that
+//     committed late) until little is left.
+//  4. Cut over: hold inserts into the event table off (LOCK TABLES ... READ on a
+//     connection of its own, waiting at most about a second for open transactions; once
+//     held, no insert is open, so every gap below the head is final), apply the last
+//     events, swap every shadow table in with one RENAME TABLE (again waiting at most
+//     about a second), release. A wait that times out is reported and retried with
+//     backoff; after --cutover-timeout the run gives up cleanly (exit 6): the live
+//     tables untouched, every build committed and resumable.
+//  5. Follow (--follow): keep applying new events, and late commits within the settle
+//     window, to the live tables until stopped.
 //
 // On error nothing is swapped: the live tables are untouched and the shadow tables keep
 // their committed checkpoints. On `stop` (a signal) every projector commits what it
@@ -15,100 +27,43 @@
 
 #include <atomic>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "config/options.h"
+#include "pipeline/summary.h"
+#include "pipeline/verify.h"
 #include "projectors/projector.h"
+#include "stages/checkpoint_store.h"
 
 namespace rw {
 
-struct ProjectorSummary {
-  std::string name;
-  std::string table;
-  int64_t resumed_after = 0;  // checkpoint it started from (0: from scratch)
-  uint64_t events_applied = 0;
-  uint64_t rows_written = 0;
-  uint64_t flushes = 0;
-  uint64_t retries = 0;
-  double apply_seconds = 0, flush_seconds = 0;
-};
-
-struct ReplaySummary {
-  Status status;
-  bool swapped = false;
-  bool interrupted = false;
-  std::string run_id;
-  int64_t head_id = 0;
-  uint64_t events_read = 0;  // every event in the id range, skipped ones included
-  uint64_t skipped = 0;      // events of types no selected read model handles
-  uint64_t failures = 0;     // events recorded in rewind_failures
-  int64_t peak_in_flight = 0;
-  double seconds = 0;
-  std::vector<ProjectorSummary> projectors;
-
-  // 0 ok, 3 swapped with failures, 1 error; the caller maps interruptions to 128+signal.
-  int ExitCode() const;
-  std::string Text() const;
-  std::string Json() const;
-};
-
-// Names of the tables rewind owns, and the suffixes of the tables a rebuild and a verify
-// write beside each live table.
-inline constexpr const char* kCheckpointTable = "rewind_checkpoints";
-inline constexpr const char* kFailureTable = "rewind_failures";
 inline constexpr const char* kShadowSuffix = "__rewind_new";
-inline constexpr const char* kVerifySuffix = "__rewind_verify";
-
-// A query whose one row fingerprints `table` (of the shape `spec`): rows, total count, and
-// two order-independent sums of per-row hashes over every column. Equal rows mean equal
-// tables but for a collision in both sums.
-std::string FingerprintQuery(const TableSpec& spec, const std::string& table);
-
-// Creates rewind_checkpoints and rewind_failures if they do not exist.
-Status EnsureBookkeepingTables(Connection& connection);
 
 // Selects projectors by name (or every one when `all`). Unknown names are an error that
 // lists the known ones.
 Result<std::vector<std::unique_ptr<Projector>>> SelectProjectors(const ReplayOptions& options);
 
-// Rebuilds beside, swaps in; with options.follow, then keeps applying new events.
+// What distinguishes a rebuild from a verify run.
+struct RunPlan {
+  std::string table_suffix = kShadowSuffix;  // where the build writes, beside each live table
+  std::string lock_prefix = "rewind";        // its named locks
+  bool swap = true;                          // cut over at the end
+  // Scratch builds (verify) clean up after themselves, and before, what a killed run of
+  // their kind left behind when nobody holds its lock.
+  bool scratch = false;
+  // Runs on the admin connection after a successful build, while the locks are held.
+  std::function<Status(Connection&)> after_build;
+};
+
+ReplaySummary RunRebuild(const ReplayOptions& options,
+                         std::vector<std::unique_ptr<Projector>> projectors,
+                         const std::atomic<bool>& stop, const RunPlan& plan);
+
+// Rebuilds beside, cuts over; with options.follow, then keeps applying new events.
 ReplaySummary Replay(const ReplayOptions& options,
-                     std::vector<std::unique_ptr<Projector>> projectors,
-                     const std::atomic<bool>& stop);
-
-// How a rebuilt table differs from the live one.
-struct TableDiff {
-  std::string table;
-  uint64_t live_rows = 0, rebuilt_rows = 0;
-  int64_t live_total = 0, rebuilt_total = 0;  // sums of the counter column
-  uint64_t only_live = 0;      // keys only in the live table
-  uint64_t only_rebuilt = 0;   // keys only in the rebuilt one
-  uint64_t count_differs = 0;  // keys in both, with another count
-  std::vector<std::string> examples;  // the first few differing keys, readable
-  bool identical() const { return only_live == 0 && only_rebuilt == 0 && count_differs == 0; }
-};
-
-// Compares two tables of the shape `spec` (keys, then the counter). A missing `live`
-// table counts as empty.
-Result<TableDiff> CompareTables(Connection& c, const TableSpec& spec, const std::string& live,
-                                const std::string& rebuilt);
-
-struct VerifySummary {
-  ReplaySummary replay;  // the scratch rebuild
-  std::vector<TableDiff> tables;
-  bool identical() const {
-    for (const auto& t : tables) {
-      if (!t.identical()) return false;
-    }
-    return replay.status.ok();
-  }
-};
-
-// Rebuilds into scratch tables (<table>__rewind_verify), never swaps, compares with the
-// live tables, drops the scratch tables. Live tables and their checkpoints are untouched.
-VerifySummary Verify(const ReplayOptions& options,
                      std::vector<std::unique_ptr<Projector>> projectors,
                      const std::atomic<bool>& stop);
 

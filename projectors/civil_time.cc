@@ -31,7 +31,7 @@ std::optional<CivilTime> ParseIsoTimestamp(std::string_view s) {
     return std::nullopt;
   const int y = Digits(p, 4), mo = Digits(p + 5, 2), d = Digits(p + 8, 2);
   const int h = Digits(p + 11, 2), mi = Digits(p + 14, 2), sec = Digits(p + 17, 2);
-  if (y < 0 || mo < 1 || mo > 12 || d < 1 || h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 ||
+  if (y < 1 || mo < 1 || mo > 12 || d < 1 || h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 ||
       sec > 60)
     return std::nullopt;
   if (static_cast<unsigned>(d) > DaysInMonth(y, static_cast<unsigned>(mo))) return std::nullopt;

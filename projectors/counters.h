@@ -73,9 +73,9 @@ class UrlDayCounter final : public Projector {
     // has the measurements: 1.45x faster bulk loads than MariaDB's long unique key on
     // (uri, date), and 1.5-1.8x faster again than the server hashing every row.
     table_ = TableSpec{name_,
-                       {{"uri", "TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL"},
+                       {{"uri", "MEDIUMTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL"},
                         {"date", "DATE NOT NULL"},
-                        {"uri_hash", "BINARY(32) NOT NULL DEFAULT (UNHEX(SHA2(`uri`, 256)))"},
+                        {"uri_hash", "BINARY(32) NOT NULL DEFAULT (UNHEX(SHA2(`uri`, 256)))", true},
                         {"count", "BIGINT UNSIGNED NOT NULL"}},
                        "UNIQUE KEY `date_uri` (`date`, `uri_hash`)"};
   }

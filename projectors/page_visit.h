@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "projectors/civil_time.h"
+#include "projectors/event_id.h"
 
 namespace rw {
 
@@ -22,7 +23,7 @@ enum Field : uint32_t {
 };
 
 struct PageVisit {
-  int64_t id = 0;            // the event's id in the event table
+  EventId id = 0;            // the event's id in the event table
   CivilTime visited_at{};    // wall-clock time as written, offset ignored
   std::string_view url;      // empty unless kFieldUrl was requested
   std::string_view ip;       // empty unless kFieldIp was requested

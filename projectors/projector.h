@@ -36,6 +36,9 @@ class RowSink {
 struct Column {
   std::string name;
   std::string sql_type;  // e.g. "DATE NOT NULL"
+  // A storage detail derived from the other columns (the URL tables' hash key): written,
+  // but not part of the read model's content, so never compared or shown.
+  bool derived = false;
 };
 
 // The read model's table. The last column is the counter; the others form the key.

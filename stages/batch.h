@@ -19,14 +19,16 @@
 #include <vector>
 
 #include "projectors/page_visit.h"
+#include "stages/gaps.h"
 
 namespace rw {
 
 // Why one event could not be applied.
 struct Failure {
-  int64_t event_id;
-  std::string stage;   // "decoder" or a projector name
-  std::string reason;  // readable, names the field and what was wrong
+  EventId event_id;
+  std::string stage;    // "decoder" or a projector name
+  std::string reason;   // readable, names the field and what was wrong
+  std::string excerpt;  // the payload's first bytes, as they were (any bytes)
 };
 
 // Append-only storage for strings that must outlive a parse (unescaped JSON strings).
@@ -84,7 +86,7 @@ class BufferPool {
 };
 
 struct RawEvent {
-  int64_t id;
+  EventId id;
   uint32_t offset;  // into Batch::payloads
   uint32_t length;
 };
@@ -104,8 +106,15 @@ struct Batch {
   }
 
   uint64_t sequence = 0;   // dense 0,1,2,... in read order (what the sequencer orders by)
-  int64_t after_id = 0;    // the batch covers ids in (after_id, last_id]
-  int64_t last_id = 0;
+  EventId after_id = 0;    // the batch covers ids in (after_id, last_id]
+  EventId last_id = 0;
+  // Ids in (after_id, last_id] that were missing when read: they may still commit.
+  std::vector<IdRange> gaps;
+  // A late batch carries no range: its events were found in earlier gaps (each consumer
+  // applies those still open for it), and `settled` lists the gap ranges that are closed
+  // now (found, made final by the cut-over's lock, or given up).
+  bool late = false;
+  std::vector<IdRange> settled;
   uint64_t rows_read = 0;  // every event in the range, skipped ones included
   uint64_t skipped = 0;    // events of types no selected projector handles
 

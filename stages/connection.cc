@@ -6,6 +6,7 @@
 #include <mysqld_error.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -42,6 +43,38 @@ Status::Code Classify(unsigned err) {
   }
 }
 
+// The LOCAL INFILE handler of every connection. It serves the buffer that LoadData()
+// armed, for the file name LoadData() sent, once; any other request is refused.
+int InfileInit(void** ptr, const char* filename, void* userdata) {
+  auto* src = static_cast<InfileSource*>(userdata);
+  *ptr = src;
+  if (!src->armed || filename == nullptr || src->name != filename) {
+    src->refused = filename ? filename : "";
+    return 1;  // refused: the library sends the server an empty file and reports an error
+  }
+  src->armed = false;  // one request per LoadData()
+  src->offset = 0;
+  return 0;
+}
+int InfileRead(void* ptr, char* buf, unsigned int len) {
+  auto* src = static_cast<InfileSource*>(ptr);
+  const size_t n = std::min<size_t>(len, src->data.size() - src->offset);
+  std::memcpy(buf, src->data.data() + src->offset, n);
+  src->offset += n;
+  return static_cast<int>(n);
+}
+void InfileEnd(void*) {}
+int InfileError(void* ptr, char* msg, unsigned int len) {
+  auto* src = static_cast<InfileSource*>(ptr);
+  if (!src->refused.empty() || !src->armed) {
+    std::snprintf(msg, len, "rewind refused the server's request for local file '%.200s': only "
+                  "rewind's own in-memory LOAD DATA is served", src->refused.c_str());
+    return 2000;  // CR_UNKNOWN_ERROR
+  }
+  std::snprintf(msg, len, "rewind: in-memory LOAD DATA source failed");
+  return 2000;
+}
+
 }  // namespace
 
 std::string ConnectionOptions::Describe() const {
@@ -72,8 +105,14 @@ Status Connection::Connect() {
   mysql_optionsv(mysql_, MYSQL_OPT_READ_TIMEOUT, &rw_timeout);
   mysql_optionsv(mysql_, MYSQL_OPT_WRITE_TIMEOUT, &rw_timeout);
   mysql_optionsv(mysql_, MYSQL_SET_CHARSET_NAME, "utf8mb4");
-  const bool local_infile = true;
+  // LOCAL INFILE is on so that rewind's own LoadData() can serve its buffer, and every
+  // request is answered by rewind's handler, which serves nothing but that buffer: a
+  // hostile server asking for a client file gets a refusal, never the file. The library's
+  // file-reading default handler is never installed. (The option is read as an unsigned
+  // int: a bool here leaves three bytes of garbage in it.)
+  const unsigned int local_infile = 1;
   mysql_optionsv(mysql_, MYSQL_OPT_LOCAL_INFILE, &local_infile);
+  mysql_set_local_infile_handler(mysql_, InfileInit, InfileRead, InfileEnd, InfileError, &infile_);
   const char* host = options_.socket.empty() && !options_.host.empty() ? options_.host.c_str()
                                                                         : nullptr;
   const char* socket = options_.socket.empty() ? nullptr : options_.socket.c_str();
@@ -163,37 +202,17 @@ Status Connection::Stream(std::string_view sql,
   return Status::Ok();
 }
 
-namespace {
 
-struct InfileSource {
-  std::string_view data;
-  size_t offset = 0;
-};
-
-int InfileInit(void** ptr, const char*, void* userdata) {
-  *ptr = userdata;
-  return 0;
-}
-int InfileRead(void* ptr, char* buf, unsigned int len) {
-  auto* src = static_cast<InfileSource*>(ptr);
-  const size_t n = std::min<size_t>(len, src->data.size() - src->offset);
-  std::memcpy(buf, src->data.data() + src->offset, n);
-  src->offset += n;
-  return static_cast<int>(n);
-}
-void InfileEnd(void*) {}
-int InfileError(void*, char* msg, unsigned int len) {
-  std::snprintf(msg, len, "rewind: in-memory LOAD DATA source failed");
-  return 2000;  // CR_UNKNOWN_ERROR
-}
-
-}  // namespace
-
-Status Connection::LoadData(std::string_view load_sql, std::string_view data) {
-  InfileSource source{data};
-  mysql_set_local_infile_handler(mysql_, InfileInit, InfileRead, InfileEnd, InfileError, &source);
-  Status s = Execute(load_sql);
-  mysql_set_local_infile_default(mysql_);
+Status Connection::LoadData(std::string_view load_tail, std::string_view data) {
+  static std::atomic<uint64_t> counter{0};
+  infile_.name = fmt::format("rewind-buffer-{}", counter.fetch_add(1));
+  infile_.data = data;
+  infile_.offset = 0;
+  infile_.refused.clear();
+  infile_.armed = true;
+  Status s = Execute(fmt::format("LOAD DATA LOCAL INFILE '{}' {}", infile_.name, load_tail));
+  infile_.armed = false;
+  infile_.data = {};
   return s;
 }
 

@@ -44,6 +44,15 @@ struct Rows {
   std::vector<std::vector<std::optional<std::string>>> rows;
 };
 
+// What a connection's LOCAL INFILE handler may serve: armed by LoadData() alone.
+struct InfileSource {
+  bool armed = false;
+  std::string name;       // the file name LoadData() sent
+  std::string_view data;
+  size_t offset = 0;
+  std::string refused;    // the name of the last refused request
+};
+
 class Connection {
  public:
   static Result<std::unique_ptr<Connection>> Open(const ConnectionOptions& options);
@@ -62,9 +71,11 @@ class Connection {
   Status Stream(std::string_view sql,
                 const std::function<void(char** values, unsigned long* lengths)>& on_row);
 
-  // Runs `load_sql` (a `LOAD DATA LOCAL INFILE '...' ...` statement) with `data` as the
-  // file's contents, served from memory: no temporary file.
-  Status LoadData(std::string_view load_sql, std::string_view data);
+  // Runs `LOAD DATA LOCAL INFILE '<name>' <load_tail>` (the tail: `INTO TABLE ...`) with
+  // `data` as the file's contents, served from memory: no temporary file, and no other
+  // file. Every connection's LOCAL INFILE handler serves only this buffer, once, for the
+  // name this call sent; it refuses any other request a server makes.
+  Status LoadData(std::string_view load_tail, std::string_view data);
 
   // Appends `bytes` as a quoted, escaped SQL string literal ('...') to `out`.
   void AppendQuoted(std::string& out, std::string_view bytes);
@@ -85,6 +96,7 @@ class Connection {
 
   const ConnectionOptions options_;
   st_mysql* mysql_ = nullptr;
+  InfileSource infile_;
 };
 
 // How long retry `attempt` (0, 1, 2, ...) waits: 250 ms doubling up to 8 s, so eight

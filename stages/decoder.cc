@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 #include <simdjson.h>
 
+#include <algorithm>
 #include <string_view>
 
 namespace rw {
@@ -111,6 +112,13 @@ std::string DecodeOne(simdjson::ondemand::parser& parser, const char* data, size
         }
         values[i] = arena.Copy(unescaped);
       }
+      if (kWanted[i].field == kFieldUrl && values[i].size() > kMaxUrlBytes) {
+        // Stored whole or not at all: never cut (two URLs would then share a row).
+        if (!field_error(i, fmt::format("field 'url' is {} bytes, more than the {} rewind stores",
+                                        values[i].size(), kMaxUrlBytes)))
+          return "url too long";
+        continue;
+      }
       seen |= kWanted[i].field;
       // visitedAt's bit is set last, once the whole payload has been read: a visit
       // without it is unusable, whatever else it has.
@@ -131,7 +139,10 @@ std::string DecodeOne(simdjson::ondemand::parser& parser, const char* data, size
     }
   }
   const std::optional<CivilTime> t = ParseIsoTimestamp(values[0]);
-  if (!t) return fmt::format("unparseable visitedAt '{}'", Excerpt(values[0]));
+  if (!t) {
+    return fmt::format("unparseable visitedAt '{}' (rewind reads ISO-8601 times from year 0001 to 9999)",
+                       Excerpt(values[0]));
+  }
   out.visited_at = *t;
   out.url = values[1];
   out.ip = values[2];
@@ -156,7 +167,11 @@ void Decoder::Decode(Batch& batch) const {
       batch.visits.push_back(visit);
       if ((visit.fields_ok & fields_) != fields_) batch.has_partial = true;
     }
-    if (!reason.empty()) batch.failures.push_back(Failure{raw.id, "decoder", std::move(reason)});
+    if (!reason.empty()) {
+      batch.failures.push_back(Failure{
+          raw.id, "decoder", std::move(reason),
+          std::string(batch.payloads.data() + raw.offset, std::min<size_t>(raw.length, 255))});
+    }
   }
 }
 

@@ -19,6 +19,10 @@
 
 namespace rw {
 
+// The longest URL rewind stores (the URL tables' column holds up to 16 MiB; one row must
+// also fit a statement). A longer one is a failure of that event's URL, never cut.
+inline constexpr size_t kMaxUrlBytes = 1 << 20;
+
 class Decoder {
  public:
   explicit Decoder(uint32_t fields) : fields_(fields | kFieldVisitedAt) {}

@@ -2,29 +2,19 @@
 
 #include <fmt/core.h>
 
+#include "stages/checkpoint_store.h"
+
 namespace rw {
 
-FailureRecorder::FailureRecorder(std::unique_ptr<Connection> connection, std::string table,
-                                 std::string run_id, bool stop_on_failure)
+FailureRecorder::FailureRecorder(std::unique_ptr<Connection> connection, std::string run_id,
+                                 bool stop_on_failure)
     : connection_(std::move(connection)),
-      table_(std::move(table)),
       run_id_(std::move(run_id)),
       stop_on_failure_(stop_on_failure) {}
 
-Status FailureRecorder::Consume(const Batch& batch) {
-  if (batch.failures.empty()) return Status::Ok();
-  std::string sql = fmt::format("INSERT INTO {} (run_id, event_id, stage, reason) VALUES ",
-                                QuoteIdentifier(table_));
-  for (size_t i = 0; i < batch.failures.size(); ++i) {
-    const Failure& f = batch.failures[i];
-    sql += i ? ",(" : "(";
-    connection_->AppendQuoted(sql, run_id_);
-    sql += fmt::format(",{},", f.event_id);
-    connection_->AppendQuoted(sql, f.stage);
-    sql += ',';
-    connection_->AppendQuoted(sql, f.reason);
-    sql += ')';
-  }
+Status FailureRecorder::Insert(const std::vector<Failure>& failures) {
+  std::string sql = checkpoint_store::InsertFailuresSql(*connection_, run_id_, failures);
+  if (sql.empty()) return Status::Ok();
   Status s = connection_->Execute(sql);
   for (int attempt = 0; s.code() == Status::Code::kConnection && attempt < 8; ++attempt) {
     // Lost the server: wait, reconnect, write the same rows again (autocommit: one
@@ -33,22 +23,34 @@ Status FailureRecorder::Consume(const Batch& batch) {
     s = connection_->ReconnectAfterBackoff(attempt);
     if (s.ok()) s = connection_->Execute(sql);
   }
-  if (!s.ok()) return s.With("recording failed events");
+  if (s.ok() || s.code() == Status::Code::kConnection) return s;
+  // Whatever a bad event holds must not stop the run: record it again with a plain ASCII
+  // reason and no excerpt.
+  std::vector<Failure> plain = failures;
+  for (Failure& f : plain) {
+    for (char& ch : f.reason) {
+      if (static_cast<unsigned char>(ch) >= 0x80 || static_cast<unsigned char>(ch) < 0x20) ch = '?';
+    }
+    f.excerpt.clear();
+  }
+  return connection_->Execute(checkpoint_store::InsertFailuresSql(*connection_, run_id_, plain));
+}
+
+Status FailureRecorder::Consume(const Batch& batch) {
+  if (batch.failures.empty()) return Status::Ok();
+  if (Status s = Insert(batch.failures); !s.ok()) return s.With("recording failed events");
   failures_ += batch.failures.size();
   if (stop_on_failure_) {
     const Failure& f = batch.failures.front();
     return Status::InvalidInput(
         fmt::format("event {} failed in {}: {} (stopping because of --stop-on-failure)",
-                    f.event_id, f.stage, f.reason));
+                    IdText(f.event_id), f.stage, f.reason));
   }
   return Status::Ok();
 }
 
 Status FailureRecorder::Record(const Failure& f) {
-  Status s = connection_->Execute(fmt::format(
-      "INSERT INTO {} (run_id, event_id, stage, reason) VALUES ({}, {}, {}, {})",
-      QuoteIdentifier(table_), connection_->Quote(run_id_), f.event_id, connection_->Quote(f.stage),
-      connection_->Quote(f.reason)));
+  Status s = Insert({f});
   if (s.ok()) ++failures_;
   return s;
 }

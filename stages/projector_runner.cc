@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "projectors/civil_time.h"
+#include "stages/checkpoint_store.h"
 #include "stages/fault.h"
 
 namespace rw {
@@ -170,6 +171,8 @@ ProjectorRunner::ProjectorRunner(std::unique_ptr<Projector> p, std::unique_ptr<C
       options_(o),
       applied_id_(o.resume_after_id),
       committed_id_(o.resume_after_id),
+      gaps_(o.gaps),
+      committed_gaps_(o.gaps.Text()),
       target_empty_(o.target_starts_empty) {
   if (target_empty_) {
     auto allowed = connection_->QueryValue("SELECT @@local_infile");
@@ -182,10 +185,33 @@ Result<std::unique_ptr<ProjectorRunner>> ProjectorRunner::Make(
     const RunnerOptions& options) {
   if (options.target_table.empty()) return Status::InvalidInput("runner needs a target table");
   if (options.statement_bytes < 1024) return Status::InvalidInput("statement size too small");
-  RunnerOptions o = options;
-  if (o.checkpoint_key.empty()) o.checkpoint_key = std::string(projector->name());
   return std::unique_ptr<ProjectorRunner>(
-      new ProjectorRunner(std::move(projector), std::move(connection), o));
+      new ProjectorRunner(std::move(projector), std::move(connection), options));
+}
+
+void ProjectorRunner::Apply(std::span<const PageVisit> visits) {
+  if (visits.empty()) return;
+  const auto start = std::chrono::steady_clock::now();
+  projector_->Apply(visits);
+  stats_.events_applied += visits.size();
+  events_since_flush_ += visits.size();
+  stats_.apply_seconds += Seconds(start);
+}
+
+Status ProjectorRunner::ApplyLate(const Batch& batch) {
+  // Only the ids still open for this runner: one it applied before a crash is not in its
+  // gaps any more (the checkpoint moved with it), so nothing counts twice.
+  const uint32_t needed = projector_->fields();
+  usable_.clear();
+  for (const PageVisit& v : batch.visits) {
+    if (gaps_.Contains(v.id) && (v.fields_ok & needed) == needed) usable_.push_back(v);
+  }
+  Apply(usable_);
+  stats_.late_applied += usable_.size();
+  late_since_flush_ += usable_.size();
+  for (const IdRange& r : batch.settled) gaps_.Subtract(r);
+  gaps_changed_ = gaps_changed_ || !batch.settled.empty();
+  return Status::Ok();
 }
 
 Status ProjectorRunner::Consume(const Batch& batch) {
@@ -194,14 +220,19 @@ Status ProjectorRunner::Consume(const Batch& batch) {
                                         projector_->name(), batch.sequence, last_sequence_));
   }
   last_sequence_ = static_cast<int64_t>(batch.sequence);
+  if (batch.late) return ApplyLate(batch);
   if (batch.last_id <= applied_id_) return Status::Ok();  // committed before a resume
 
-  const auto start = std::chrono::steady_clock::now();
   std::span<const PageVisit> visits(batch.visits);
   if (batch.after_id < applied_id_) {  // the batch straddles the checkpoint: skip the old part
     const auto first_new = std::partition_point(
         visits.begin(), visits.end(), [&](const PageVisit& v) { return v.id <= applied_id_; });
     visits = visits.subspan(static_cast<size_t>(first_new - visits.begin()));
+  }
+  for (const IdRange& g : batch.gaps) {  // this runner's part of the batch's gaps
+    if (g.hi <= applied_id_) continue;
+    gaps_.Add({std::max(g.lo, applied_id_ + 1), g.hi});
+    gaps_changed_ = true;
   }
   if (batch.has_partial) {
     // Some visits lack a field; this projector sees only those with every field it needs.
@@ -212,11 +243,8 @@ Status ProjectorRunner::Consume(const Batch& batch) {
     }
     visits = usable_;
   }
-  projector_->Apply(visits);
+  Apply(visits);
   applied_id_ = batch.last_id;
-  stats_.events_applied += visits.size();
-  events_since_flush_ += visits.size();
-  stats_.apply_seconds += Seconds(start);
 
   if (events_since_flush_ >= options_.flush_every_events ||
       projector_->pending_rows() >= options_.flush_max_rows) {
@@ -226,7 +254,9 @@ Status ProjectorRunner::Consume(const Batch& batch) {
 }
 
 Status ProjectorRunner::Flush() {
-  if (applied_id_ == committed_id_ && projector_->pending_rows() == 0) return Status::Ok();
+  if (applied_id_ == committed_id_ && projector_->pending_rows() == 0 && !gaps_changed_) {
+    return Status::Ok();
+  }
   const auto start = std::chrono::steady_clock::now();
   std::vector<Step> steps;
   uint64_t rows = 0;
@@ -238,7 +268,7 @@ Status ProjectorRunner::Flush() {
     for (const Column& col : projector_->table().columns) {
       columns += (columns.empty() ? "" : ", ") + QuoteIdentifier(col.name);
     }
-    steps.push_back(Step{fmt::format("LOAD DATA LOCAL INFILE 'rewind-flush' INTO TABLE {} CHARACTER "
+    steps.push_back(Step{fmt::format("INTO TABLE {} CHARACTER "
                                      "SET utf8mb4 FIELDS TERMINATED BY '\\t' ESCAPED BY '\\\\' "
                                      "LINES TERMINATED BY '\\n' ({})",
                                      QuoteIdentifier(options_.target_table), columns),
@@ -250,16 +280,19 @@ Status ProjectorRunner::Flush() {
     rows = builder.rows();
     for (std::string& sql : builder.Take()) steps.push_back(Step{std::move(sql), {}, false});
   }
-  steps.push_back(Step{fmt::format(
-      "UPDATE {} SET last_event_id = {}, events_applied = events_applied + {}, "
-      "rows_written = rows_written + {}, updated_at = NOW(6) WHERE projector = {}",
-      QuoteIdentifier(options_.checkpoint_table), applied_id_, events_since_flush_, rows,
-      connection_->Quote(options_.checkpoint_key)), {}, false});
+  steps.push_back(Step{checkpoint_store::AdvanceSql(*connection_, std::string(projector_->name()),
+                                                    options_.target_table, applied_id_, gaps_,
+                                                    events_since_flush_, rows, late_since_flush_),
+                       {}, false});
   if (Status s = RunTransaction(steps); !s.ok()) {
     return s.With(fmt::format("projector {}: flush of events {}..{} into {}", projector_->name(),
-                              committed_id_ + 1, applied_id_, options_.target_table));
+                              committed_id_ == kBeforeFirstId ? "the first" : IdText(committed_id_ + 1),
+                              IdText(applied_id_), options_.target_table));
   }
   committed_id_ = applied_id_;
+  committed_gaps_ = gaps_.Text();
+  gaps_changed_ = false;
+  late_since_flush_ = 0;
   target_empty_ = false;
   events_since_flush_ = 0;
   stats_.rows_written += rows;
@@ -284,15 +317,16 @@ Status ProjectorRunner::RunTransaction(const std::vector<Step>& steps) {
         }
         // The connection may have died after the server committed but before it said so.
         // The checkpoint moves in the same transaction, so it tells which happened.
-        Result<std::optional<std::string>> cp = connection_->QueryValue(fmt::format(
-            "SELECT last_event_id FROM {} WHERE projector = {}",
-            QuoteIdentifier(options_.checkpoint_table), connection_->Quote(options_.checkpoint_key)));
+        Result<std::optional<Checkpoint>> cp = checkpoint_store::Load(
+            *connection_, std::string(projector_->name()), options_.target_table);
         if (!cp.ok()) {
           last = cp.status();
           continue;
         }
-        if (*cp && std::stoll(**cp) == applied_id_ && applied_id_ != committed_id_) {
-          return Status::Ok();
+        const std::string gaps = gaps_.Text();
+        if (*cp && (*cp)->last_event_id == applied_id_ && (*cp)->gaps.Text() == gaps &&
+            (applied_id_ != committed_id_ || gaps != committed_gaps_)) {
+          return Status::Ok();  // it landed: the row holds this flush's checkpoint
         }
       }
     }

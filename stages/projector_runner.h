@@ -3,8 +3,10 @@
 // It feeds batches to the projector in sequence order, and flushes the projector's
 // in-memory deltas as multi-row `INSERT ... ON DUPLICATE KEY UPDATE count = count + ...`
 // statements, in one transaction that also moves the projector's checkpoint (the last
-// event id whose effects are committed). A crash therefore loses at most the uncommitted
-// flush, and a rerun resumes exactly from the checkpoint.
+// event id whose effects are committed, and the ids below it still watched for a late
+// commit). A crash therefore loses at most the uncommitted flush, and a rerun resumes
+// exactly from the checkpoint. A late batch (stages/batch.h) applies only the events whose
+// ids are still open in this runner's own gaps, so a late event counts exactly once.
 //
 // Failure handling, per flush: a lost connection is re-established and the whole
 // transaction is redone (its statements are kept until COMMIT succeeds); a deadlock or
@@ -22,14 +24,15 @@
 #include "projectors/projector.h"
 #include "stages/batch.h"
 #include "stages/connection.h"
+#include "stages/gaps.h"
 
 namespace rw {
 
 struct RunnerOptions {
   std::string target_table;                          // the table written (a shadow table)
-  std::string checkpoint_table = "rewind_checkpoints";
-  std::string checkpoint_key;                        // its row there (default: the name)
-  int64_t resume_after_id = 0;                       // events <= this are already committed
+  // Events <= this are already committed, but for the ids in `gaps` (still watched).
+  EventId resume_after_id = kBeforeFirstId;
+  GapSet gaps;
   // The target was just created empty: the first flush can bulk-load its rows with
   // LOAD DATA LOCAL INFILE (served from memory) instead of upserting them.
   bool target_starts_empty = false;
@@ -48,6 +51,7 @@ struct RunnerStats {
   uint64_t rows_written = 0;
   uint64_t flushes = 0;
   uint64_t retries = 0;
+  uint64_t late_applied = 0;  // events that committed after a higher id was applied
   double apply_seconds = 0;
   double flush_seconds = 0;
 };
@@ -64,13 +68,15 @@ class ProjectorRunner {
   // Writes every pending delta and the checkpoint in one transaction.
   Status Flush();
 
-  // Writes into another table from now on (follow mode: the live table after the swap).
-  // REQUIRES: nothing pending (call after Flush()).
+  // Writes into another table from now on, and keeps its checkpoint in that table's row
+  // (follow mode: the live table after the swap). REQUIRES: nothing pending (after Flush()).
   void Retarget(const std::string& table) { options_.target_table = table; }
 
   const Projector& projector() const { return *projector_; }
   const RunnerStats& stats() const { return stats_; }
-  int64_t checkpoint() const { return committed_id_; }
+  EventId checkpoint() const { return committed_id_; }
+  const GapSet& gaps() const { return gaps_; }
+  const std::string& target_table() const { return options_.target_table; }
   Connection& connection() { return *connection_; }
 
  private:
@@ -83,12 +89,18 @@ class ProjectorRunner {
     bool load = false;
   };
   Status RunTransaction(const std::vector<Step>& steps);
+  Status ApplyLate(const Batch& batch);
+  void Apply(std::span<const PageVisit> visits);
 
   std::unique_ptr<Projector> projector_;
   std::unique_ptr<Connection> connection_;
   RunnerOptions options_;
-  int64_t applied_id_;    // highest event id folded into memory
-  int64_t committed_id_;  // highest event id committed (the checkpoint)
+  EventId applied_id_;    // highest event id folded into memory
+  EventId committed_id_;  // highest event id committed (the checkpoint)
+  GapSet gaps_;           // ids <= applied_id_ not seen yet, still watched
+  std::string committed_gaps_;  // gaps_ as last committed
+  bool gaps_changed_ = false;
+  uint64_t late_since_flush_ = 0;
   int64_t last_sequence_ = -1;
   bool target_empty_;      // nothing has been written into the target yet
   bool bulk_load_ok_ = true;  // the server allows LOAD DATA LOCAL INFILE

@@ -7,32 +7,64 @@
 
 namespace rw {
 
-Result<int64_t> ReadHeadId(Connection& c, const EventTableOptions& e) {
-  Result<std::optional<std::string>> head = c.QueryValue(
-      fmt::format("SELECT COALESCE(MAX({}), 0) FROM {}", QuoteIdentifier(e.id_column),
-                  QuoteIdentifier(e.table)));
+Result<EventId> ReadHeadId(Connection& c, const EventTableOptions& e) {
+  Result<std::optional<std::string>> head = c.QueryValue(fmt::format(
+      "SELECT MAX({}) FROM {}", QuoteIdentifier(e.id_column), QuoteIdentifier(e.table)));
   if (!head.ok()) return head.status();
-  return static_cast<int64_t>(std::stoll(head->value_or("0")));
+  if (!*head) return kBeforeFirstId;
+  std::optional<EventId> id = ParseEventId(**head);
+  if (!id) return Status::InvalidInput(fmt::format("the head id '{}' is not an integer", **head));
+  return *id;
 }
 
 Status CheckEventTable(Connection& c, const EventTableOptions& e) {
   Result<Rows> table = c.Query(fmt::format(
-      "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
-      "AND TABLE_NAME = {}",
+      "SELECT COLUMN_NAME, DATA_TYPE, IS_NULLABLE FROM information_schema.COLUMNS WHERE "
+      "TABLE_SCHEMA = DATABASE() AND TABLE_NAME = {}",
       c.Quote(e.table)));
   if (!table.ok()) return table.status();
   if (table->rows.empty()) {
     return Status::NotFound(fmt::format("event table '{}' does not exist in database '{}'",
                                         e.table, c.options().database));
   }
+  auto column = [&](const std::string& name) -> const std::vector<std::optional<std::string>>* {
+    for (const auto& row : table->rows) {
+      if (row[0] && *row[0] == name) return &row;
+    }
+    return nullptr;
+  };
   for (const std::string* col : {&e.id_column, &e.type_column, &e.payload_column}) {
-    bool found = false;
-    for (const auto& row : table->rows) found = found || (row[0] && *row[0] == *col);
-    if (!found) {
+    if (column(*col) == nullptr) {
       return Status::NotFound(fmt::format("event table '{}' has no column '{}' (see --id-column, "
                                           "--type-column, --payload-column)",
                                           e.table, *col));
     }
+  }
+  const auto& id = *column(e.id_column);
+  const std::string type = id[1].value_or("");
+  static const char* const kIntegers[] = {"tinyint", "smallint", "mediumint", "int", "bigint"};
+  if (std::find(std::begin(kIntegers), std::end(kIntegers), type) == std::end(kIntegers)) {
+    return Status::InvalidInput(fmt::format(
+        "the id column '{}' of '{}' is {}, not an integer: rewind pages by it and needs an "
+        "integer type (TINYINT to BIGINT, signed or unsigned)",
+        e.id_column, e.table, type));
+  }
+  if (id[2].value_or("YES") != "NO") {
+    return Status::InvalidInput(fmt::format(
+        "the id column '{}' of '{}' allows NULL: rewind needs it NOT NULL", e.id_column, e.table));
+  }
+  // Unique: the primary key or a unique index on that column alone.
+  Result<std::optional<std::string>> unique = c.QueryValue(fmt::format(
+      "SELECT COUNT(*) FROM (SELECT INDEX_NAME FROM information_schema.STATISTICS WHERE "
+      "TABLE_SCHEMA = DATABASE() AND TABLE_NAME = {} AND NON_UNIQUE = 0 GROUP BY INDEX_NAME "
+      "HAVING COUNT(*) = 1 AND MAX(COLUMN_NAME) = {}) u",
+      c.Quote(e.table), c.Quote(e.id_column)));
+  if (!unique.ok()) return unique.status();
+  if (!*unique || **unique == "0") {
+    return Status::InvalidInput(fmt::format(
+        "the id column '{}' of '{}' is not unique: rewind needs it to be the primary key or "
+        "to have a unique index of its own (two events with one id would be read as one)",
+        e.id_column, e.table));
   }
   return Status::Ok();
 }
@@ -40,14 +72,18 @@ Status CheckEventTable(Connection& c, const EventTableOptions& e) {
 Reader::Reader(std::unique_ptr<Connection> c, const ReaderOptions& o)
     : connection_(std::move(c)), options_(o), head_id_(o.head_id), after_id_(o.start_after_id) {
   const EventTableOptions& e = options_.events;
-  // The type filter is pushed into the server: unhandled events cost an id, not a payload.
-  query_prefix_ = fmt::format("SELECT {id}, CASE WHEN {type} = {cls} THEN COALESCE({payload}, '') "
-                              "END FROM {table} WHERE {id} > ",
-                              fmt::arg("id", QuoteIdentifier(e.id_column)),
-                              fmt::arg("type", QuoteIdentifier(e.type_column)),
-                              fmt::arg("cls", connection_->Quote(e.page_visited_class)),
-                              fmt::arg("payload", QuoteIdentifier(e.payload_column)),
-                              fmt::arg("table", QuoteIdentifier(e.table)));
+  // The type filter is pushed into the server, byte for byte (a column's collation would
+  // match other spellings): unhandled events cost an id, not a payload.
+  select_ = fmt::format("SELECT {id}, CASE WHEN BINARY {type} = BINARY {cls} THEN "
+                        "COALESCE({payload}, '') END FROM {table}",
+                        fmt::arg("id", QuoteIdentifier(e.id_column)),
+                        fmt::arg("type", QuoteIdentifier(e.type_column)),
+                        fmt::arg("cls", connection_->Quote(e.page_visited_class)),
+                        fmt::arg("payload", QuoteIdentifier(e.payload_column)),
+                        fmt::arg("table", QuoteIdentifier(e.table)));
+  const auto now = std::chrono::steady_clock::now();
+  for (const IdRange& r : options_.watched.ranges()) watched_.push_back({r, now});
+  if (!watched_.empty()) queued_check_ = GapCheck::kRecheck;
 }
 
 Result<std::unique_ptr<Reader>> Reader::Make(std::unique_ptr<Connection> connection,
@@ -57,24 +93,48 @@ Result<std::unique_ptr<Reader>> Reader::Make(std::unique_ptr<Connection> connect
   return std::unique_ptr<Reader>(new Reader(std::move(connection), options));
 }
 
-Result<std::unique_ptr<Batch>> Reader::Next() {
-  if (after_id_ >= head_id_) return std::unique_ptr<Batch>();
+std::unique_ptr<Batch> Reader::NewBatch() {
   auto batch = std::make_unique<Batch>();
   batch->pool = pool_;
   batch->payloads = pool_->Take();
-  batch->after_id = after_id_;
   batch->payloads.reserve(last_payload_bytes_ + last_payload_bytes_ / 4 + simdjson::SIMDJSON_PADDING);
+  return batch;
+}
+
+void Reader::Watch(const std::vector<IdRange>& gaps) {
+  const auto now = std::chrono::steady_clock::now();
+  for (const IdRange& g : gaps) watched_.push_back({g, now});
+  if (watched_.size() > kMaxWatched) {
+    const size_t drop = watched_.size() - kMaxWatched;
+    fmt::print(stderr, "rewind: more than {} gaps in the ids are watched; giving up the {} oldest\n",
+               kMaxWatched, drop);
+    gaps_given_up_ += drop;
+    watched_.erase(watched_.begin(), watched_.begin() + static_cast<long>(drop));
+  }
+}
+
+Result<std::unique_ptr<Batch>> Reader::Next() {
+  if (queued_check_) {
+    const GapCheck kind = *queued_check_;
+    queued_check_.reset();
+    if (!watched_.empty()) return ReadGaps(kind);
+  }
+  if (after_id_ >= head_id_) return std::unique_ptr<Batch>();
+  std::unique_ptr<Batch> batch = NewBatch();
+  batch->after_id = after_id_;
   batch->raw.reserve(options_.batch_size);
-  const std::string sql =
-      fmt::format("{}{} AND {} <= {} ORDER BY {} LIMIT {}", query_prefix_, after_id_,
-                  QuoteIdentifier(options_.events.id_column), head_id_,
-                  QuoteIdentifier(options_.events.id_column), options_.batch_size);
-  int64_t last_id = after_id_;
+  const std::string id = QuoteIdentifier(options_.events.id_column);
+  const std::string lower = after_id_ == kBeforeFirstId ? std::string("TRUE")
+                                                        : fmt::format("{} > {}", id, IdText(after_id_));
+  const std::string sql = fmt::format("{} WHERE {} AND {} <= {} ORDER BY {} LIMIT {}", select_,
+                                      lower, id, IdText(head_id_), id, options_.batch_size);
+  EventId last_id = after_id_;
   Status s;
   for (int attempt = 0;; ++attempt) {
     last_id = after_id_;
     batch->rows_read = batch->skipped = 0;
     batch->raw.clear();
+    batch->gaps.clear();
     batch->payloads.clear();
     s = ReadPage(sql, *batch, last_id);
     if (s.code() != Status::Code::kConnection || attempt >= kMaxReconnects) break;
@@ -83,12 +143,15 @@ Result<std::unique_ptr<Batch>> Reader::Next() {
                s.message(), attempt + 1);
     if (Status r = connection_->ReconnectAfterBackoff(attempt); !r.ok()) s = r;
   }
-  if (!s.ok()) return s.With(fmt::format("reading events after id {}", after_id_));
-  if (batch->rows_read == 0) {  // nothing left below the head
-    after_id_ = head_id_;
-    return std::unique_ptr<Batch>();
+  if (!s.ok()) return s.With(fmt::format("reading events after id {}", IdText(after_id_)));
+  if (batch->rows_read < options_.batch_size) {
+    // The page ended below the limit: the batch covers everything up to the head, and
+    // any id between its last row and the head is missing (for now).
+    if (last_id < head_id_) batch->gaps.push_back({last_id + 1, head_id_});
+    last_id = head_id_;
   }
-  last_payload_bytes_ = batch->payloads.size();
+  Watch(batch->gaps);
+  last_payload_bytes_ = std::max(last_payload_bytes_, batch->payloads.size());
   batch->payloads.append(simdjson::SIMDJSON_PADDING, '\0');
   batch->last_id = last_id;
   batch->sequence = next_sequence_++;
@@ -96,19 +159,100 @@ Result<std::unique_ptr<Batch>> Reader::Next() {
   return batch;
 }
 
-Status Reader::ReadPage(const std::string& sql, Batch& b, int64_t& last_id) {
+Status Reader::ReadPage(const std::string& sql, Batch& b, EventId& last_id) {
   Batch* batch = &b;
-  return connection_->Stream(sql, [&](char** values, unsigned long* lengths) {
-    last_id = std::strtoll(values[0], nullptr, 10);
+  Status bad_id;
+  Status s = connection_->Stream(sql, [&](char** values, unsigned long* lengths) {
+    const std::optional<EventId> id = ParseEventId(std::string_view(values[0], lengths[0]));
+    if (!id) {
+      bad_id = Status::InvalidInput(fmt::format("event id '{}' is not an integer",
+                                                std::string_view(values[0], lengths[0])));
+      return;
+    }
+    if (*id > last_id + 1) batch->gaps.push_back({last_id + 1, *id - 1});
+    last_id = *id;
     ++batch->rows_read;
     if (values[1] == nullptr) {
       ++batch->skipped;
       return;
     }
-    batch->raw.push_back(RawEvent{last_id, static_cast<uint32_t>(batch->payloads.size()),
+    batch->raw.push_back(RawEvent{*id, static_cast<uint32_t>(batch->payloads.size()),
                                   static_cast<uint32_t>(lengths[1])});
     batch->payloads.append(values[1], lengths[1]);
   });
+  return s.ok() ? bad_id : s;
+}
+
+Result<std::unique_ptr<Batch>> Reader::ReadGaps(GapCheck kind) {
+  std::unique_ptr<Batch> batch = NewBatch();
+  batch->late = true;
+  batch->after_id = batch->last_id = kBeforeFirstId;
+  const std::string id = QuoteIdentifier(options_.events.id_column);
+  std::vector<EventId> found;
+  constexpr size_t kRangesPerQuery = 500;
+  for (size_t from = 0; from < watched_.size(); from += kRangesPerQuery) {
+    std::string where;
+    for (size_t i = from; i < std::min(watched_.size(), from + kRangesPerQuery); ++i) {
+      const IdRange& r = watched_[i].range;
+      where += fmt::format("{}{} BETWEEN {} AND {}", where.empty() ? "" : " OR ", id,
+                           IdText(r.lo), IdText(r.hi));
+    }
+    const std::string sql = fmt::format("{} WHERE {} ORDER BY {}", select_, where, id);
+    Status s;
+    for (int attempt = 0;; ++attempt) {
+      const size_t raw_before = batch->raw.size(), found_before = found.size();
+      const size_t bytes_before = batch->payloads.size();
+      const uint64_t rows_before = batch->rows_read, skipped_before = batch->skipped;
+      s = connection_->Stream(sql, [&](char** values, unsigned long* lengths) {
+        const std::optional<EventId> got = ParseEventId(std::string_view(values[0], lengths[0]));
+        if (!got) return;
+        found.push_back(*got);
+        ++batch->rows_read;
+        if (values[1] == nullptr) {
+          ++batch->skipped;
+          return;
+        }
+        batch->raw.push_back(RawEvent{*got, static_cast<uint32_t>(batch->payloads.size()),
+                                      static_cast<uint32_t>(lengths[1])});
+        batch->payloads.append(values[1], lengths[1]);
+      });
+      if (s.code() != Status::Code::kConnection || attempt >= kMaxReconnects) break;
+      batch->raw.resize(raw_before);
+      found.resize(found_before);
+      batch->payloads.resize(bytes_before);
+      batch->rows_read = rows_before;
+      batch->skipped = skipped_before;
+      if (Status r = connection_->ReconnectAfterBackoff(attempt); !r.ok()) s = r;
+    }
+    if (!s.ok()) return s.With("reading the ids watched for late commits");
+  }
+  late_events_ += found.size();
+  // What is settled now: the ids found, and, by the kind of check, the ranges that are
+  // final (under the lock) or were watched longer than the settle window.
+  for (EventId f : found) batch->settled.push_back({f, f});
+  const auto now = std::chrono::steady_clock::now();
+  const auto window = std::chrono::duration<double>(options_.settle_seconds);
+  std::vector<Watched> still;
+  for (const Watched& w : watched_) {
+    GapSet left;
+    left.Add(w.range);
+    for (EventId f : found) {
+      if (f >= w.range.lo && f <= w.range.hi) left.Subtract({f, f});
+    }
+    const bool expired = now - w.since >= window;
+    for (const IdRange& r : left.ranges()) {
+      if (kind == GapCheck::kFinal || expired) {
+        batch->settled.push_back(r);
+        if (kind != GapCheck::kFinal) ++gaps_given_up_;
+      } else {
+        still.push_back({r, w.since});
+      }
+    }
+  }
+  watched_.swap(still);
+  batch->payloads.append(simdjson::SIMDJSON_PADDING, '\0');
+  batch->sequence = next_sequence_++;
+  return batch;
 }
 
 }  // namespace rw

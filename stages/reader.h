@@ -1,23 +1,32 @@
-// Reader: keyset-paged reads of the event table into Batches.
+// Reader: keyset-paged reads of the event table into Batches, and the watch on gaps.
 //
 // Each Next() runs one `SELECT id, payload FROM <table> WHERE id > ? AND id <= <head>
-// ORDER BY id LIMIT n` on the primary key (never OFFSET, never ORDER BY an unindexed
+// ORDER BY id LIMIT n` on the id column (never OFFSET, never ORDER BY an unindexed
 // column) and streams it completely before returning, so no result stream stays open
 // while the pipeline applies backpressure. Events whose type no selected projector
-// handles come back with a NULL payload (the filter runs in the server, their payloads
-// never cross the wire) and are counted as skipped.
+// handles come back with a NULL payload (the filter runs in the server, byte for byte,
+// their payloads never cross the wire) and are counted as skipped.
+//
+// Gaps: every id missing in a range the reader covered is watched (see stages/gaps.h).
+// After QueueGapCheck(), the next Next() returns a *late* batch first: the watched ids
+// that have appeared since, read again, and the ranges that are settled now. A normal
+// check settles what it found and gives up ranges watched longer than the settle window;
+// a final check (under the cut-over's lock on the event table, when no insert is open)
+// settles every range.
 //
 // A lost connection (server restart) is retried: reconnect with backoff, reread the page.
 //
 // Thread safety: one thread at a time (the pipeline's source node).
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "stages/batch.h"
 #include "stages/connection.h"
+#include "stages/gaps.h"
 
 namespace rw {
 
@@ -26,53 +35,79 @@ struct EventTableOptions {
   std::string id_column = "id";
   std::string type_column = "eventClass";
   std::string payload_column = "payload";
-  // The event class that PageVisit projectors handle.
+  // The event class that PageVisit projectors handle (compared byte for byte).
   std::string page_visited_class = "App\\Analytics\\PageVisited";
 };
 
 struct ReaderOptions {
   EventTableOptions events;
-  // Events per batch. Larger batches amortise per-batch work; memory in flight is
+  // Events per batch. Larger batches amortises per-batch work; memory in flight is
   // about batch_size x max_in_flight x payload size.
   size_t batch_size = 20000;
-  int64_t start_after_id = 0;  // resume point: read ids > this
-  int64_t head_id = 0;         // read ids <= this (the head when the run started)
+  EventId start_after_id = kBeforeFirstId;  // resume point: read ids > this
+  EventId head_id = kBeforeFirstId;         // read ids <= this
+  GapSet watched;                           // gaps left open by an interrupted run
+  double settle_seconds = 60;               // a gap is given up after this long
 };
+
+enum class GapCheck { kRecheck, kFinal };
 
 class Reader {
  public:
-  // Validates that the table and columns exist. Takes ownership of the connection.
+  // Validates the event table (CheckEventTable). Takes ownership of the connection.
   static Result<std::unique_ptr<Reader>> Make(std::unique_ptr<Connection> connection,
                                               const ReaderOptions& options);
 
-  // The next batch, or nullptr when every id up to head_id has been read.
+  // The next batch, or nullptr when every id up to head_id has been read and no gap
+  // check is queued.
   Result<std::unique_ptr<Batch>> Next();
 
-  int64_t position() const { return after_id_; }
+  EventId position() const { return after_id_; }
+  EventId head() const { return head_id_; }
   uint64_t next_sequence() const { return next_sequence_; }
-  // Moves the end of the range (follow mode: new events were appended).
-  // REQUIRES: head_id >= the current head.
-  void ExtendHead(int64_t head_id) { head_id_ = head_id; }
+  // Moves the end of the range (new events were appended). REQUIRES: >= the current head.
+  void ExtendHead(EventId head_id) { head_id_ = head_id; }
+  // The next Next() returns a late batch first (see above).
+  void QueueGapCheck(GapCheck kind) { queued_check_ = kind; }
+
+  size_t watched_gaps() const { return watched_.size(); }
+  uint64_t late_events() const { return late_events_; }
+  uint64_t gaps_given_up() const { return gaps_given_up_; }
+  Connection& connection() { return *connection_; }
 
  private:
+  struct Watched {
+    IdRange range;
+    std::chrono::steady_clock::time_point since;
+  };
   Reader(std::unique_ptr<Connection> c, const ReaderOptions& o);
-  Status ReadPage(const std::string& sql, Batch& batch, int64_t& last_id);
+  Status ReadPage(const std::string& sql, Batch& batch, EventId& last_id);
+  Result<std::unique_ptr<Batch>> ReadGaps(GapCheck kind);
+  std::unique_ptr<Batch> NewBatch();
+  void Watch(const std::vector<IdRange>& gaps);
   static constexpr int kMaxReconnects = 8;  // ~1 minute of backoff in all
+  static constexpr size_t kMaxWatched = 100'000;  // ranges; beyond, the oldest are given up
 
   std::unique_ptr<Connection> connection_;
   const ReaderOptions options_;
-  int64_t head_id_;
-  std::string query_prefix_;  // everything before the id bound
-  int64_t after_id_;
+  EventId head_id_;
+  std::string select_;  // SELECT id, payload-or-NULL FROM table
+  EventId after_id_;
   uint64_t next_sequence_ = 0;
   size_t last_payload_bytes_ = 0;  // to reserve the next batch's buffer in one go
   const std::shared_ptr<BufferPool> pool_ = std::make_shared<BufferPool>();
+  std::vector<Watched> watched_;  // in the order they were seen
+  std::optional<GapCheck> queued_check_;
+  uint64_t late_events_ = 0;
+  uint64_t gaps_given_up_ = 0;
 };
 
-// The highest event id in the table (0 when it is empty): where a run stops reading.
-Result<int64_t> ReadHeadId(Connection& connection, const EventTableOptions& events);
+// The highest event id in the table (kBeforeFirstId when it is empty).
+Result<EventId> ReadHeadId(Connection& connection, const EventTableOptions& events);
 
-// Checks that the event table and its configured columns exist; a clear message if not.
+// Checks the event table before any work: it exists; the type and payload columns exist;
+// the id column is an integer type, NOT NULL and unique (the primary key or a one-column
+// unique index). A clear message naming the problem otherwise.
 Status CheckEventTable(Connection& connection, const EventTableOptions& events);
 
 }  // namespace rw

@@ -265,7 +265,7 @@ TEST(FollowTest, AppliesAppendedEventsExactly) {
   ro.progress = ProgressMode::kQuiet;
   std::atomic<bool> stop{false};
   ReplaySummary sum;
-  ASSERT_TRUE(EnsureBookkeepingTables(*c).ok());
+  ASSERT_TRUE(checkpoint_store::Ensure(*c).ok());
   std::thread follower([&] { sum = Replay(ro, std::move(*SelectProjectors(ro)), stop); });
   auto wait_until = [&](const std::string& sql, int64_t want) {
     for (int i = 0; i < 600 && Count(*c, sql) != want; ++i) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 
@@ -48,10 +49,11 @@ TEST(Options, BadInputIsAClearError) {
   auto e = Env({{"REWIND_CONFIG", "/dev/null"}});
   auto a = ParseCommandLine({"replay", "--batch-size", "lots"}, e);
   ASSERT_FALSE(a.ok());
-  EXPECT_NE(a.status().message().find("--batch-size expects a number"), std::string::npos);
+  EXPECT_NE(a.status().message().find("--batch-size expects a whole number"), std::string::npos);
   auto b = ParseCommandLine({"replay", "--frobnicate", "1"}, e);
   ASSERT_FALSE(b.ok());
-  EXPECT_NE(b.status().message().find("unknown option 'frobnicate'"), std::string::npos);
+  EXPECT_NE(b.status().message().find("unknown option '--frobnicate'"), std::string::npos)
+      << b.status().message();
   auto c = ParseCommandLine({"rebuild"}, e);
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("unknown command 'rebuild'"), std::string::npos);
@@ -67,6 +69,151 @@ TEST(Options, HelpIsTheDefaultCommand) {
   ASSERT_TRUE(cl.ok());
   EXPECT_EQ(cl->command, "help");
   EXPECT_NE(HelpText().find("rewind replay --all"), std::string::npos);
+}
+
+// Each of these was a bug of the hand-written parser (issue 8, section 4).
+TEST(Options, ValuesAreCheckedWhateverTheirSource) {
+  auto e = Env({{"REWIND_CONFIG", "/dev/null"}});
+  auto refused = [&](std::vector<std::string> args, const std::string& why) {
+    auto cl = ParseCommandLine(args, e);
+    EXPECT_FALSE(cl.ok()) << args.back();
+    if (!cl.ok()) EXPECT_NE(cl.status().message().find(why), std::string::npos) << cl.status().message();
+  };
+  refused({"replay", "--bogus"}, "unknown option '--bogus'");
+  refused({"replay", "--batch-size", "4294967296"}, "--batch-size must be between 1 and 1000000");
+  refused({"replay", "--batch-size", "0"}, "--batch-size must be between");
+  refused({"replay", "--batch-size", "-5"}, "--batch-size expects a whole number");
+  refused({"replay", "--poll", "nan"}, "--poll expects seconds");
+  refused({"replay", "--poll", "inf"}, "--poll expects seconds");
+  refused({"replay", "--poll", "1e-12"}, "--poll must be between 0.01 and 3600");
+  refused({"replay", "--port", "70000"}, "--port must be between 1 and 65535");
+  refused({"replay", "--port", "0"}, "--port must be between 1 and 65535");
+  refused({"replay", "--progress", "loud"}, "--progress expects auto, bar, plain or none");
+}
+
+TEST(Options, PasswordFlagNeverSwallowsTheNextWord) {
+  auto e = Env({{"REWIND_CONFIG", "/dev/null"}});
+  auto prompt = ParseCommandLine({"replay", "-p", "visits_per_day"}, e);
+  ASSERT_TRUE(prompt.ok()) << prompt.status().message();
+  EXPECT_TRUE(prompt->prompt_password);
+  EXPECT_EQ(prompt->options.projectors, std::vector<std::string>{"visits_per_day"});
+  auto attached = ParseCommandLine({"replay", "-psecret", "--all"}, e);
+  ASSERT_TRUE(attached.ok());
+  EXPECT_FALSE(attached->prompt_password);
+  EXPECT_EQ(attached->options.connection.password, "secret");
+  auto long_form = ParseCommandLine({"replay", "--password=a b#c", "--password", "--all"}, e);
+  ASSERT_TRUE(long_form.ok());
+  EXPECT_TRUE(long_form->prompt_password);  // the last one asks
+  auto given = ParseCommandLine({"replay", "--password", "--password=x y", "--all"}, e);
+  ASSERT_TRUE(given.ok());
+  EXPECT_FALSE(given->prompt_password);
+  EXPECT_EQ(given->options.connection.password, "x y");
+}
+
+TEST(Options, ScrubsThePasswordFromArgv) {
+  std::string a0 = "rewind", a1 = "replay", a2 = "--password=hunter2", a3 = "-phunter3", a4 = "--all";
+  char* argv[] = {a0.data(), a1.data(), a2.data(), a3.data(), a4.data()};
+  ScrubPasswordFromArgv(5, argv);
+  EXPECT_EQ(std::string(argv[2]), "--password=xxxxxxx");
+  EXPECT_EQ(std::string(argv[3]), "-pxxxxxxx");
+  EXPECT_EQ(std::string(argv[4]), "--all");
+}
+
+TEST(Options, ConfigFileKeepsHashesQuotesBomAndBooleans) {
+  const std::string path = ::testing::TempDir() + "/rewind_options_bom.conf";
+  std::ofstream(path) << "\xEF\xBB\xBFpassword = ab#cd\n  # a comment\nuser = \"quoted user\"\n"
+                         "follow = true\nstop-on-failure = no\nresume = 1\ndatabase = 'db'\n";
+  auto cl = ParseCommandLine({"replay", "--all", "--config", path}, Env({}));
+  ASSERT_TRUE(cl.ok()) << cl.status().message();
+  EXPECT_EQ(cl->options.connection.password, "ab#cd");
+  EXPECT_EQ(cl->options.connection.user, "quoted user");
+  EXPECT_EQ(cl->options.connection.database, "db");
+  EXPECT_TRUE(cl->options.follow);
+  EXPECT_TRUE(cl->options.resume);
+  EXPECT_FALSE(cl->options.stop_on_failure);
+  EXPECT_EQ(cl->config_path, path);
+  std::ofstream(path) << "follow = perhaps\n";
+  auto bad = ParseCommandLine({"replay", "--config", path}, Env({}));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find(path + ":1"), std::string::npos) << bad.status().message();
+  std::ofstream(path) << "bogus = 1\n";
+  auto unknown = ParseCommandLine({"replay", "--config", path}, Env({}));
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("unknown key 'bogus'"), std::string::npos);
+  auto dir = ParseCommandLine({"replay", "--config", ::testing::TempDir()}, Env({}));
+  ASSERT_FALSE(dir.ok());
+  EXPECT_NE(dir.status().message().find("is a directory"), std::string::npos);
+  std::remove(path.c_str());
+}
+
+TEST(Options, ConfigIsNeverReadFromTheCurrentDirectory) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / "rewind_cwd_config";
+  fs::create_directories(dir / "config");
+  std::ofstream(dir / "rewind.conf") << "stats-json = /tmp/overwritten-by-a-stranger\n";
+  std::ofstream(dir / "config" / "rewind.conf") << "stats-json = /tmp/overwritten-by-a-stranger\n";
+  const fs::path old = fs::current_path();
+  fs::current_path(dir);
+  auto cl = ParseCommandLine({"replay", "--all"}, Env({{"HOME", dir.string() + "/nohome"}}));
+  fs::current_path(old);
+  ASSERT_TRUE(cl.ok()) << cl.status().message();
+  EXPECT_EQ(cl->options.stats_json, "");
+  EXPECT_EQ(cl->config_path.find(dir.string()), std::string::npos) << cl->config_path;
+  // The user's XDG config is a named place, and it is said which file was read.
+  fs::create_directories(dir / "xdg" / "rewind");
+  std::ofstream(dir / "xdg" / "rewind" / "rewind.conf") << "database = from_xdg\n";
+  auto xdg = ParseCommandLine({"replay", "--all"}, Env({{"XDG_CONFIG_HOME", (dir / "xdg").string()}}));
+  ASSERT_TRUE(xdg.ok()) << xdg.status().message();
+  EXPECT_EQ(xdg->options.connection.database, "from_xdg");
+  EXPECT_EQ(xdg->config_path, (dir / "xdg" / "rewind" / "rewind.conf").string());
+  fs::remove_all(dir);
+}
+
+// A server named by a stronger source wins, whichever kind (socket or host) it is.
+TEST(Options, TheServerNamedLastWinsInEveryCombination) {
+  const std::string path = ::testing::TempDir() + "/rewind_options_server.conf";
+  struct Case {
+    std::string file;
+    std::map<std::string, std::string> env;
+    std::vector<std::string> flags;
+    std::string socket, host;
+    unsigned port;
+  };
+  const Case cases[] = {
+      {"", {{"REWIND_SOCKET", "/env.sock"}}, {"--host", "db.flag"}, "", "db.flag", 0},
+      {"", {{"REWIND_SOCKET", "/env.sock"}}, {"--port", "3307"}, "", "127.0.0.1", 3307},
+      {"", {{"REWIND_HOST", "db.env"}, {"REWIND_PORT", "3310"}}, {"--socket", "/flag.sock"}, "/flag.sock", "", 0},
+      {"socket = /file.sock\n", {{"REWIND_HOST", "db.env"}}, {}, "", "db.env", 0},
+      {"host = db.file\nport = 3311\n", {{"MYSQL_UNIX_PORT", "/env.sock"}}, {}, "/env.sock", "", 0},
+      {"socket = /file.sock\n", {}, {"--host=db.flag", "--port=3312"}, "", "db.flag", 3312},
+      {"host = db.file\n", {}, {"-S", "/flag.sock"}, "/flag.sock", "", 0},
+      {"", {{"REWIND_SOCKET", "/env.sock"}}, {}, "/env.sock", "", 0},
+  };
+  for (const Case& c : cases) {
+    std::ofstream(path) << c.file;
+    std::vector<std::string> args = {"status", "--config", path};
+    args.insert(args.end(), c.flags.begin(), c.flags.end());
+    auto cl = ParseCommandLine(args, Env(c.env));
+    ASSERT_TRUE(cl.ok()) << cl.status().message();
+    SCOPED_TRACE(c.file + " / " + (c.flags.empty() ? std::string() : c.flags[0]));
+    EXPECT_EQ(cl->options.connection.socket, c.socket);
+    EXPECT_EQ(cl->options.connection.host, c.host);
+    EXPECT_EQ(cl->options.connection.port, c.port);
+  }
+  std::ofstream(path) << "";
+  auto both = ParseCommandLine({"status", "--config", path, "--socket", "/a", "--host", "b"}, Env({}));
+  ASSERT_FALSE(both.ok());
+  EXPECT_NE(both.status().message().find("both a socket and a host"), std::string::npos);
+  std::remove(path.c_str());
+}
+
+TEST(Options, HelpListsEveryExitCode) {
+  const std::string help = HelpText();
+  for (const char* code : {"  0 ", "  1 ", "  2 ", "  3 ", "  4 ", "  5 ", "  6 ", "  130 "}) {
+    EXPECT_NE(help.find(code), std::string::npos) << code;
+  }
+  EXPECT_NE(help.find("--cutover-timeout"), std::string::npos);
+  EXPECT_NE(help.find("REWIND_SOCKET"), std::string::npos);
 }
 
 }  // namespace

@@ -83,7 +83,7 @@ TEST_F(PipelineTest, OrderIsKeptUnderParallelDecoding) {
   std::vector<int64_t> seen;
   std::vector<std::unique_ptr<Projector>> ps;
   ps.push_back(std::make_unique<ProbeProjector>("probe_order", &seen, ProbeProjector::Behaviour{}));
-  ps.push_back(AllProjectors()[7].make());  // sessions_per_day: order-dependent
+  ps.push_back(MakeProjector("sessions_per_day"));  // sessions_per_day: order-dependent
   std::atomic<bool> stop{false};
   ReplaySummary sum = Replay(o, std::move(ps), stop);
   ASSERT_TRUE(sum.status.ok()) << sum.status.message();
@@ -107,7 +107,7 @@ TEST_F(PipelineTest, MemoryStaysBoundedWithASlowProjector) {
   std::vector<std::unique_ptr<Projector>> ps;
   ps.push_back(std::make_unique<ProbeProjector>("probe_slow", nullptr,
                                                 ProbeProjector::Behaviour{std::chrono::milliseconds(15)}));
-  ps.push_back(AllProjectors()[2].make());  // a fast one beside it
+  ps.push_back(MakeProjector("visits_per_day"));  // a fast one beside it
   std::atomic<bool> stop{false}, done{false};
   int64_t peak_live = 0;
   const int64_t before = Batch::live_batches().load();
@@ -133,21 +133,21 @@ TEST_F(PipelineTest, MemoryStaysBoundedWithASlowProjector) {
 TEST_F(PipelineTest, AFlushThatWaitsForALockIsRetriedAndCommitsOnce) {
   auto c = Connect(options_);
   ASSERT_TRUE(c);
-  ASSERT_TRUE(c->Execute("DROP TABLE IF EXISTS lock_probe, lock_probe_checkpoints").ok());
+  ASSERT_TRUE(c->Execute("DROP TABLE IF EXISTS lock_probe").ok());
   ASSERT_TRUE(c->Execute("CREATE TABLE lock_probe (`date` DATE NOT NULL PRIMARY KEY, "
                          "`count` BIGINT NOT NULL)").ok());
-  ASSERT_TRUE(c->Execute("CREATE TABLE lock_probe_checkpoints (projector VARCHAR(64) PRIMARY KEY, "
-                         "last_event_id BIGINT NOT NULL, events_applied BIGINT NOT NULL, "
-                         "rows_written BIGINT NOT NULL, updated_at DATETIME(6) NULL)").ok());
-  ASSERT_TRUE(c->Execute("INSERT INTO lock_probe_checkpoints VALUES ('lock_probe', 0, 0, 0, NULL)").ok());
+  ASSERT_TRUE(checkpoint_store::Ensure(*c).ok());
+  Checkpoint cp;
+  cp.projector = cp.target_table = cp.live_table = "lock_probe";
+  cp.status = "building";
+  cp.run_id = "lock-probe";
+  ASSERT_TRUE(checkpoint_store::Start(*c, cp).ok());
 
   Result<std::unique_ptr<Connection>> rc = Connection::Open(options_);
   ASSERT_TRUE(rc.ok()) << rc.status().message();
   ASSERT_TRUE((*rc)->Execute("SET SESSION innodb_lock_wait_timeout = 1").ok());  // fail fast
   RunnerOptions ro;
   ro.target_table = "lock_probe";
-  ro.checkpoint_table = "lock_probe_checkpoints";
-  ro.checkpoint_key = "lock_probe";
   auto runner = ProjectorRunner::Make(
       std::make_unique<ProbeProjector>("lock_probe", nullptr, ProbeProjector::Behaviour{}),
       std::move(*rc), ro);
@@ -169,7 +169,7 @@ TEST_F(PipelineTest, AFlushThatWaitsForALockIsRetriedAndCommitsOnce) {
   auto holder = Connect(options_);
   ASSERT_TRUE(holder);
   ASSERT_TRUE(holder->Execute("START TRANSACTION").ok());
-  ASSERT_TRUE(holder->Query("SELECT * FROM lock_probe_checkpoints FOR UPDATE").ok());
+  ASSERT_TRUE(holder->Query("SELECT * FROM rewind_checkpoints WHERE projector = 'lock_probe' FOR UPDATE").ok());
   std::thread release([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(2500));
     (void)holder->Execute("COMMIT");
@@ -181,9 +181,10 @@ TEST_F(PipelineTest, AFlushThatWaitsForALockIsRetriedAndCommitsOnce) {
   // Committed exactly once: the timed-out attempts left nothing behind.
   EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM lock_probe"), 2);
   EXPECT_EQ(Count(*c, "SELECT SUM(`count`) FROM lock_probe"), 3);
-  EXPECT_EQ(Count(*c, "SELECT last_event_id FROM lock_probe_checkpoints"), 3);
-  EXPECT_EQ(Count(*c, "SELECT events_applied FROM lock_probe_checkpoints"), 3);
-  ASSERT_TRUE(c->Execute("DROP TABLE lock_probe, lock_probe_checkpoints").ok());
+  EXPECT_EQ(Count(*c, "SELECT last_event_id FROM rewind_checkpoints WHERE projector = 'lock_probe'"), 3);
+  EXPECT_EQ(Count(*c, "SELECT events_applied FROM rewind_checkpoints WHERE projector = 'lock_probe'"), 3);
+  ASSERT_TRUE(c->Execute("DROP TABLE lock_probe").ok());
+  ASSERT_TRUE(checkpoint_store::Delete(*c, "lock_probe", "lock_probe").ok());
 }
 
 TEST_F(PipelineTest, AFailingProjectorStopsTheRunCleanly) {
@@ -201,7 +202,7 @@ TEST_F(PipelineTest, AFailingProjectorStopsTheRunCleanly) {
   ReplayOptions o = Options();
   o.batch_size = 1000;
   std::vector<std::unique_ptr<Projector>> ps;
-  ps.push_back(AllProjectors()[2].make());  // visits_per_day
+  ps.push_back(MakeProjector("visits_per_day"));  // visits_per_day
   ps.push_back(std::make_unique<ProbeProjector>("probe_fail", nullptr, ProbeProjector::Behaviour{{}, bad_id}));
   std::atomic<bool> stop{false};
   ReplaySummary sum = Replay(o, std::move(ps), stop);
@@ -211,11 +212,11 @@ TEST_F(PipelineTest, AFailingProjectorStopsTheRunCleanly) {
   EXPECT_NE(m.find("probe_fail threw"), std::string::npos) << m;
   EXPECT_NE(m.find("probe refuses this event"), std::string::npos) << m;
   // The message names the batch holding the event.
-  const size_t range = m.find("events ");
+  const size_t range = m.find("events after id ");
   ASSERT_NE(range, std::string::npos) << m;
-  const int64_t from = std::stoll(m.substr(range + 7));
-  const int64_t to = std::stoll(m.substr(m.find("..", range) + 2));
-  EXPECT_LE(from, bad_id);
+  const int64_t after = std::stoll(m.substr(range + 16));
+  const int64_t to = std::stoll(m.substr(m.find("up to ", range) + 6));
+  EXPECT_LT(after, bad_id);
   EXPECT_GE(to, bad_id);
   // The live table is as it was; the half-built shadow stays marked as building.
   EXPECT_EQ(Count(*c, "SELECT SUM(`count`) FROM visits_per_day"), live_total);

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "config/options.h"
+#include "projectors/projector.h"
 #include "scripts/generate/event_generator.h"
 #include "stages/connection.h"
 
@@ -24,6 +25,22 @@ inline ConnectionOptions ServerOptions() {
                      "private MariaDB and exports REWIND_SOCKET";
   }
   return o;
+}
+
+// A compiled read model, looked up by name (tests never depend on the registry's order).
+inline std::unique_ptr<Projector> MakeProjector(const std::string& name) {
+  for (const ProjectorInfo& info : AllProjectors()) {
+    if (info.name == name) return info.make();
+  }
+  ADD_FAILURE() << "no read model named " << name;
+  return nullptr;
+}
+
+// Every compiled read model's live table, from the registry.
+inline std::vector<std::string> AllTables() {
+  std::vector<std::string> out;
+  for (const ProjectorInfo& info : AllProjectors()) out.push_back(info.make()->table().name);
+  return out;
 }
 
 inline std::unique_ptr<Connection> Connect(const ConnectionOptions& o) {
@@ -48,7 +65,7 @@ inline ConnectionOptions FreshDatabase(const std::string& name) {
 }
 
 inline std::vector<AccessLogLine> AccessLog() {
-  auto log = ReadAccessLog(FindAccessLog(REWIND_SOURCE_DIR));
+  auto log = ReadAccessLog(FindAccessLog());
   EXPECT_TRUE(log.ok()) << log.status().message();
   return log.ok() ? *log : std::vector<AccessLogLine>{};
 }

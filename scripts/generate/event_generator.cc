@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <random>
 
 #include "projectors/civil_time.h"
@@ -199,41 +200,29 @@ std::string EventTableDdl(const std::string& table) {
 Status LoadEvents(Connection& c, const std::string& table, const GeneratorOptions& o,
                   const std::vector<AccessLogLine>& log) {
   if (Status s = c.Execute(EventTableDdl(table)); !s.ok()) return s;
-  const std::string dir = std::filesystem::temp_directory_path().string();
-  constexpr uint64_t kChunk = 500'000;  // bounded temp files and transactions
+  constexpr uint64_t kChunk = 100'000;  // bounded memory and transactions
   for (uint64_t done = 0; done < o.events; done += kChunk) {
     GeneratorOptions part = o;
     part.first_index = o.first_index + done;
     part.events = std::min(kChunk, o.events - done);
     part.total_for_spread = o.total_for_spread ? o.total_for_spread : o.first_index + o.events;
-    const std::string path = fmt::format("{}/rewind-events-{}-{}.tsv", dir, getpid(), done);
-    {
-      std::ofstream out(path, std::ios::binary);
-      WriteEventRows(part, log, out);
-      if (!out) return Status::Internal(fmt::format("cannot write {}", path));
-    }
-    Status s = c.Execute(fmt::format(
-        "LOAD DATA LOCAL INFILE {} INTO TABLE {} CHARACTER SET utf8mb4 FIELDS TERMINATED BY '\\t' "
-        "LINES TERMINATED BY '\\n' (uuid, eventClass, payload, createdAt)",
-        c.Quote(path), QuoteIdentifier(table)));
-    std::filesystem::remove(path);
+    std::ostringstream rows;
+    WriteEventRows(part, log, rows);
+    // Served from memory through rewind's own LOAD DATA handler: no temporary file.
+    Status s = c.LoadData(fmt::format("INTO TABLE {} CHARACTER SET utf8mb4 FIELDS TERMINATED BY "
+                                      "'\\t' LINES TERMINATED BY '\\n' (uuid, eventClass, payload, "
+                                      "createdAt)",
+                                      QuoteIdentifier(table)),
+                          rows.str());
     if (!s.ok()) return s.With("loading generated events");
   }
   return Status::Ok();
 }
 
-std::string FindAccessLog(const std::string& hint) {
-  if (const char* env = std::getenv("REWIND_ACCESS_LOG")) return env;
-  const std::string rel = "shared/data/apache-combined/access.log";
-  for (std::filesystem::path start : {std::filesystem::current_path(), std::filesystem::path(hint)}) {
-    if (start.empty()) continue;
-    for (auto p = std::filesystem::absolute(start); ; p = p.parent_path()) {
-      if (std::filesystem::exists(p / rel)) return (p / rel).string();
-      if (std::filesystem::exists(p / ".." / rel)) return (p / ".." / rel).lexically_normal().string();
-      if (p == p.parent_path()) break;
-    }
-  }
-  return "../" + rel;
+std::string FindAccessLog() {
+  if (const char* env = std::getenv("REWIND_ACCESS_LOG"); env != nullptr && *env != '\0') return env;
+  // The fixture ships inside the repository; the build knows where its sources are.
+  return std::string(REWIND_SOURCE_DIR) + "/tests/data/apache-combined/access.log";
 }
 
 }  // namespace rw

@@ -51,8 +51,8 @@ std::string EventTableDdl(const std::string& table);
 Status LoadEvents(Connection& connection, const std::string& table,
                   const GeneratorOptions& options, const std::vector<AccessLogLine>& log);
 
-// The access log shipped in shared/: $REWIND_ACCESS_LOG, else found by walking up from
-// the current directory and from `hint` to `shared/data/apache-combined/access.log`.
-std::string FindAccessLog(const std::string& hint = "");
+// The access log fixture: $REWIND_ACCESS_LOG, else the copy inside this repository
+// (tests/data/apache-combined/access.log, see SOURCE.md there for its origin and licence).
+std::string FindAccessLog();
 
 }  // namespace rw

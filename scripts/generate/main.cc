@@ -1,5 +1,5 @@
 // rewind-gen: fills an event table with sample PageVisited events built from the real
-// access log in shared/. See `rewind-gen --help`.
+// access log in tests/data/apache-combined/. See `rewind-gen --help`.
 #include <fmt/core.h>
 
 #include <cstdlib>
@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "rewind-gen: {}\n", cl.status().message());
     return 2;
   }
-  const std::string log_path = FindAccessLog(argv[0]);
+  const std::string log_path = FindAccessLog();
   Result<std::vector<AccessLogLine>> log = ReadAccessLog(log_path);
   if (!log.ok()) {
     fmt::print(stderr, "rewind-gen: {}\n", log.status().message());

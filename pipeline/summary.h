@@ -1,0 +1,53 @@
+// ReplaySummary: what one run did, per read model and in total; printed as text at the
+// end of a run and written as JSON with --stats-json (one JSON writer for every command:
+// nlohmann::json).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "projectors/event_id.h"
+#include "projectors/status.h"
+
+namespace rw {
+
+struct ProjectorSummary {
+  std::string name;
+  std::string table;
+  EventId resumed_after = kBeforeFirstId;  // checkpoint it started from
+  uint64_t events_applied = 0;
+  uint64_t rows_written = 0;
+  uint64_t flushes = 0;
+  uint64_t retries = 0;
+  uint64_t late_applied = 0;
+  double apply_seconds = 0, flush_seconds = 0;
+};
+
+struct ReplaySummary {
+  Status status;
+  bool swapped = false;
+  bool interrupted = false;
+  bool cutover_gave_up = false;  // the cut-over could not get its locks in time
+  std::string run_id;
+  EventId head_id = kBeforeFirstId;
+  uint64_t events_read = 0;  // every event in the id range, skipped ones included
+  uint64_t skipped = 0;      // events of types no selected read model handles
+  uint64_t failures = 0;     // events recorded in rewind_failures
+  uint64_t late_events = 0;  // events that committed after a higher id was read
+  uint64_t gaps_given_up = 0;
+  uint64_t catch_up_events = 0;      // appended while the rebuild ran, applied before the swap
+  double writers_held_seconds = 0;   // how long the cut-over held inserts off the event table
+  int cutover_attempts = 0;
+  int64_t peak_in_flight = 0;
+  double seconds = 0;
+  std::vector<ProjectorSummary> projectors;
+
+  // 0 ok, 3 swapped with failures, 6 cut-over gave up, 1 error; the caller maps
+  // interruptions to 128+signal.
+  int ExitCode() const;
+  std::string Text() const;
+  std::string Json() const;
+};
+
+}  // namespace rw

@@ -1,0 +1,314 @@
+#include "stages/checkpoint_store.h"
+
+#include <fmt/core.h>
+
+namespace rw {
+namespace {
+
+const char* const kCheckpointsDdl =
+    "CREATE TABLE IF NOT EXISTS rewind_checkpoints ("
+    "projector VARCHAR(64) NOT NULL, "
+    "target_table VARCHAR(64) NOT NULL, "
+    "live_table VARCHAR(64) NOT NULL, "
+    "status VARCHAR(16) NOT NULL, "
+    "run_id VARCHAR(64) NOT NULL, "
+    "source VARCHAR(64) NOT NULL DEFAULT '', "
+    "last_event_id DECIMAL(21,0) NOT NULL, "
+    "gaps MEDIUMTEXT NOT NULL DEFAULT '', "
+    "head_event_id DECIMAL(21,0) NOT NULL, "
+    "events_applied BIGINT UNSIGNED NOT NULL DEFAULT 0, "
+    "rows_written BIGINT UNSIGNED NOT NULL DEFAULT 0, "
+    "late_events BIGINT UNSIGNED NOT NULL DEFAULT 0, "
+    "gaps_given_up BIGINT UNSIGNED NOT NULL DEFAULT 0, "
+    "started_at DATETIME(6) NULL, updated_at DATETIME(6) NULL, "
+    "finished_at DATETIME(6) NULL, seconds DOUBLE NULL, events_per_second DOUBLE NULL, "
+    "PRIMARY KEY (projector, target_table)"
+    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin";
+
+const char* const kFailuresDdl =
+    "CREATE TABLE IF NOT EXISTS rewind_failures ("
+    "id BIGINT AUTO_INCREMENT PRIMARY KEY, run_id VARCHAR(64) NOT NULL, "
+    "event_id DECIMAL(21,0) NOT NULL, stage VARCHAR(64) NOT NULL, reason TEXT NOT NULL, "
+    "excerpt VARBINARY(255) NULL, "
+    "recorded_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), "
+    "KEY (run_id), KEY (event_id)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4";
+
+// Version 1 (rewind before the schema table): checkpoints keyed by projector alone, with a
+// building_table column and BIGINT ids; failures with BIGINT event ids and no excerpt.
+const char* const kMigrateFrom1[] = {
+    "ALTER TABLE rewind_checkpoints ADD COLUMN target_table VARCHAR(64) NOT NULL DEFAULT '' "
+    "AFTER projector",
+    "UPDATE rewind_checkpoints SET target_table = IF(status = 'building' AND building_table IS "
+    "NOT NULL, building_table, live_table), projector = SUBSTRING_INDEX(projector, '@', 1)",
+    "ALTER TABLE rewind_checkpoints DROP PRIMARY KEY, ADD PRIMARY KEY (projector, target_table), "
+    "DROP COLUMN building_table, "
+    "ADD COLUMN source VARCHAR(64) NOT NULL DEFAULT '' AFTER run_id, "
+    "MODIFY last_event_id DECIMAL(21,0) NOT NULL, "
+    "ADD COLUMN gaps MEDIUMTEXT NOT NULL DEFAULT '' AFTER last_event_id, "
+    "MODIFY head_event_id DECIMAL(21,0) NOT NULL, "
+    "ADD COLUMN late_events BIGINT UNSIGNED NOT NULL DEFAULT 0 AFTER rows_written, "
+    "ADD COLUMN gaps_given_up BIGINT UNSIGNED NOT NULL DEFAULT 0 AFTER late_events, "
+    "CONVERT TO CHARACTER SET utf8mb4 COLLATE utf8mb4_bin",
+    "ALTER TABLE rewind_failures MODIFY event_id DECIMAL(21,0) NOT NULL, "
+    "ADD COLUMN excerpt VARBINARY(255) NULL AFTER reason",
+};
+
+Result<bool> Exists(Connection& c, const char* table) {
+  Result<std::optional<std::string>> v = c.QueryValue(fmt::format(
+      "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND "
+      "TABLE_NAME = '{}'",
+      table));
+  if (!v.ok()) return v.status();
+  return *v && **v != "0";
+}
+
+std::string Hex(std::string_view bytes) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out = "X'";
+  for (unsigned char b : bytes) {
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+  }
+  return out + "'";
+}
+
+EventId IdOr(const std::optional<std::string>& v, EventId fallback) {
+  if (!v) return fallback;
+  return ParseEventId(*v).value_or(fallback);
+}
+
+Checkpoint FromRow(const std::vector<std::optional<std::string>>& r) {
+  Checkpoint cp;
+  cp.projector = r[0].value_or("");
+  cp.target_table = r[1].value_or("");
+  cp.live_table = r[2].value_or("");
+  cp.status = r[3].value_or("");
+  cp.run_id = r[4].value_or("");
+  cp.source = r[5].value_or("");
+  cp.last_event_id = IdOr(r[6], kBeforeFirstId);
+  cp.gaps = GapSet::Parse(r[7].value_or("")).value_or(GapSet());
+  cp.head_event_id = IdOr(r[8], kBeforeFirstId);
+  return cp;
+}
+
+const char* const kCheckpointColumns =
+    "projector, target_table, live_table, status, run_id, source, last_event_id, gaps, "
+    "head_event_id";
+
+}  // namespace
+
+std::string ValidUtf8(std::string_view s, size_t max_bytes) {
+  std::string out;
+  out.reserve(std::min(s.size(), max_bytes) + 4);
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    size_t len = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
+    bool ok = len > 0 && i + len <= s.size();
+    for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) >> 6) == 2;
+    if (ok && len == 2) ok = b >= 0xC2;
+    if (ok && len == 3) {
+      const auto b1 = static_cast<unsigned char>(s[i + 1]);
+      ok = !(b == 0xE0 && b1 < 0xA0) && !(b == 0xED && b1 >= 0xA0);  // overlong, surrogates
+    }
+    if (ok && len == 4) {
+      const auto b1 = static_cast<unsigned char>(s[i + 1]);
+      ok = b <= 0xF4 && !(b == 0xF0 && b1 < 0x90) && !(b == 0xF4 && b1 >= 0x90);
+    }
+    const std::string_view piece = ok ? s.substr(i, len) : std::string_view("\xEF\xBF\xBD");
+    if (out.size() + piece.size() > max_bytes) {
+      out += "...";
+      return out;
+    }
+    out += piece;
+    i += ok ? len : 1;
+  }
+  return out;
+}
+
+namespace checkpoint_store {
+
+Result<int> Version(Connection& c) {
+  Result<bool> schema = Exists(c, kSchemaTable);
+  if (!schema.ok()) return schema.status();
+  if (*schema) {
+    Result<std::optional<std::string>> v =
+        c.QueryValue("SELECT version FROM rewind_schema WHERE id = 1");
+    if (!v.ok()) return v.status();
+    return *v ? std::stoi(**v) : 0;
+  }
+  Result<bool> old = Exists(c, kCheckpointTable);
+  if (!old.ok()) return old.status();
+  return *old ? 1 : 0;
+}
+
+Status Ensure(Connection& c) {
+  Result<int> version = Version(c);
+  if (!version.ok()) return version.status();
+  if (*version == kSchemaVersion) return Status::Ok();
+  if (*version > kSchemaVersion) {
+    return Status::InvalidInput(fmt::format(
+        "rewind's bookkeeping tables in this database have layout version {}, made by a newer "
+        "rewind; this one knows up to {}: use the newer rewind",
+        *version, kSchemaVersion));
+  }
+  // One rewind migrates at a time: the others wait here, then find the work done.
+  const std::string lock =
+      c.Quote(fmt::format("rewind-schema:{}", c.options().database).substr(0, 64));
+  Result<std::optional<std::string>> got = c.QueryValue(fmt::format("SELECT GET_LOCK({}, 60)", lock));
+  if (!got.ok()) return got.status();
+  if (!*got || **got != "1") {
+    return Status::Error(Status::Code::kBusy, "another rewind is migrating the bookkeeping tables");
+  }
+  auto release = [&] { (void)c.Execute(fmt::format("DO RELEASE_LOCK({})", lock)); };
+  Status s;
+  version = Version(c);
+  if (!version.ok()) {
+    release();
+    return version.status();
+  }
+  if (*version == 1) {
+    for (const char* sql : kMigrateFrom1) {
+      if (s = c.Execute(sql); !s.ok()) break;
+    }
+    if (!s.ok()) s = s.With("migrating rewind's bookkeeping tables from layout 1");
+  }
+  if (s.ok() && *version < kSchemaVersion) {
+    for (const char* sql :
+         {kCheckpointsDdl, kFailuresDdl,
+          "CREATE TABLE IF NOT EXISTS rewind_schema (id TINYINT NOT NULL PRIMARY KEY, "
+          "version INT NOT NULL, migrated_at DATETIME(6) NOT NULL) ENGINE=InnoDB"}) {
+      if (s = c.Execute(sql); !s.ok()) break;
+    }
+    if (s.ok()) {
+      s = c.Execute(fmt::format("REPLACE INTO rewind_schema VALUES (1, {}, NOW(6))", kSchemaVersion));
+    }
+  }
+  release();
+  return s;
+}
+
+Result<std::optional<Checkpoint>> Load(Connection& c, const std::string& projector,
+                                       const std::string& target) {
+  Result<Rows> r = c.Query(fmt::format("SELECT {} FROM rewind_checkpoints WHERE projector = {} "
+                                       "AND target_table = {}",
+                                       kCheckpointColumns, c.Quote(projector), c.Quote(target)));
+  if (!r.ok()) return r.status();
+  if (r->rows.empty()) return std::optional<Checkpoint>();
+  return std::optional<Checkpoint>(FromRow(r->rows[0]));
+}
+
+Status Start(Connection& c, const Checkpoint& cp) {
+  return c.Execute(fmt::format(
+      "REPLACE INTO rewind_checkpoints (projector, target_table, live_table, status, run_id, "
+      "source, last_event_id, gaps, head_event_id, started_at, updated_at) VALUES ({}, {}, {}, "
+      "{}, {}, {}, {}, {}, {}, NOW(6), NOW(6))",
+      c.Quote(cp.projector), c.Quote(cp.target_table), c.Quote(cp.live_table), c.Quote(cp.status),
+      c.Quote(cp.run_id), c.Quote(cp.source), IdText(cp.last_event_id), c.Quote(cp.gaps.Text()),
+      IdText(cp.head_event_id)));
+}
+
+Status SetHead(Connection& c, const std::string& projector, const std::string& target, EventId head) {
+  return c.Execute(fmt::format("UPDATE rewind_checkpoints SET head_event_id = {}, updated_at = "
+                               "NOW(6) WHERE projector = {} AND target_table = {}",
+                               IdText(head), c.Quote(projector), c.Quote(target)));
+}
+
+std::string AdvanceSql(Connection& c, const std::string& projector, const std::string& target,
+                       EventId last_id, const GapSet& gaps, uint64_t events, uint64_t rows,
+                       uint64_t late) {
+  return fmt::format(
+      "UPDATE rewind_checkpoints SET last_event_id = {}, gaps = {}, events_applied = "
+      "events_applied + {}, rows_written = rows_written + {}, late_events = late_events + {}, "
+      "updated_at = NOW(6) WHERE projector = {} AND target_table = {}",
+      IdText(last_id), c.Quote(gaps.Text()), events, rows, late, c.Quote(projector), c.Quote(target));
+}
+
+Status BecomeLive(Connection& c, const std::string& projector, const std::string& built,
+                  const std::string& live, const std::string& status, double seconds,
+                  double rate, uint64_t given_up) {
+  if (Status s = c.Execute(fmt::format(
+          "DELETE FROM rewind_checkpoints WHERE projector = {} AND target_table = {}",
+          c.Quote(projector), c.Quote(live)));
+      !s.ok())
+    return s;
+  return c.Execute(fmt::format(
+      "UPDATE rewind_checkpoints SET target_table = {}, status = {}, finished_at = NOW(6), "
+      "seconds = {}, events_per_second = {}, gaps_given_up = gaps_given_up + {} WHERE "
+      "projector = {} AND target_table = {}",
+      c.Quote(live), c.Quote(status), seconds, rate, given_up, c.Quote(projector), c.Quote(built)));
+}
+
+Status SetStatus(Connection& c, const std::string& projector, const std::string& target,
+                 const std::string& status, uint64_t given_up) {
+  return c.Execute(fmt::format(
+      "UPDATE rewind_checkpoints SET status = {}, gaps_given_up = gaps_given_up + {}, "
+      "updated_at = NOW(6) WHERE projector = {} AND target_table = {}",
+      c.Quote(status), given_up, c.Quote(projector), c.Quote(target)));
+}
+
+Status Delete(Connection& c, const std::string& projector, const std::string& target) {
+  return c.Execute(fmt::format(
+      "DELETE FROM rewind_checkpoints WHERE projector = {} AND target_table = {}",
+      c.Quote(projector), c.Quote(target)));
+}
+
+Result<std::vector<Checkpoint>> WithTargetSuffix(Connection& c, const std::string& suffix) {
+  Result<Rows> r = c.Query(fmt::format(
+      "SELECT {} FROM rewind_checkpoints WHERE RIGHT(target_table, {}) = {}", kCheckpointColumns,
+      suffix.size(), c.Quote(suffix)));
+  if (!r.ok()) return r.status();
+  std::vector<Checkpoint> out;
+  for (const auto& row : r->rows) out.push_back(FromRow(row));
+  return out;
+}
+
+std::string InsertFailuresSql(Connection& c, const std::string& run_id,
+                              const std::vector<Failure>& failures) {
+  if (failures.empty()) return "";
+  constexpr size_t kReasonBytes = 2000, kExcerptBytes = 255;
+  std::string sql = "INSERT INTO rewind_failures (run_id, event_id, stage, reason, excerpt) VALUES ";
+  for (size_t i = 0; i < failures.size(); ++i) {
+    const Failure& f = failures[i];
+    sql += i ? ",(" : "(";
+    c.AppendQuoted(sql, run_id);
+    sql += fmt::format(",{},", IdText(f.event_id));
+    c.AppendQuoted(sql, ValidUtf8(f.stage, 64));
+    sql += ',';
+    c.AppendQuoted(sql, ValidUtf8(f.reason, kReasonBytes));
+    sql += ',';
+    sql += f.excerpt.empty() ? std::string("NULL")
+                             : Hex(std::string_view(f.excerpt).substr(0, kExcerptBytes));
+    sql += ')';
+  }
+  return sql;
+}
+
+Result<uint64_t> CountFailures(Connection& c, const std::string& run_id) {
+  Result<std::optional<std::string>> n = c.QueryValue(
+      fmt::format("SELECT COUNT(*) FROM rewind_failures WHERE run_id = {}", c.Quote(run_id)));
+  if (!n.ok()) return n.status();
+  return *n ? std::stoull(**n) : 0;
+}
+
+Status DeleteFailuresAfter(Connection& c, const std::string& run_id, EventId after) {
+  return c.Execute(fmt::format("DELETE FROM rewind_failures WHERE run_id = {} AND event_id > {}",
+                               c.Quote(run_id), IdText(after)));
+}
+
+Result<Rows> StatusRows(Connection& c, EventId head) {
+  const std::string head_text = head == kBeforeFirstId ? "NULL" : IdText(head);
+  return c.Query(fmt::format(
+      "SELECT k.projector, k.target_table, k.live_table, k.status, "
+      "IF(k.last_event_id < -9223372036854775808, NULL, k.last_event_id), "
+      "GREATEST(0, {head} - k.last_event_id), "
+      "(SELECT COUNT(*) FROM rewind_failures f WHERE f.run_id = k.run_id), k.run_id, "
+      "COALESCE(k.finished_at, k.updated_at), ROUND(k.seconds, 2), ROUND(k.events_per_second), "
+      "k.late_events, k.gaps_given_up, IF(k.gaps = '', 0, 1 + LENGTH(k.gaps) - "
+      "LENGTH(REPLACE(k.gaps, ',', ''))) "
+      "FROM rewind_checkpoints k ORDER BY k.projector, k.target_table",
+      fmt::arg("head", head_text)));
+}
+
+}  // namespace checkpoint_store
+}  // namespace rw

@@ -1,0 +1,91 @@
+// CheckpointStore: rewind's own bookkeeping tables, and every statement on them.
+//
+//   rewind_schema       one row: the layout version of the tables below
+//   rewind_checkpoints  one row per (read model, target table): how far a build or a live
+//                       table has applied the events (last id, the gaps still watched), its
+//                       event source's fingerprint, its counters and timings
+//   rewind_failures     one row per event that could not be applied, per run
+//
+// Nobody else spells these tables' names or their SQL. The layout is versioned: Ensure()
+// creates the tables, or migrates an older layout forward, under a server-wide lock so that
+// two rewinds never migrate at once. A checkpoint is keyed by the table it is for, so a
+// build beside the live tables can never overwrite the live table's row.
+//
+// Thread safety: stateless functions; each call uses the connection it is given.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "projectors/event_id.h"
+#include "stages/batch.h"
+#include "stages/connection.h"
+#include "stages/gaps.h"
+
+namespace rw {
+
+inline constexpr int kSchemaVersion = 2;
+inline constexpr const char* kSchemaTable = "rewind_schema";
+inline constexpr const char* kCheckpointTable = "rewind_checkpoints";
+inline constexpr const char* kFailureTable = "rewind_failures";
+
+struct Checkpoint {
+  std::string projector;
+  std::string target_table;   // the table written: a shadow, a scratch or the live table
+  std::string live_table;
+  std::string status;         // building | live | following
+  std::string run_id;
+  std::string source;         // fingerprint of the event source and the read model's version
+  EventId last_event_id = kBeforeFirstId;
+  GapSet gaps;                // ids below last_event_id still watched for a late commit
+  EventId head_event_id = kBeforeFirstId;
+};
+
+namespace checkpoint_store {
+
+// Creates the tables, or migrates an older layout to kSchemaVersion. Needs CREATE/ALTER.
+Status Ensure(Connection& c);
+// The layout version found (0: no tables yet), without changing anything.
+Result<int> Version(Connection& c);
+
+Result<std::optional<Checkpoint>> Load(Connection& c, const std::string& projector,
+                                       const std::string& target_table);
+// A fresh row for a build starting from nothing (replaces any row of that key).
+Status Start(Connection& c, const Checkpoint& cp);
+Status SetHead(Connection& c, const std::string& projector, const std::string& target_table,
+               EventId head);
+// The statement a flush runs inside its transaction: moves the checkpoint.
+std::string AdvanceSql(Connection& c, const std::string& projector, const std::string& target,
+                       EventId last_id, const GapSet& gaps, uint64_t events, uint64_t rows,
+                       uint64_t late);
+// After the swap: the build's row becomes the live table's row (the old one goes).
+Status BecomeLive(Connection& c, const std::string& projector, const std::string& built_table,
+                  const std::string& live_table, const std::string& status, double seconds,
+                  double events_per_second, uint64_t gaps_given_up);
+Status SetStatus(Connection& c, const std::string& projector, const std::string& target_table,
+                 const std::string& status, uint64_t gaps_given_up);
+Status Delete(Connection& c, const std::string& projector, const std::string& target_table);
+// Rows whose target table ends with `suffix` (left behind by a killed run).
+Result<std::vector<Checkpoint>> WithTargetSuffix(Connection& c, const std::string& suffix);
+
+// Failures.
+// An INSERT of the batch's failures for `run_id`, or "" when there are none. Reasons are
+// made valid UTF-8 and cut on a character boundary; the excerpt is stored as bytes.
+std::string InsertFailuresSql(Connection& c, const std::string& run_id,
+                              const std::vector<Failure>& failures);
+Result<uint64_t> CountFailures(Connection& c, const std::string& run_id);
+Status DeleteFailuresAfter(Connection& c, const std::string& run_id, EventId after);
+
+// `rewind status`: one row per checkpoint, with the failures of its run and its lag behind
+// `head`. Columns: projector, target_table, live_table, status, last_event_id, behind,
+// failures, run_id, last run at, seconds, events/s, late events, gaps given up, gaps watched.
+Result<Rows> StatusRows(Connection& c, EventId head);
+
+}  // namespace checkpoint_store
+
+// `text` as valid UTF-8 (bad bytes become U+FFFD), cut to at most `max_bytes` on a
+// character boundary ("..." marks a cut).
+std::string ValidUtf8(std::string_view text, size_t max_bytes);
+
+}  // namespace rw

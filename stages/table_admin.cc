@@ -1,0 +1,105 @@
+#include "stages/table_admin.h"
+
+#include <fmt/core.h>
+
+#include "projectors/sha256.h"
+
+namespace rw::table_admin {
+
+std::string LockName(const std::string& prefix, const std::string& database,
+                     const std::string& table) {
+  std::string name = fmt::format("{}:{}.{}", prefix, database, table);
+  if (name.size() <= 64) return name;
+  static constexpr char kHex[] = "0123456789abcdef";
+  const Sha256Digest d = Sha256(name);
+  std::string hex;
+  for (size_t i = 0; i < 20; ++i) {
+    hex += kHex[d[i] >> 4];
+    hex += kHex[d[i] & 15];
+  }
+  return fmt::format("{}:#{}", prefix.substr(0, 20), hex);
+}
+
+Status Lock(Connection& c, const std::vector<std::string>& tables, const std::string& prefix) {
+  for (const std::string& table : tables) {
+    const std::string name = c.Quote(LockName(prefix, c.options().database, table));
+    Result<std::optional<std::string>> got = c.QueryValue(fmt::format("SELECT GET_LOCK({}, 0)", name));
+    if (!got.ok()) return got.status();
+    if (!*got || **got != "1") {
+      Result<std::optional<std::string>> holder =
+          c.QueryValue(fmt::format("SELECT IS_USED_LOCK({})", name));
+      return Status::Error(
+          Status::Code::kBusy,
+          fmt::format("another rewind (connection {}) is already {} {}; wait for it to finish "
+                      "or stop it",
+                      holder.ok() && *holder ? **holder : std::string("?"),
+                      prefix == "rewind" ? "rebuilding" : "verifying", table));
+    }
+  }
+  return Status::Ok();
+}
+
+Result<bool> IsFree(Connection& c, const std::string& prefix, const std::string& table) {
+  Result<std::optional<std::string>> v = c.QueryValue(fmt::format(
+      "SELECT IS_FREE_LOCK({})", c.Quote(LockName(prefix, c.options().database, table))));
+  if (!v.ok()) return v.status();
+  return *v && **v == "1";
+}
+
+Result<bool> Exists(Connection& c, const std::string& table) {
+  Result<std::optional<std::string>> v = c.QueryValue(fmt::format(
+      "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND "
+      "TABLE_NAME = {}",
+      c.Quote(table)));
+  if (!v.ok()) return v.status();
+  return *v && **v != "0";
+}
+
+std::string CreateTableSql(const TableSpec& spec, const std::string& name) {
+  std::string sql = fmt::format("CREATE TABLE {} (", QuoteIdentifier(name));
+  for (const Column& col : spec.columns) {
+    sql += fmt::format("{} {}, ", QuoteIdentifier(col.name), col.sql_type);
+  }
+  sql += spec.key_definition + ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin";
+  return sql;
+}
+
+Status Drop(Connection& c, const std::string& name) {
+  return c.Execute("DROP TABLE IF EXISTS " + QuoteIdentifier(name));
+}
+
+Status Recreate(Connection& c, const TableSpec& spec, const std::string& name) {
+  if (Status s = Drop(c, name); !s.ok()) return s;
+  return c.Execute(CreateTableSql(spec, name));
+}
+
+Status HoldWriters(Connection& lock, const std::string& events_table) {
+  if (Status s = lock.Execute("SET SESSION lock_wait_timeout = 1"); !s.ok()) return s;
+  return lock.Execute(fmt::format("LOCK TABLES {} READ", QuoteIdentifier(events_table)));
+}
+
+Status ReleaseWriters(Connection& lock) { return lock.Execute("UNLOCK TABLES"); }
+
+Status SwapIn(Connection& c, const std::vector<std::string>& live_tables, const std::string& suffix) {
+  std::vector<std::string> renames, olds;
+  for (const std::string& live : live_tables) {
+    const std::string old = live + "__rewind_old";
+    Result<bool> exists = Exists(c, live);
+    if (!exists.ok()) return exists.status();
+    if (Status s = Drop(c, old); !s.ok()) return s;
+    if (*exists) {
+      renames.push_back(fmt::format("{} TO {}", QuoteIdentifier(live), QuoteIdentifier(old)));
+      olds.push_back(old);
+    }
+    renames.push_back(fmt::format("{} TO {}", QuoteIdentifier(live + suffix), QuoteIdentifier(live)));
+  }
+  std::string sql = "SET STATEMENT lock_wait_timeout = 1 FOR RENAME TABLE ";
+  for (size_t i = 0; i < renames.size(); ++i) sql += (i ? ", " : "") + renames[i];
+  if (Status s = c.Execute(sql); !s.ok()) return s.With("swapping the rebuilt tables in");
+  for (const std::string& old : olds) {
+    if (Status s = Drop(c, old); !s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+}  // namespace rw::table_admin
