@@ -196,6 +196,7 @@ class Run {
   ReplaySummary Go(std::vector<std::unique_ptr<Projector>> projectors) {
     Status s = Prepare(std::move(projectors));
     if (s.ok()) s = Rebuild();
+    if (s.ok()) FaultPoint("after-build");
     if (s.ok() && stop_.load()) {
       sum_.interrupted = true;
       s = Status::Error(Status::Code::kCancelled, "stopped before the swap");

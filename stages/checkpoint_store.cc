@@ -39,7 +39,7 @@ const char* const kMigrateFrom1[] = {
     "ALTER TABLE rewind_checkpoints ADD COLUMN target_table VARCHAR(64) NOT NULL DEFAULT '' "
     "AFTER projector",
     "UPDATE rewind_checkpoints SET target_table = IF(status = 'building' AND building_table IS "
-    "NOT NULL, building_table, live_table), projector = SUBSTRING_INDEX(projector, '@', 1)",
+    "NOT NULL, building_table, live_table)",
     "ALTER TABLE rewind_checkpoints DROP PRIMARY KEY, ADD PRIMARY KEY (projector, target_table), "
     "DROP COLUMN building_table, "
     "ADD COLUMN source VARCHAR(64) NOT NULL DEFAULT '' AFTER run_id, "
@@ -49,6 +49,8 @@ const char* const kMigrateFrom1[] = {
     "ADD COLUMN late_events BIGINT UNSIGNED NOT NULL DEFAULT 0 AFTER rows_written, "
     "ADD COLUMN gaps_given_up BIGINT UNSIGNED NOT NULL DEFAULT 0 AFTER late_events, "
     "CONVERT TO CHARACTER SET utf8mb4 COLLATE utf8mb4_bin",
+    // Verify rows were keyed "name@verify"; the key now has the table.
+    "UPDATE rewind_checkpoints SET projector = SUBSTRING_INDEX(projector, '@', 1)",
     "ALTER TABLE rewind_failures MODIFY event_id DECIMAL(21,0) NOT NULL, "
     "ADD COLUMN excerpt VARBINARY(255) NULL AFTER reason",
 };

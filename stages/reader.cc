@@ -5,6 +5,8 @@
 
 #include <cstdlib>
 
+#include "stages/fault.h"
+
 namespace rw {
 
 Result<EventId> ReadHeadId(Connection& c, const EventTableOptions& e) {
@@ -150,6 +152,7 @@ Result<std::unique_ptr<Batch>> Reader::Next() {
     if (last_id < head_id_) batch->gaps.push_back({last_id + 1, head_id_});
     last_id = head_id_;
   }
+  FaultPoint("read-batch");
   Watch(batch->gaps);
   last_payload_bytes_ = std::max(last_payload_bytes_, batch->payloads.size());
   batch->payloads.append(simdjson::SIMDJSON_PADDING, '\0');

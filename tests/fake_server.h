@@ -55,7 +55,7 @@ class FakeInfileServer {
     auto* p = static_cast<char*>(buf);
     while (n > 0) {
       pollfd pf{fd, POLLIN, 0};
-      if (poll(&pf, 1, 5000) <= 0) return false;
+      if (poll(&pf, 1, 1000) <= 0) return false;  // an idle client: end the session
       const ssize_t r = read(fd, p, n);
       if (r <= 0) return false;
       p += r;

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "pipeline/replay.h"
-#include "tests/subprocess.h"
+#include "tests/rewind_process.h"
 #include "tests/test_db.h"
 
 namespace rw {
@@ -20,20 +20,8 @@ namespace {
 using namespace rw::testing;
 
 constexpr uint64_t kEvents = 500'000;
-const char* const kTables[] = {"visits_per_minute", "visits_per_hour", "visits_per_day",
-                               "visits_per_month", "visits_per_year", "visits_per_post_per_day",
-                               "visits_per_post_per_week", "sessions_per_day"};
+const std::vector<std::string> kTables = AllTables();
 
-std::vector<std::string> Env(const ConnectionOptions& o) {
-  return {"REWIND_SOCKET=" + o.socket, "REWIND_HOST=" + o.host, "REWIND_USER=" + o.user,
-          "REWIND_PASSWORD=" + o.password, "REWIND_DATABASE=" + o.database,
-          "REWIND_CONFIG=/dev/null"};
-}
-
-std::vector<std::string> Rewind(std::vector<std::string> args) {
-  args.insert(args.begin(), REWIND_BINARY);
-  return args;
-}
 
 class MigrationTest : public ::testing::Test {
  protected:
@@ -58,7 +46,7 @@ class MigrationTest : public ::testing::Test {
     // The uninterrupted run every interrupted one must equal.
     Subprocess run(Rewind({"replay", "--all", "--quiet"}), Env(options_));
     ASSERT_EQ(run.Wait(), 3) << run.err();  // 3: swapped in, with the bad payloads recorded
-    for (const char* t : kTables) {
+    for (const std::string& t : kTables) {
       ASSERT_TRUE(c->Execute(fmt::format("DROP TABLE IF EXISTS expected_{0}", t)).ok());
       ASSERT_TRUE(c->Execute(fmt::format("CREATE TABLE expected_{0} AS SELECT * FROM {0}", t)).ok());
     }
@@ -83,7 +71,7 @@ class MigrationTest : public ::testing::Test {
   static std::string DiffFromExpected() {
     auto c = Connect(options_);
     std::string out;
-    for (const char* t : kTables) {
+    for (const std::string& t : kTables) {
       const std::string now = Fingerprint(*c, t, t), want = Fingerprint(*c, t, std::string("expected_") + t);
       if (now != want) out += fmt::format("{}: {}vs expected {}; ", t, now, want);
     }
@@ -101,7 +89,7 @@ TEST_F(MigrationTest, KillNineAnywhereThenResumeGivesTheSameReadModels) {
     bool expect_resume_point;
   };
   const Scenario scenarios[] = {
-      {"early", "", false},
+      {"early", "REWIND_FAULT=read-batch:5", false},  // before any flush
       {"mid-flush", "REWIND_FAULT=mid-flush:12", true},  // 12th flush: others committed, this one open
       {"before-swap", "REWIND_FAULT=before-swap", true},
   };
@@ -112,11 +100,7 @@ TEST_F(MigrationTest, KillNineAnywhereThenResumeGivesTheSameReadModels) {
     {
       Subprocess run(Rewind({"replay", "--all", "--progress", "plain", "--flush-every", "60000"}), env);
       ASSERT_TRUE(run.started());
-      if (*s.fault) {
-        ASSERT_TRUE(run.WaitFor("fault point", 120)) << run.err();
-      } else {
-        std::this_thread::sleep_for(std::chrono::milliseconds(600));
-      }
+      ASSERT_TRUE(run.WaitFor("fault point", 120)) << run.err();
       run.Signal(SIGKILL);
       EXPECT_EQ(run.Wait(), 128 + SIGKILL);
     }
@@ -138,14 +122,27 @@ TEST_F(MigrationTest, KillNineAnywhereThenResumeGivesTheSameReadModels) {
             static_cast<int64_t>(kEvents / 5000));
 }
 
+// A file a paused rewind waits for (REWIND_FAULT=NAME@FILE), fresh for each use.
+std::string PauseFile(const std::string& name) {
+  const std::string path = ::testing::TempDir() + "/rewind_pause_" + name;
+  std::remove(path.c_str());
+  return path;
+}
+
 TEST_F(MigrationTest, SigintAndSigtermCommitWhatIsInFlightAndTellHowToResume) {
-  Subprocess run(Rewind({"replay", "--all", "--progress", "plain", "--flush-every", "50000"}), Env(options_));
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  // The signal arrives while a flush is open (rewind paused there): it finishes the
+  // batches in flight, commits, and stops.
+  const std::string pause = PauseFile("sigint");
+  std::vector<std::string> env = Env(options_);
+  env.push_back("REWIND_FAULT=mid-flush:3@" + pause);
+  Subprocess run(Rewind({"replay", "--all", "--progress", "plain", "--flush-every", "50000"}), env);
+  ASSERT_TRUE(run.WaitFor("fault point", 120)) << run.err();
   run.Signal(SIGINT);
-  const int code = run.Wait();
-  if (code == 3) GTEST_SKIP() << "the replay finished before the signal (a very fast machine)";
-  EXPECT_EQ(code, 130) << run.err();
-  EXPECT_NE(run.err().find("continue with: rewind replay --resume --all"), std::string::npos) << run.err();
+  std::ofstream(pause) << "go";
+  EXPECT_EQ(run.Wait(), 130) << run.err();
+  // The printed command works as printed: it names the database the run used.
+  EXPECT_NE(run.err().find("continue with: rewind replay --resume --database " + options_.database +
+                           " --all"), std::string::npos) << run.err();
   auto c = Connect(options_);
   // It committed what it had applied: the checkpoints moved, the shadow tables hold it.
   EXPECT_GT(Count(*c, "SELECT MIN(last_event_id) FROM rewind_checkpoints WHERE status = 'building'"), 0);
@@ -155,31 +152,38 @@ TEST_F(MigrationTest, SigintAndSigtermCommitWhatIsInFlightAndTellHowToResume) {
   EXPECT_EQ(DiffFromExpected(), "");
 
   // SIGTERM (a Makefile's timeout, systemd, kill): the same clean stop, exit 143.
+  const std::string pause_term = PauseFile("sigterm");
+  env = Env(options_);
+  env.push_back("REWIND_FAULT=read-batch:4@" + pause_term);
   Subprocess term(Rewind({"replay", "visits_per_day", "visits_per_minute", "--progress", "plain",
                           "--flush-every", "50000"}),
-                  Env(options_));
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+                  env);
+  ASSERT_TRUE(term.WaitFor("fault point", 120)) << term.err();
   term.Signal(SIGTERM);
-  const int term_code = term.Wait();
-  if (term_code != 3) {
-    EXPECT_EQ(term_code, 143) << term.err();
-    EXPECT_NE(term.err().find("rewind replay --resume visits_per_day visits_per_minute"), std::string::npos)
-        << term.err();
-    Subprocess again(Rewind({"replay", "--resume", "visits_per_day", "visits_per_minute", "--quiet"}),
-                     Env(options_));
-    EXPECT_EQ(again.Wait(), 3) << again.err();
-    EXPECT_NE(again.err().find("visits_per_minute resumes after event"), std::string::npos) << again.err();
-  }
+  std::ofstream(pause_term) << "go";
+  EXPECT_EQ(term.Wait(), 143) << term.err();
+  EXPECT_NE(term.err().find("rewind replay --resume --database " + options_.database +
+                            " visits_per_day visits_per_minute"), std::string::npos)
+      << term.err();
+  Subprocess again(Rewind({"replay", "--resume", "visits_per_day", "visits_per_minute", "--quiet"}),
+                   Env(options_));
+  EXPECT_EQ(again.Wait(), 3) << again.err();
+  EXPECT_NE(again.err().find("visits_per_minute resumes after event"), std::string::npos) << again.err();
   EXPECT_EQ(DiffFromExpected(), "");
 }
 
 TEST_F(MigrationTest, SurvivesAServerRestartInTheMiddle) {
+  // The server restarts while one read model's flush is open and the others keep working.
+  const std::string pause = PauseFile("restart");
+  std::vector<std::string> env = Env(options_);
+  env.push_back("REWIND_FAULT=mid-flush:3@" + pause);
   Subprocess run(Rewind({"replay", "--all", "--progress", "plain", "--flush-every", "40000",
                          "--batch-size", "5000"}),
-                 Env(options_));
-  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+                 env);
+  ASSERT_TRUE(run.WaitFor("fault point", 120)) << run.err();
   const std::string restart = std::string("REWIND_DB_DIR= ") + REWIND_SOURCE_DIR + "/scripts/db restart >/dev/null";
   ASSERT_EQ(std::system(restart.c_str()), 0);
+  std::ofstream(pause) << "go";
   EXPECT_EQ(run.Wait(), 3) << run.err();
   // It noticed, and came back (the reader, a projector's flush, or both).
   EXPECT_NE(run.err().find("reconnecting"), std::string::npos) << run.err();
@@ -233,7 +237,7 @@ TEST_F(MigrationTest, StatusShowsCheckpointsLagAndLastRun) {
   // status reports through stdout; read the same facts it reads, and check a text run too.
   const int64_t head = Count(*c, "SELECT MAX(id) FROM stored_events");
   EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM rewind_checkpoints WHERE status = 'live' AND last_event_id = " +
-                          std::to_string(head)), 8);
+                          std::to_string(head)), static_cast<int64_t>(AllProjectors().size()));
   const std::string out_path = ::testing::TempDir() + "/rewind_status.json";
   const std::string cmd = fmt::format("REWIND_CONFIG=/dev/null REWIND_DATABASE={} {} status --json > {}",
                                       options_.database, REWIND_BINARY, out_path);
@@ -273,7 +277,7 @@ TEST(FollowTest, AppliesAppendedEventsExactly) {
     }
     return Count(*c, sql) == want;
   };
-  EXPECT_TRUE(wait_until("SELECT COUNT(*) FROM rewind_checkpoints WHERE status = 'following'", 8));
+  EXPECT_TRUE(wait_until("SELECT COUNT(*) FROM rewind_checkpoints WHERE status = 'following'", static_cast<int64_t>(AllProjectors().size())));
   // Append in three bursts while it follows.
   for (int burst = 0; burst < 3; ++burst) {
     g.first_index = 20'000 + burst * 3'000;
@@ -293,7 +297,7 @@ TEST(FollowTest, AppliesAppendedEventsExactly) {
     EXPECT_EQ(CompareWithReference(*c, table, sql), "");
   }
   EXPECT_EQ(TableAsMap(*c, "sessions_per_day"), ReferenceSessions(*c));
-  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM rewind_checkpoints WHERE status = 'live'"), 8);
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM rewind_checkpoints WHERE status = 'live'"), static_cast<int64_t>(AllProjectors().size()));
 }
 
 }  // namespace

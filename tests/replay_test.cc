@@ -128,8 +128,9 @@ TEST_F(ReplayTest, EveryReadModelEqualsAnIndependentComputation) {
   // Nothing is left behind but the read models and rewind's own tables.
   EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() "
                       "AND TABLE_NAME LIKE '%\\_\\_rewind\\_%'"), 0);
-  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM rewind_checkpoints WHERE status = 'live' AND last_event_id = " +
-                          std::to_string(kEvents)), 8);
+  // (Bulk inserts leave holes in the ids: the head is the highest id, not the count.)
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM rewind_checkpoints WHERE status = 'live' AND last_event_id = "
+                      "(SELECT MAX(id) FROM stored_events)"), static_cast<int64_t>(AllProjectors().size()));
 }
 
 TEST_F(ReplayTest, LiveTablesAreUntouchedUntilTheSwap) {

@@ -27,8 +27,14 @@ class Subprocess {
     posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
     posix_spawn_file_actions_addclose(&actions, fds[0]);
     posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    // The extra variables replace inherited ones of the same name.
     std::vector<std::string> env_strings;
-    for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
+    for (char** e = environ; *e; ++e) {
+      const std::string var(*e), name = var.substr(0, var.find('='));
+      bool replaced = false;
+      for (const auto& x : extra_env) replaced = replaced || x.substr(0, x.find('=')) == name;
+      if (!replaced) env_strings.push_back(var);
+    }
     for (const auto& e : extra_env) env_strings.push_back(e);
     std::vector<char*> argv, envp;
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -49,6 +55,7 @@ class Subprocess {
   }
 
   bool started() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
   const std::string& err() const { return err_; }
 
   // Reads stderr until it contains `text` or `seconds` pass; true if it appeared.

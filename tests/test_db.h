@@ -98,7 +98,7 @@ inline void CreateReferenceView(Connection& c) {
         CAST(REPLACE(LEFT(JSON_VALUE(payload, '$.visitedAt'), 19), 'T', ' ') AS DATETIME) AS t,
         payload
       FROM stored_events
-      WHERE eventClass = 'App\\Analytics\\PageVisited' AND JSON_VALID(payload)
+      WHERE BINARY eventClass = BINARY 'App\\Analytics\\PageVisited' AND JSON_VALID(payload)
         AND JSON_TYPE(payload) = 'OBJECT'
         AND JSON_TYPE(JSON_EXTRACT(payload, '$.visitedAt')) = 'STRING') v
     WHERE t IS NOT NULL AND JSON_VALUE(payload, '$.visitedAt') REGEXP

@@ -1,0 +1,529 @@
+// A hostile world (issue 8): a malicious server, careless configuration, an application
+// that keeps writing (and commits out of id order) while rewind rebuilds, odd event tables
+// and odd events. Each test runs against the real MariaDB and, where it matters, the real
+// binary; every read model is checked against an independent computation.
+#include <fmt/core.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "pipeline/replay.h"
+#include "tests/fake_server.h"
+#include "tests/rewind_process.h"
+#include "tests/test_db.h"
+
+namespace rw {
+namespace {
+
+using namespace rw::testing;
+namespace fs = std::filesystem;
+
+// A PageVisited payload (the blog's fields); `url` and `at` are put in as given.
+std::string Payload(const std::string& url, const std::string& at, const std::string& ip = "10.0.0.1") {
+  return fmt::format(R"({{"uuid":"u","url":"{}","visitedAt":"{}","ip":"{}","userAgent":"ua","raw":"r","uri":"{}"}})",
+                     url, at, ip, url);
+}
+
+constexpr const char* kClass = "App\\Analytics\\PageVisited";
+
+Status Insert(Connection& c, const std::string& cls, const std::string& payload,
+              const std::string& table = "stored_events") {
+  return c.Execute(fmt::format("INSERT INTO {} (uuid, eventClass, payload, createdAt) VALUES "
+                               "('u', {}, {}, NOW())",
+                               table, c.Quote(cls), c.Quote(payload)));
+}
+
+// A fresh database with `events` generated events.
+ConnectionOptions Store(const std::string& name, uint64_t events) {
+  ConnectionOptions o = FreshDatabase(name);
+  auto c = Connect(o);
+  GeneratorOptions g;
+  g.events = events;
+  g.odd_url_every = 37;
+  EXPECT_TRUE(LoadEvents(*c, "stored_events", g, AccessLog()).ok());
+  return o;
+}
+
+// Polls `sql` until it returns `want` (the condition a test waits for, never a fixed time).
+bool WaitUntil(Connection& c, const std::string& sql, int64_t want, double seconds = 120) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto v = c.QueryValue(sql);
+    if (v.ok() && *v && **v == std::to_string(want)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+// Every read model equals the reference computed by the server from the event table.
+void ExpectEveryReadModelMatchesTheEvents(Connection& c) {
+  CreateReferenceView(c);
+  for (const auto& [table, sql] : ReferenceQueries()) EXPECT_EQ(CompareWithReference(c, table, sql), "");
+  EXPECT_EQ(TableAsMap(c, "sessions_per_day"), ReferenceSessions(c));
+}
+
+std::string ResumeFile(const std::string& name) {
+  const std::string path = ::testing::TempDir() + "/rewind_resume_" + name;
+  std::remove(path.c_str());
+  return path;
+}
+void Release(const std::string& file) { std::ofstream(file) << "go"; }
+
+// ---------------------------------------------------------------- security
+
+TEST(HostileServer, ALocalInfileRequestGetsNoFile) {
+  const std::string secret = ::testing::TempDir() + "/rewind_secret.txt";
+  std::ofstream(secret) << "TOP-SECRET-CONTENT\n";
+  FakeInfileServer server(secret);
+  ConnectionOptions o;
+  o.host = "127.0.0.1";
+  o.port = server.port();
+  o.user = "x";
+  o.password = "y";
+  o.database = "d";
+  auto c = Connection::Open(o);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  auto r = (*c)->Query("SELECT 1");
+  EXPECT_FALSE(r.ok());
+  if (!r.ok()) EXPECT_NE(r.status().message().find("refused"), std::string::npos) << r.status().message();
+  EXPECT_EQ(server.requests_sent(), 1);
+  // Even `rewind status`, which loads nothing, is asked: it sends nothing either.
+  Outcome status = RunRewind({"status", "--host", "127.0.0.1", "--port", std::to_string(server.port()),
+                              "--user", "x", "--password=y", "--database", "d"},
+                             {"REWIND_CONFIG=/dev/null"});
+  EXPECT_NE(status.code, 0);
+  EXPECT_GE(server.requests_sent(), 2) << status.err;
+  EXPECT_EQ(server.received_after_request().find("TOP-SECRET"), std::string::npos);
+  EXPECT_EQ(server.received_after_request(), "");
+  std::remove(secret.c_str());
+}
+
+TEST(Security, APasswordGivenAsAFlagIsScrubbedFromTheProcessArguments) {
+  ConnectionOptions o = Store("rewind_test_argv", 2000);
+  const std::string file = ResumeFile("argv");
+  ConnectionOptions no_password = o;
+  no_password.password.clear();
+  std::vector<std::string> env = Env(no_password);
+  env.push_back("REWIND_FAULT=before-catch-up@" + file);
+  Subprocess run(Rewind({"replay", "--all", "--quiet", "--password=" + o.password}), env);
+  ASSERT_TRUE(run.WaitFor("fault point", 60)) << run.err();
+  std::ifstream in(fmt::format("/proc/{}/cmdline", run.pid()), std::ios::binary);
+  std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (char& ch : cmdline) ch = ch == '\0' ? ' ' : ch;
+  EXPECT_EQ(cmdline.find("--password=" + o.password + " "), std::string::npos) << cmdline;
+  EXPECT_NE(cmdline.find("--password=" + std::string(o.password.size(), 'x')), std::string::npos) << cmdline;
+  Release(file);
+  EXPECT_EQ(run.Wait(), 0) << run.err();
+}
+
+TEST(Security, StatusWorksForAReadOnlyUserAndCreatesNothing) {
+  ConnectionOptions o = Store("rewind_test_readonly", 1000);
+  auto c = Connect(o);
+  ASSERT_TRUE(c->Execute("DROP USER IF EXISTS 'rewind_ro'@'localhost'").ok());
+  ASSERT_TRUE(c->Execute("CREATE USER 'rewind_ro'@'localhost' IDENTIFIED BY 'ro-pw'").ok());
+  ASSERT_TRUE(c->Execute("GRANT SELECT ON rewind_test_readonly.* TO 'rewind_ro'@'localhost'").ok());
+  ConnectionOptions ro_user = o;
+  ro_user.user = "rewind_ro";
+  ro_user.password = "ro-pw";
+  const std::vector<std::string> ro = Env(ro_user);
+  // Before any rebuild: status says so, and creates no table.
+  Outcome fresh = RunRewind({"status"}, ro);
+  EXPECT_EQ(fresh.code, 0) << fresh.err;
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = "
+                      "'rewind_test_readonly' AND TABLE_NAME LIKE 'rewind%'"), 0);
+  // A replay needs CREATE: it says so and changes nothing.
+  Outcome denied = RunRewind({"replay", "visits_per_day", "--quiet"}, ro);
+  EXPECT_EQ(denied.code, 1) << denied.err;
+  EXPECT_NE(denied.err.find("denied"), std::string::npos) << denied.err;
+  // After a rebuild by the owner, the read-only user reads the status.
+  EXPECT_EQ(RunRewind({"replay", "--all", "--quiet"}, Env(o)).code, 0);
+  Outcome after = RunRewind({"status", "--json"}, ro);
+  EXPECT_EQ(after.code, 0) << after.err;
+  ASSERT_TRUE(c->Execute("DROP USER 'rewind_ro'@'localhost'").ok());
+}
+
+TEST(Security, AnUnwritableStatsFileIsRefusedBeforeAnyWork) {
+  ConnectionOptions o = Store("rewind_test_stats_path", 500);
+  Outcome out = RunRewind({"replay", "--all", "--quiet", "--stats-json", "/nonexistent-dir/stats.json"}, Env(o));
+  EXPECT_EQ(out.code, 2) << out.err;
+  EXPECT_NE(out.err.find("cannot write --stats-json"), std::string::npos) << out.err;
+  auto c = Connect(o);
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() "
+                      "AND TABLE_NAME LIKE 'visits%'"), 0);
+}
+
+// ---------------------------------------------------------------- nothing lost
+
+// The application appends while the rebuild runs, and one of its transactions is still
+// open (holding a lower id than events already read) when the cut-over comes: the swapped
+// tables hold every event, the late one included, once.
+TEST(NothingLost, EventsAppendedDuringAReplayAndALateCommitReachTheSwappedTables) {
+  ConnectionOptions o = Store("rewind_test_appended", 20'000);
+  auto c = Connect(o);
+  const std::string file = ResumeFile("appended");
+  std::vector<std::string> env = Env(o);
+  env.push_back("REWIND_FAULT=before-catch-up@" + file);
+  Subprocess run(Rewind({"replay", "--all", "--progress", "plain", "--cutover-timeout", "120"}), env);
+  ASSERT_TRUE(run.WaitFor("fault point before-catch-up reached", 120)) << run.err();
+  // The rebuild has read up to its head; the application appends 3,000 events...
+  GeneratorOptions g;
+  g.first_index = 20'000;
+  g.events = 3'000;
+  g.bad_every = 500;
+  ASSERT_TRUE(LoadEvents(*c, "stored_events", g, AccessLog()).ok());
+  // ...one transaction takes an id and stays open while a later event commits.
+  auto app = Connect(o);
+  ASSERT_TRUE(app->Execute("START TRANSACTION").ok());
+  ASSERT_TRUE(Insert(*app, kClass, Payload("/late-commit", "2023-03-04T05:06:07+00:00")).ok());
+  ASSERT_TRUE(Insert(*c, kClass, Payload("/after-the-late-one", "2023-03-04T05:07:07+00:00")).ok());
+  Release(file);
+  // The cut-over cannot hold writers off while that transaction is open: it says so, waits.
+  ASSERT_TRUE(run.WaitFor("kept the lock waiting", 120)) << run.err();
+  ASSERT_TRUE(app->Execute("COMMIT").ok());
+  EXPECT_EQ(run.Wait(), 3) << run.err();  // 3: the appended bad payloads were recorded
+  EXPECT_NE(run.err().find("cut-over: "), std::string::npos);
+  ExpectEveryReadModelMatchesTheEvents(*c);
+  EXPECT_EQ(Count(*c, "SELECT `count` FROM visits_per_post_per_day WHERE uri = '/late-commit'"), 1);
+  EXPECT_EQ(Count(*c, "SELECT SUM(`count`) FROM visits_per_day"), Count(*c, "SELECT COUNT(*) FROM ref_visits"));
+}
+
+// Follow mode: an event that commits after a higher id was already applied is applied once
+// when it appears, and counted as late in status.
+TEST(NothingLost, FollowAppliesALateCommitExactlyOnce) {
+  ConnectionOptions o = Store("rewind_test_late", 5'000);
+  auto c = Connect(o);
+  ReplayOptions ro;
+  ro.connection = o;
+  ro.all = true;
+  ro.follow = true;
+  ro.poll_seconds = 0.05;
+  ro.progress = ProgressMode::kQuiet;
+  std::atomic<bool> stop{false};
+  ReplaySummary sum;
+  std::thread follower([&] { sum = Replay(ro, std::move(*SelectProjectors(ro)), stop); });
+  const std::string n = std::to_string(AllProjectors().size());
+  EXPECT_TRUE(WaitUntil(*c, "SELECT COUNT(*) FROM rewind_checkpoints WHERE status = 'following'", AllProjectors().size()));
+  auto app = Connect(o);
+  ASSERT_TRUE(app->Execute("START TRANSACTION").ok());
+  ASSERT_TRUE(Insert(*app, kClass, Payload("/slow-transaction", "2024-05-06T07:08:09+00:00")).ok());
+  ASSERT_TRUE(Insert(*c, kClass, Payload("/fast-one", "2024-05-06T07:08:10+00:00")).ok());
+  const int64_t head = Count(*c, "SELECT MAX(id) FROM stored_events");
+  // rewind applied the later event: its checkpoints passed the open transaction's id...
+  EXPECT_TRUE(WaitUntil(*c, "SELECT MIN(last_event_id) >= " + std::to_string(head) +
+                                " FROM rewind_checkpoints", 1));
+  // ...which commits now, late.
+  ASSERT_TRUE(app->Execute("COMMIT").ok());
+  EXPECT_TRUE(WaitUntil(*c, "SELECT MIN(late_events) FROM rewind_checkpoints", 1));
+  stop = true;
+  follower.join();
+  ASSERT_TRUE(sum.status.ok()) << sum.status.message();
+  EXPECT_EQ(sum.late_events, 1u);
+  ExpectEveryReadModelMatchesTheEvents(*c);
+  EXPECT_EQ(Count(*c, "SELECT `count` FROM visits_per_post_per_day WHERE uri = '/slow-transaction'"), 1);
+  Outcome status = RunRewind({"status", "--json"}, Env(o));
+  EXPECT_EQ(status.code, 0);
+}
+
+// A gap that never fills is given up after the settle window, counted, and no longer read.
+TEST(NothingLost, AGapThatNeverFillsIsGivenUpAndCounted) {
+  ConnectionOptions o = Store("rewind_test_given_up", 1'000);
+  auto c = Connect(o);
+  ReplayOptions ro;
+  ro.connection = o;
+  ro.projectors = {"visits_per_day"};
+  ro.follow = true;
+  ro.poll_seconds = 0.05;
+  ro.settle_seconds = 0.2;
+  ro.progress = ProgressMode::kQuiet;
+  std::atomic<bool> stop{false};
+  ReplaySummary sum;
+  std::thread follower([&] { sum = Replay(ro, std::move(*SelectProjectors(ro)), stop); });
+  EXPECT_TRUE(WaitUntil(*c, "SELECT COUNT(*) FROM rewind_checkpoints WHERE status = 'following'", 1));
+  auto app = Connect(o);
+  ASSERT_TRUE(app->Execute("START TRANSACTION").ok());
+  ASSERT_TRUE(Insert(*app, kClass, Payload("/rolled-back", "2024-05-06T07:08:09+00:00")).ok());
+  ASSERT_TRUE(Insert(*c, kClass, Payload("/kept", "2024-05-06T07:08:10+00:00")).ok());
+  EXPECT_TRUE(WaitUntil(*c, "SELECT gaps_given_up FROM rewind_checkpoints WHERE projector = 'visits_per_day'", 1));
+  ASSERT_TRUE(app->Execute("ROLLBACK").ok());
+  stop = true;
+  follower.join();
+  ASSERT_TRUE(sum.status.ok()) << sum.status.message();
+  EXPECT_EQ(sum.gaps_given_up, 1u);
+  EXPECT_EQ(Count(*c, "SELECT SUM(`count`) FROM visits_per_day"),
+            Count(*c, "SELECT COUNT(*) FROM stored_events WHERE BINARY eventClass = BINARY 'App\\\\Analytics\\\\PageVisited'"));
+}
+
+// A long transaction on a live table keeps the swap waiting: rewind retries with short
+// waits (the application's reads of that table never wait long), gives up cleanly after
+// --cutover-timeout (exit 6, live tables untouched), and --resume finishes the job.
+TEST(NothingLost, ACutOverThatCannotGetItsLocksGivesUpCleanly) {
+  ConnectionOptions o = Store("rewind_test_cutover", 3'000);
+  auto c = Connect(o);
+  EXPECT_EQ(RunRewind({"replay", "visits_per_day", "--quiet"}, Env(o)).code, 0);
+  const int64_t live_total = Count(*c, "SELECT SUM(`count`) FROM visits_per_day");
+  ASSERT_TRUE(Insert(*c, kClass, Payload("/new", "2024-01-01T00:00:00Z")).ok());
+  auto holder = Connect(o);
+  ASSERT_TRUE(holder->Execute("START TRANSACTION").ok());
+  ASSERT_TRUE(holder->Query("SELECT COUNT(*) FROM visits_per_day").ok());  // holds its metadata lock
+  Subprocess run(Rewind({"replay", "visits_per_day", "--quiet", "--cutover-timeout", "3"}), Env(o));
+  // Meanwhile the application keeps reading the live table: no read waits long.
+  auto reader = Connect(o);
+  double slowest = 0;
+  while (!run.WaitFor("gave up", 0.05)) {
+    const auto t0 = std::chrono::steady_clock::now();
+    ASSERT_TRUE(reader->Query("SELECT SUM(`count`) FROM visits_per_day").ok());
+    slowest = std::max(slowest, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  EXPECT_EQ(run.Wait(), 6) << run.err();
+  EXPECT_NE(run.err().find("the live tables are untouched"), std::string::npos) << run.err();
+  EXPECT_NE(run.err().find("rewind replay --resume"), std::string::npos) << run.err();
+  EXPECT_LT(slowest, 2.5);
+  ASSERT_TRUE(holder->Execute("COMMIT").ok());
+  EXPECT_EQ(Count(*c, "SELECT SUM(`count`) FROM visits_per_day"), live_total);
+  Outcome resumed = RunRewind({"replay", "--resume", "visits_per_day", "--quiet"}, Env(o));
+  EXPECT_EQ(resumed.code, 0) << resumed.err;
+  EXPECT_EQ(Count(*c, "SELECT SUM(`count`) FROM visits_per_day"), live_total + 1);
+}
+
+// ---------------------------------------------------------------- odd events and tables
+
+TEST(OddInput, AFailureReasonCutInACharacterNeverBlocksARebuild) {
+  ConnectionOptions o = Store("rewind_test_utf8_reason", 500);
+  auto c = Connect(o);
+  std::string at = "2024-01-01T00:00:0";  // unparseable; the excerpt is cut at 80 bytes
+  for (int i = 0; i < 40; ++i) at += "\xC3\xA9";  // é é é ...
+  ASSERT_TRUE(Insert(*c, kClass, Payload("/x", at)).ok());
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"replay", "--all", "--quiet"}, {"replay", "visits_per_day", "--quiet"}}) {
+    Outcome out = RunRewind(args, Env(o));
+    EXPECT_EQ(out.code, 3) << out.err;
+  }
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM rewind_failures WHERE reason LIKE 'unparseable visitedAt%'"), 2);
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM rewind_failures WHERE excerpt LIKE '{\"uuid\"%'"), 2);
+}
+
+TEST(OddInput, TheIdColumnIsCheckedBeforeAnyWork) {
+  ConnectionOptions o = FreshDatabase("rewind_test_id_column");
+  auto c = Connect(o);
+  struct Case {
+    const char* ddl;
+    const char* says;
+  };
+  const Case cases[] = {
+      {"id BIGINT NOT NULL, KEY (id)", "is not unique"},
+      {"id DOUBLE NOT NULL PRIMARY KEY", "not an integer"},
+      {"id VARCHAR(20) NOT NULL PRIMARY KEY", "not an integer"},
+      {"id BIGINT NULL, UNIQUE KEY (id)", "allows NULL"},
+      {"id BIGINT NOT NULL, k INT NOT NULL, UNIQUE KEY (id, k)", "is not unique"},
+  };
+  for (const Case& k : cases) {
+    ASSERT_TRUE(c->Execute("DROP TABLE IF EXISTS stored_events").ok());
+    ASSERT_TRUE(c->Execute(fmt::format("CREATE TABLE stored_events ({}, uuid CHAR(36), eventClass "
+                                       "VARCHAR(255), payload TEXT, createdAt DATETIME)",
+                                       k.ddl)).ok());
+    Outcome out = RunRewind({"replay", "--all", "--quiet"}, Env(o));
+    EXPECT_EQ(out.code, 1) << k.ddl;
+    EXPECT_NE(out.err.find(k.says), std::string::npos) << k.ddl << ": " << out.err;
+  }
+}
+
+// Negative ids, and unsigned ids above 2^63: every event is read, none twice.
+TEST(OddInput, EveryIdOfSignedAndUnsignedBigintIsRead) {
+  ConnectionOptions o = FreshDatabase("rewind_test_id_range");
+  auto c = Connect(o);
+  for (const char* type : {"BIGINT", "BIGINT UNSIGNED"}) {
+    SCOPED_TRACE(type);
+    ASSERT_TRUE(c->Execute("DROP TABLE IF EXISTS stored_events").ok());
+    ASSERT_TRUE(c->Execute(fmt::format("CREATE TABLE stored_events (id {} NOT NULL PRIMARY KEY, uuid "
+                                       "CHAR(36), eventClass VARCHAR(255), payload TEXT, createdAt "
+                                       "DATETIME)", type)).ok());
+    const bool is_unsigned = std::string(type).find("UNSIGNED") != std::string::npos;
+    const std::vector<std::string> ids =
+        is_unsigned ? std::vector<std::string>{"0", "1", "9223372036854775807", "9223372036854775808",
+                                               "18446744073709551614", "18446744073709551615"}
+                    : std::vector<std::string>{"-9223372036854775808", "-5", "0", "7", "9223372036854775807"};
+    for (size_t i = 0; i < ids.size(); ++i) {
+      ASSERT_TRUE(c->Execute(fmt::format("INSERT INTO stored_events VALUES ({}, 'u', {}, {}, NOW())", ids[i],
+                                         c->Quote(kClass),
+                                         c->Quote(Payload("/p" + std::to_string(i), "2024-02-0" +
+                                                          std::to_string(i + 1) + "T00:00:00Z")))).ok());
+    }
+    Outcome out = RunRewind({"replay", "--all", "--quiet", "--batch-size", "2"}, Env(o));
+    EXPECT_EQ(out.code, 0) << out.err;
+    EXPECT_EQ(Count(*c, "SELECT SUM(`count`) FROM visits_per_day"), static_cast<int64_t>(ids.size()));
+    EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM visits_per_day"), static_cast<int64_t>(ids.size()));
+  }
+}
+
+TEST(OddInput, TheEventClassIsComparedByteForByte) {
+  ConnectionOptions o = Store("rewind_test_class_bytes", 1'000);
+  auto c = Connect(o);
+  ASSERT_TRUE(c->Execute("ALTER TABLE stored_events MODIFY eventClass VARCHAR(255) COLLATE utf8mb4_general_ci").ok());
+  for (const char* cls : {"app\\analytics\\pagevisited", "App\\Analytics\\PageVisited ",
+                          "App\\Analytics\\PágeVisited"}) {
+    ASSERT_TRUE(Insert(*c, cls, Payload("/look-alike", "2024-01-01T00:00:00Z")).ok());
+  }
+  EXPECT_EQ(RunRewind({"replay", "--all", "--quiet"}, Env(o)).code, 0);
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM visits_per_post_per_day WHERE uri = '/look-alike'"), 0);
+  ExpectEveryReadModelMatchesTheEvents(*c);
+}
+
+TEST(OddInput, UrlsOfAnyLengthAreStoredWholeOrRecordedNeverCut) {
+  ConnectionOptions o = Store("rewind_test_long_urls", 200);
+  auto c = Connect(o);
+  ASSERT_TRUE(c->Execute("ALTER TABLE stored_events MODIFY payload LONGTEXT").ok());
+  const std::string base = "/" + std::string(70'000, 'a');
+  ASSERT_TRUE(Insert(*c, kClass, Payload(base + "-one", "2024-01-01T00:00:00Z")).ok());
+  ASSERT_TRUE(Insert(*c, kClass, Payload(base + "-two", "2024-01-01T00:00:00Z")).ok());
+  ASSERT_TRUE(Insert(*c, kClass, Payload(base + "-two", "2024-01-01T00:00:00Z")).ok());
+  ASSERT_TRUE(Insert(*c, kClass, Payload("/" + std::string(1 << 20, 'b'), "2024-01-01T00:00:00Z")).ok());
+  for (int round = 0; round < 2; ++round) {  // the bulk load, then the upsert path
+    Outcome out = round == 0 ? RunRewind({"replay", "visits_per_post_per_day", "--quiet"}, Env(o))
+                             : RunRewind({"replay", "visits_per_post_per_day", "--quiet", "--flush-every", "1", "--batch-size", "1"}, Env(o));
+    EXPECT_EQ(out.code, 3) << out.err;  // the 1 MiB + 2 bytes URL is a failure
+    EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM visits_per_post_per_day WHERE LENGTH(uri) > 65535"), 2);
+    EXPECT_EQ(Count(*c, "SELECT `count` FROM visits_per_post_per_day WHERE uri = CONCAT('/', REPEAT('a', 70000), '-two')"), 2);
+  }
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM rewind_failures WHERE reason LIKE '%more than the 1048576%'"), 2);
+}
+
+TEST(OddInput, DatesOutsideTheSupportedRangeAreFailures) {
+  ConnectionOptions o = Store("rewind_test_year_zero", 200);
+  auto c = Connect(o);
+  ASSERT_TRUE(Insert(*c, kClass, Payload("/year-zero", "0000-01-03T00:00:00Z")).ok());
+  ASSERT_TRUE(Insert(*c, kClass, Payload("/year-one", "0001-01-01T00:00:00Z")).ok());
+  Outcome out = RunRewind({"replay", "--all", "--quiet", "--flush-every", "1", "--batch-size", "50"}, Env(o));
+  EXPECT_EQ(out.code, 3) << out.err;
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM rewind_failures WHERE reason LIKE '%0000-01-03%'"), 1);
+  EXPECT_EQ(Count(*c, "SELECT `count` FROM visits_per_post_per_week WHERE uri = '/year-one' AND `date` = '0001-01-01'"), 1);
+}
+
+// ---------------------------------------------------------------- runs that own things
+
+TEST(Ownership, AResumeRefusesABuildOfAnotherSourceOrSet) {
+  ConnectionOptions o = Store("rewind_test_resume_source", 3'000);
+  {
+    std::vector<std::string> env = Env(o);
+    env.push_back("REWIND_FAULT=before-swap");
+    Subprocess run(Rewind({"replay", "--all", "--quiet"}), env);
+    ASSERT_TRUE(run.WaitFor("fault point", 120)) << run.err();
+    run.Signal(SIGKILL);
+    run.Wait();
+  }
+  Outcome other_class = RunRewind({"replay", "--resume", "--all", "--quiet", "--event-class", "Other"}, Env(o));
+  EXPECT_EQ(other_class.code, 1);
+  EXPECT_NE(other_class.err.find("read another event source"), std::string::npos) << other_class.err;
+  Outcome other_set = RunRewind({"replay", "--resume", "visits_per_day", "--quiet"}, Env(o));
+  EXPECT_EQ(other_set.code, 1);
+  EXPECT_NE(other_set.err.find("another set of read models"), std::string::npos) << other_set.err;
+  Outcome same = RunRewind({"replay", "--resume", "--all", "--quiet"}, Env(o));
+  EXPECT_EQ(same.code, 0) << same.err;
+  auto c = Connect(o);
+  ExpectEveryReadModelMatchesTheEvents(*c);
+}
+
+TEST(Ownership, TwoVerifiesNeverTouchEachOthersScratchTables) {
+  ConnectionOptions o = Store("rewind_test_two_verifies", 3'000);
+  auto c = Connect(o);
+  EXPECT_EQ(RunRewind({"replay", "--all", "--quiet"}, Env(o)).code, 0);
+  const std::string scratch = "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = "
+                              "DATABASE() AND TABLE_NAME LIKE '%\\_\\_rewind\\_verify'";
+  {
+    std::vector<std::string> env = Env(o);
+    env.push_back("REWIND_FAULT=after-build");
+    Subprocess first(Rewind({"verify", "--quiet"}), env);
+    ASSERT_TRUE(first.WaitFor("fault point", 120)) << first.err();
+    const int64_t tables = Count(*c, scratch);
+    EXPECT_EQ(tables, static_cast<int64_t>(AllProjectors().size()));
+    Outcome second = RunRewind({"verify", "visits_per_day", "--quiet"}, Env(o));
+    EXPECT_EQ(second.code, 1);
+    EXPECT_NE(second.err.find("already verifying"), std::string::npos) << second.err;
+    EXPECT_EQ(Count(*c, scratch), tables);  // the refused one dropped nothing
+    first.Signal(SIGKILL);  // killed: its scratch tables stay behind...
+    first.Wait();
+  }
+  EXPECT_EQ(Count(*c, scratch), static_cast<int64_t>(AllProjectors().size()));
+  // ...until the next verify, which cleans them (and their checkpoint rows) up.
+  Outcome next = RunRewind({"verify", "visits_per_day", "--quiet"}, Env(o));
+  EXPECT_EQ(next.code, 0) << next.err;
+  EXPECT_EQ(Count(*c, scratch), 0);
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM rewind_checkpoints WHERE target_table LIKE '%verify'"), 0);
+}
+
+TEST(Ownership, DatabasesWithALongCommonPrefixDoNotShareLocks) {
+  const std::string prefix(58, 'p');
+  ConnectionOptions a = Store(prefix + "_one", 500), b = Store(prefix + "_two", 500);
+  const std::string file = ResumeFile("long_names");
+  std::vector<std::string> env = Env(a);
+  env.push_back("REWIND_FAULT=before-catch-up@" + file);
+  Subprocess first(Rewind({"replay", "--all", "--quiet"}), env);
+  ASSERT_TRUE(first.WaitFor("fault point", 60)) << first.err();
+  Outcome second = RunRewind({"replay", "--all", "--quiet"}, Env(b));
+  EXPECT_EQ(second.code, 0) << second.err;
+  Release(file);
+  EXPECT_EQ(first.Wait(), 0) << first.err();
+  auto c = Connect(ServerOptions());
+  ASSERT_TRUE(c->Execute("DROP DATABASE " + QuoteIdentifier(a.database)).ok());
+  ASSERT_TRUE(c->Execute("DROP DATABASE " + QuoteIdentifier(b.database)).ok());
+}
+
+// A database rebuilt by an older rewind: its bookkeeping tables are migrated forward.
+TEST(Ownership, BookkeepingTablesOfTheOldLayoutAreMigrated) {
+  ConnectionOptions o = Store("rewind_test_schema_v1", 1'000);
+  auto c = Connect(o);
+  ASSERT_TRUE(c->Execute(
+      "CREATE TABLE rewind_checkpoints (projector VARCHAR(64) NOT NULL PRIMARY KEY, live_table "
+      "VARCHAR(64) NOT NULL, building_table VARCHAR(64) NULL, status VARCHAR(16) NOT NULL, run_id "
+      "VARCHAR(64) NOT NULL, last_event_id BIGINT NOT NULL DEFAULT 0, head_event_id BIGINT NOT NULL "
+      "DEFAULT 0, events_applied BIGINT UNSIGNED NOT NULL DEFAULT 0, rows_written BIGINT UNSIGNED NOT "
+      "NULL DEFAULT 0, started_at DATETIME(6) NULL, updated_at DATETIME(6) NULL, finished_at "
+      "DATETIME(6) NULL, seconds DOUBLE NULL, events_per_second DOUBLE NULL) ENGINE=InnoDB DEFAULT "
+      "CHARSET=utf8mb4").ok());
+  ASSERT_TRUE(c->Execute(
+      "CREATE TABLE rewind_failures (id BIGINT AUTO_INCREMENT PRIMARY KEY, run_id VARCHAR(64) NOT "
+      "NULL, event_id BIGINT NOT NULL, stage VARCHAR(64) NOT NULL, reason TEXT NOT NULL, recorded_at "
+      "DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), KEY (run_id), KEY (event_id)) ENGINE=InnoDB "
+      "DEFAULT CHARSET=utf8mb4").ok());
+  ASSERT_TRUE(c->Execute("INSERT INTO rewind_checkpoints (projector, live_table, status, run_id, last_event_id) "
+                         "VALUES ('visits_per_month', 'visits_per_month', 'live', 'old-run', 1000), "
+                         "('visits_per_year@verify', 'visits_per_year', 'building', 'old-verify', 5)").ok());
+  ASSERT_TRUE(c->Execute("UPDATE rewind_checkpoints SET building_table = 'visits_per_year__rewind_verify' "
+                         "WHERE run_id = 'old-verify'").ok());
+  ASSERT_TRUE(c->Execute("INSERT INTO rewind_failures (run_id, event_id, stage, reason) VALUES ('old-run', 7, 'decoder', 'x')").ok());
+  Outcome out = RunRewind({"replay", "visits_per_day", "--quiet"}, Env(o));
+  EXPECT_EQ(out.code, 0) << out.err;
+  EXPECT_EQ(Count(*c, "SELECT version FROM rewind_schema"), kSchemaVersion);
+  EXPECT_EQ(Count(*c, "SELECT last_event_id FROM rewind_checkpoints WHERE projector = 'visits_per_month' "
+                      "AND target_table = 'visits_per_month'"), 1000);
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM rewind_checkpoints WHERE projector = 'visits_per_year' AND "
+                      "target_table = 'visits_per_year__rewind_verify'"), 1);
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM rewind_checkpoints WHERE projector = 'visits_per_day' AND "
+                      "target_table = 'visits_per_day' AND status = 'live'"), 1);
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM rewind_failures WHERE run_id = 'old-run'"), 1);
+  // A second rewind finds the work done.
+  EXPECT_EQ(RunRewind({"status"}, Env(o)).code, 0);
+  EXPECT_EQ(RunRewind({"replay", "visits_per_day", "--quiet"}, Env(o)).code, 0);
+}
+
+// The blog's own live table has no uri_hash column: verify compares the read model's own
+// columns and shows keys a person can read.
+TEST(Ownership, VerifyComparesTheBlogsOriginalTableLayout) {
+  ConnectionOptions o = Store("rewind_test_verify_layout", 2'000);
+  auto c = Connect(o);
+  EXPECT_EQ(RunRewind({"replay", "visits_per_post_per_day", "--quiet"}, Env(o)).code, 0);
+  ASSERT_TRUE(c->Execute("CREATE TABLE blog_layout (uri TEXT NOT NULL, `date` DATE NOT NULL, `count` "
+                         "BIGINT UNSIGNED NOT NULL) AS SELECT uri, `date`, `count` FROM visits_per_post_per_day").ok());
+  ASSERT_TRUE(c->Execute("UPDATE blog_layout SET `count` = `count` + 1 ORDER BY `date`, uri LIMIT 1").ok());
+  ASSERT_TRUE(c->Execute("DROP TABLE visits_per_post_per_day").ok());
+  ASSERT_TRUE(c->Execute("RENAME TABLE blog_layout TO visits_per_post_per_day").ok());
+  Outcome out = RunRewind({"verify", "visits_per_post_per_day", "--quiet"}, Env(o));
+  EXPECT_EQ(out.code, 4) << out.err;
+}
+
+}  // namespace
+}  // namespace rw
