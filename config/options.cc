@@ -1,5 +1,7 @@
 #include "config/options.h"
 
+#include "projectors/civil_time.h"
+
 #include <fmt/core.h>
 #include <unistd.h>
 
@@ -65,7 +67,26 @@ Result<bool> Boolean(const std::string& key, const std::string& text) {
   return Status::InvalidInput(fmt::format("--{} is true or false, got '{}'", key, text));
 }
 
-enum class Group { kConnection, kEvents, kReplay, kOutput };
+enum class Group { kConnection, kEvents, kReplay, kControl, kOutput };
+
+// A table-name suffix of an --into build: a plain identifier that does not end like
+// rewind's own tables (the whole name's length is checked against each read model).
+Status CheckSuffix(const char* key, const std::string& v, std::string& out) {
+  if (v.empty() || v.size() > 40 ||
+      v.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") !=
+          std::string::npos) {
+    return Status::InvalidInput(fmt::format(
+        "--{} expects a plain identifier suffix (letters, digits, _; at most 40), got '{}'", key, v));
+  }
+  for (const char* own : {"__rewind_new", "__rewind_verify", "__rewind_old"}) {
+    const std::string o(own);
+    if (v.size() >= o.size() && v.compare(v.size() - o.size(), o.size(), o) == 0) {
+      return Status::InvalidInput(fmt::format("--{} may not end like rewind's own tables ({})", key, own));
+    }
+  }
+  out = v;
+  return Status::Ok();
+}
 
 // One option: everything about it in one place.
 struct OptionSpec {
@@ -209,7 +230,69 @@ const std::vector<OptionSpec>& Table() {
          return Status::Ok();
        },
        nullptr},
-      {"json", "", Group::kOutput, true, {}, "status: print JSON", Flag("json", &ReplayOptions::json), nullptr},
+      {"json", "", Group::kOutput, true, {}, "status and --dry-run: print JSON", Flag("json", &ReplayOptions::json), nullptr},
+      // Migration-day controls
+      {"dry-run", "", Group::kControl, true, {}, "print what the run would read, write and need; touch nothing",
+       Flag("dry-run", &ReplayOptions::dry_run), nullptr},
+      {"max-events-per-second", "", Group::kControl, false, {}, "never read faster than N events/s",
+       [](ReplayOptions& o, const std::string& v) {
+         return Integer("max-events-per-second", v, 1, 1'000'000'000, o.max_events_per_second);
+       },
+       nullptr},
+      {"throttle-threads-running", "", Group::kControl, false, {},
+       "pause reading while the server's Threads_running (not counting rewind's) is above N",
+       [](ReplayOptions& o, const std::string& v) {
+         return Integer("throttle-threads-running", v, 1, 100'000, o.throttle_threads_running);
+       },
+       nullptr},
+      {"max-failures", "", Group::kControl, false, {},
+       "failure budget per read model: N events or P% of its events; over it nothing is swapped (exit 5)",
+       [](ReplayOptions& o, const std::string& v) {
+         if (!v.empty() && v.back() == '%') {
+           double pct = 0;
+           if (Status s = Seconds("max-failures", v.substr(0, v.size() - 1), 0, 100, pct); !s.ok()) {
+             return Status::InvalidInput(fmt::format("--max-failures expects N or P% (0-100), got '{}'", v));
+           }
+           o.max_failures_percent = pct;
+           o.max_failures.reset();
+           return Status::Ok();
+         }
+         uint64_t n = 0;
+         if (Status s = Integer("max-failures", v, 0, UINT64_MAX, n); !s.ok()) {
+           return Status::InvalidInput(fmt::format("--max-failures expects N or P%, got '{}'", v));
+         }
+         o.max_failures = n;
+         o.max_failures_percent.reset();
+         return Status::Ok();
+       },
+       nullptr},
+      {"until-id", "", Group::kControl, false, {}, "read events with id <= N (needs --into)",
+       [](ReplayOptions& o, const std::string& v) {
+         std::optional<EventId> id = ParseEventId(v);
+         if (!id) return Status::InvalidInput(fmt::format("--until-id expects an integer id, got '{}'", v));
+         o.until_id = *id;
+         return Status::Ok();
+       },
+       nullptr},
+      {"until-time", "", Group::kControl, false, {},
+       "keep events whose time column is <= 'YYYY-MM-DD HH:MM:SS', as stored (needs --into)",
+       [](ReplayOptions& o, const std::string& v) {
+         if (v.size() != 19 || !ParseIsoTimestamp(v)) {
+           return Status::InvalidInput(
+               fmt::format("--until-time expects 'YYYY-MM-DD HH:MM:SS', got '{}'", v));
+         }
+         o.until_time = v;
+         return Status::Ok();
+       },
+       nullptr},
+      {"time-column", "", Group::kEvents, false, {}, "the event table's time column (--until-time)",
+       Text(&EventTableOptions::time_column, true), [](const ReplayOptions& o) { return o.events.time_column; }},
+      {"into", "", Group::kControl, false, {},
+       "build <table>SUFFIX beside the live tables and never swap it in",
+       [](ReplayOptions& o, const std::string& v) { return CheckSuffix("into", v, o.into); }, nullptr},
+      {"against", "", Group::kControl, false, {},
+       "verify: compare the live tables with an --into build's <table>SUFFIX tables",
+       [](ReplayOptions& o, const std::string& v) { return CheckSuffix("against", v, o.against); }, nullptr},
   };
   return table;
 }
@@ -223,7 +306,8 @@ const OptionSpec* Find(const std::string& name) {
 
 // What the value of a flag is, for --help.
 const char* ValueName(const std::string& name) {
-  for (const char* n : {"port", "connect-timeout", "batch-size", "max-in-flight", "flush-every", "flush-max-rows"}) {
+  for (const char* n : {"port", "connect-timeout", "batch-size", "max-in-flight", "flush-every",
+                        "flush-max-rows", "max-events-per-second", "throttle-threads-running", "until-id"}) {
     if (name == n) return "N";
   }
   for (const char* n : {"poll", "settle", "cutover-timeout"}) {
@@ -232,6 +316,9 @@ const char* ValueName(const std::string& name) {
   if (name == "socket" || name == "stats-json") return "FILE";
   if (name == "host") return "HOST";
   if (name == "progress") return "MODE";
+  if (name == "max-failures") return "N|P%";
+  if (name == "until-time") return "TIME";
+  if (name == "into" || name == "against") return "SUFFIX";
   return "NAME";
 }
 
@@ -240,6 +327,7 @@ const char* GroupName(Group g) {
     case Group::kConnection: return "Connection (like the mariadb client)";
     case Group::kEvents: return "Event table (defaults: the blog's schema)";
     case Group::kReplay: return "Replay";
+    case Group::kControl: return "Migration-day controls";
     case Group::kOutput: return "Output";
   }
   return "";
@@ -497,6 +585,18 @@ Result<CommandLine> ParseCommandLine(const std::vector<std::string>& args, const
     o.connection.host = "127.0.0.1";  // a port alone means TCP on this machine
   }
 
+  if (o.stop_on_failure && (o.max_failures || o.max_failures_percent)) {
+    return Status::InvalidInput("--stop-on-failure is a failure budget of 0 that stops at once: "
+                                "give it or --max-failures, not both");
+  }
+  if ((o.until_id || !o.until_time.empty()) && o.into.empty()) {
+    return Status::InvalidInput("--until-id and --until-time need --into SUFFIX: a read model cut "
+                                "short never replaces a live one");
+  }
+  if (!o.into.empty() && o.follow) {
+    return Status::InvalidInput("--into builds beside the live tables and never swaps: --follow "
+                                "does not go with it");
+  }
   cl.command = d.command.empty() ? "help" : d.command;
   o.projectors = d.names;
   if (std::find(std::begin(kCommands), std::end(kCommands), cl.command) == std::end(kCommands)) {

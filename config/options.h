@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "projectors/event_id.h"
 #include "projectors/status.h"
 #include "stages/connection.h"
 #include "stages/progress.h"
@@ -40,7 +41,7 @@ inline constexpr int kError = 1;           // error; nothing swapped in
 inline constexpr int kUsage = 2;           // bad usage
 inline constexpr int kFailedEvents = 3;    // swapped in, but some events failed
 inline constexpr int kDiffers = 4;         // verify found differences
-inline constexpr int kOverBudget = 5;      // over a failure budget (reserved)
+inline constexpr int kOverBudget = 5;      // over a failure budget: nothing swapped
 inline constexpr int kCutoverGaveUp = 6;   // the cut-over gave up; live tables untouched
 }  // namespace exit_code
 
@@ -75,7 +76,30 @@ struct ReplayOptions {
   double cutover_timeout_seconds = 60.0;
   ProgressMode progress = ProgressMode::kAuto;
   std::string stats_json;  // write the final summary as JSON to this file
-  bool json = false;       // `status`: print JSON instead of text
+  bool json = false;       // `status`, dry run: print JSON instead of text
+
+  // Migration-day controls.
+  // Print what a run would do (events, rows, size, duration, tables, grants) and touch
+  // nothing.
+  bool dry_run = false;
+  // The reader never exceeds this many events per second (0: no cap). A token bucket:
+  // pages shrink to a quarter second's worth, so the cap holds over any second.
+  uint64_t max_events_per_second = 0;
+  // The reader pauses while the server's Threads_running, less rewind's own running
+  // connections, is above this (0: off); checked every second.
+  uint64_t throttle_threads_running = 0;
+  // A failure budget per read model over the whole run (resumed parts included): at most
+  // this many failed events, or this percent of the events the read model was given. Over
+  // it, nothing is swapped and the exit code is 5.
+  std::optional<uint64_t> max_failures;
+  std::optional<double> max_failures_percent;
+  // Rebuild up to a point, beside the live tables (REQUIRES: into).
+  std::optional<EventId> until_id;            // events with id <= this
+  std::string until_time;                     // events whose time column is <= this
+  // Build <table><into> and never swap it in: its own checkpoints and locks.
+  std::string into;
+  // verify: compare the live tables with the <table><against> tables of an --into build.
+  std::string against;
 };
 
 struct CommandLine {

@@ -15,6 +15,16 @@
 namespace rw {
 namespace {
 
+// Every open Connection of this process (for OwnThreadIds).
+std::mutex& RegistryMutex() {
+  static std::mutex mu;
+  return mu;
+}
+std::vector<const Connection*>& Registry() {
+  static std::vector<const Connection*> all;
+  return all;
+}
+
 void InitLibraryOnce() {
   static std::once_flag once;
   std::call_once(once, [] { mysql_library_init(0, nullptr, nullptr); });
@@ -87,16 +97,33 @@ std::string ConnectionOptions::Describe() const {
 Result<std::unique_ptr<Connection>> Connection::Open(const ConnectionOptions& options) {
   std::unique_ptr<Connection> c(new Connection(options));
   if (Status s = c->Connect(); !s.ok()) return s;
+  std::lock_guard<std::mutex> lock(RegistryMutex());
+  Registry().push_back(c.get());
   return c;
 }
 
 Connection::~Connection() {
+  {
+    std::lock_guard<std::mutex> lock(RegistryMutex());
+    auto& all = Registry();
+    all.erase(std::remove(all.begin(), all.end(), this), all.end());
+  }
   if (mysql_ != nullptr) mysql_close(mysql_);
+}
+
+std::vector<unsigned long> Connection::OwnThreadIds() {
+  std::lock_guard<std::mutex> lock(RegistryMutex());
+  std::vector<unsigned long> ids;
+  for (const Connection* c : Registry()) {
+    if (c->thread_id() != 0) ids.push_back(c->thread_id());
+  }
+  return ids;
 }
 
 Status Connection::Connect() {
   InitLibraryOnce();
   if (mysql_ != nullptr) mysql_close(mysql_);
+  thread_id_ = 0;
   mysql_ = mysql_init(nullptr);
   if (mysql_ == nullptr) return Status::Internal("out of memory creating a MariaDB handle");
   const unsigned connect_timeout = options_.connect_timeout_seconds;
@@ -122,6 +149,7 @@ Status Connection::Connect() {
                          options_.port, socket, 0) == nullptr) {
     return LastError(fmt::format("cannot connect to MariaDB as {}", options_.Describe()));
   }
+  thread_id_ = mysql_thread_id(mysql_);
   return Status::Ok();
 }
 

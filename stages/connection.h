@@ -8,6 +8,7 @@
 // any thread (the client library is initialised once, first).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -88,6 +89,10 @@ class Connection {
   Status ReconnectAfterBackoff(int attempt);
   const ConnectionOptions& options() const { return options_; }
   st_mysql* raw() { return mysql_; }
+  // The server's id of this connection (0 before it connects).
+  unsigned long thread_id() const { return thread_id_.load(); }
+  // The server ids of every connection this process holds open: rewind's own.
+  static std::vector<unsigned long> OwnThreadIds();
 
  private:
   explicit Connection(const ConnectionOptions& options) : options_(options) {}
@@ -96,6 +101,7 @@ class Connection {
 
   const ConnectionOptions options_;
   st_mysql* mysql_ = nullptr;
+  std::atomic<unsigned long> thread_id_{0};
   InfileSource infile_;
 };
 

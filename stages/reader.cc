@@ -76,9 +76,13 @@ Reader::Reader(std::unique_ptr<Connection> c, const ReaderOptions& o)
   const EventTableOptions& e = options_.events;
   // The type filter is pushed into the server, byte for byte (a column's collation would
   // match other spellings): unhandled events cost an id, not a payload.
-  select_ = fmt::format("SELECT {id}, CASE WHEN BINARY {type} = BINARY {cls} THEN "
+  const std::string until =
+      options_.until_time.empty()
+          ? std::string()
+          : fmt::format(" AND {} <= {}", QuoteIdentifier(e.time_column), connection_->Quote(options_.until_time));
+  select_ = fmt::format("SELECT {id}, CASE WHEN BINARY {type} = BINARY {cls}{until} THEN "
                         "COALESCE({payload}, '') END FROM {table}",
-                        fmt::arg("id", QuoteIdentifier(e.id_column)),
+                        fmt::arg("until", until), fmt::arg("id", QuoteIdentifier(e.id_column)),
                         fmt::arg("type", QuoteIdentifier(e.type_column)),
                         fmt::arg("cls", connection_->Quote(e.page_visited_class)),
                         fmt::arg("payload", QuoteIdentifier(e.payload_column)),

@@ -35,6 +35,7 @@ struct EventTableOptions {
   std::string id_column = "id";
   std::string type_column = "eventClass";
   std::string payload_column = "payload";
+  std::string time_column = "createdAt";  // only read with --until-time
   // The event class that PageVisit projectors handle (compared byte for byte).
   std::string page_visited_class = "App\\Analytics\\PageVisited";
 };
@@ -48,6 +49,11 @@ struct ReaderOptions {
   EventId head_id = kBeforeFirstId;         // read ids <= this
   GapSet watched;                           // gaps left open by an interrupted run
   double settle_seconds = 60;               // a gap is given up after this long
+  // Events whose time column is after this ('YYYY-MM-DD HH:MM:SS', as stored) are skipped
+  // in the server like events of other classes ("" = none).
+  std::string until_time;
+  // A cap on events read per second (0 = none): see Throttle.
+  uint64_t max_events_per_second = 0;
 };
 
 enum class GapCheck { kRecheck, kFinal };

@@ -147,6 +147,29 @@ TEST(Security, StatusWorksForAReadOnlyUserAndCreatesNothing) {
   ASSERT_TRUE(c->Execute("DROP USER 'rewind_ro'@'localhost'").ok());
 }
 
+// The grants the README lists are enough: replay (cut-over included) and verify run with
+// exactly those.
+TEST(Security, TheDocumentedGrantsAreEnough) {
+  ConnectionOptions o = Store("rewind_test_grants", 2000);
+  auto c = Connect(o);
+  ASSERT_TRUE(c->Execute("DROP USER IF EXISTS 'rewind_min'@'localhost'").ok());
+  ASSERT_TRUE(c->Execute("CREATE USER 'rewind_min'@'localhost' IDENTIFIED BY 'min-pw'").ok());
+  ASSERT_TRUE(c->Execute("GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, LOCK TABLES ON "
+                         "rewind_test_grants.* TO 'rewind_min'@'localhost'").ok());
+  ConnectionOptions least = o;
+  least.user = "rewind_min";
+  least.password = "min-pw";
+  Outcome replay = RunRewind({"replay", "--all", "--quiet"}, Env(least));
+  EXPECT_EQ(replay.code, 0) << replay.err;
+  ASSERT_TRUE(c->Execute("REVOKE LOCK TABLES ON rewind_test_grants.* FROM 'rewind_min'@'localhost'").ok());
+  Outcome verify = RunRewind({"verify", "--quiet"}, Env(least));
+  EXPECT_EQ(verify.code, 0) << verify.err;
+  Outcome no_lock = RunRewind({"replay", "visits_per_day", "--quiet"}, Env(least));
+  EXPECT_EQ(no_lock.code, 1) << no_lock.err;
+  EXPECT_NE(no_lock.err.find("LOCK TABLES grant"), std::string::npos) << no_lock.err;
+  ASSERT_TRUE(c->Execute("DROP USER 'rewind_min'@'localhost'").ok());
+}
+
 TEST(Security, AnUnwritableStatsFileIsRefusedBeforeAnyWork) {
   ConnectionOptions o = Store("rewind_test_stats_path", 500);
   Outcome out = RunRewind({"replay", "--all", "--quiet", "--stats-json", "/nonexistent-dir/stats.json"}, Env(o));

@@ -200,7 +200,7 @@ TEST(Projectors, RegistryIsCompleteAndConsistent) {
     EXPECT_TRUE(p->fields() & kFieldVisitedAt);
     tables[info.name] = p->table().key_definition;
   }
-  EXPECT_EQ(tables.size(), 8u);
+  EXPECT_EQ(tables.size(), AllProjectors().size());  // names are unique
   EXPECT_TRUE(Make("sessions_per_day")->order_dependent());
   EXPECT_FALSE(Make("visits_per_day")->order_dependent());
 }
