@@ -15,6 +15,7 @@
 
 #include "config/options.h"
 #include "pipeline/commands.h"
+#include "pipeline/dry_run.h"
 #include "pipeline/replay.h"
 
 namespace {
@@ -101,7 +102,7 @@ int main(int argc, char** argv) {
     }
     o.connection.password = *pw;
   }
-  if (!cl->config_path.empty() && o.progress != ProgressMode::kQuiet) {
+  if (!cl->config_path.empty() && cl->config_path != "/dev/null" && o.progress != ProgressMode::kQuiet) {
     fmt::print(stderr, "rewind: config file: {}\n", cl->config_path);
   }
   if (!o.stats_json.empty()) {
@@ -123,6 +124,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (cl->command == "verify") return VerifyCommand(selection, std::move(*selected), stdout);
+  if (o.dry_run) return DryRunCommand(o, std::move(*selected), stdout);
 
   struct sigaction sa {};
   sa.sa_handler = OnSignal;

@@ -17,6 +17,7 @@
 #include "stages/projector_runner.h"
 #include "stages/reader.h"
 #include "stages/table_admin.h"
+#include "stages/throttle.h"
 
 namespace rw {
 
@@ -97,6 +98,7 @@ struct Prepared {
   EventId resume_after = kBeforeFirstId;
   GapSet gaps;
   bool created = false;  // the target table was just created, empty
+  uint64_t prior_applied = 0, prior_failed = 0;  // by the interrupted part of the run
 };
 
 // Creates (or, resuming, finds) the target table and the checkpoint row of a projector.
@@ -122,7 +124,8 @@ Result<Prepared> PrepareProjector(Connection& c, const Projector& p, const std::
         if (Status s = checkpoint_store::SetHead(c, name, target, head); !s.ok()) return s;
         fmt::print(log, "rewind: {} resumes after event {}\n", name,
                    (*cp)->last_event_id == kBeforeFirstId ? "(none)" : IdText((*cp)->last_event_id));
-        return Prepared{(*cp)->last_event_id, (*cp)->gaps, false};
+        return Prepared{(*cp)->last_event_id, (*cp)->gaps, false, (*cp)->events_applied,
+                        (*cp)->failed_events};
       }
       // Its per-visitor state lives only in memory, so a partial table cannot be
       // continued exactly: rebuild this one read model from the first event.
@@ -141,7 +144,7 @@ Result<Prepared> PrepareProjector(Connection& c, const Projector& p, const std::
   cp.source = fingerprint;
   cp.head_event_id = head;
   if (Status s = checkpoint_store::Start(c, cp); !s.ok()) return s;
-  return Prepared{kBeforeFirstId, {}, true};
+  return Prepared{kBeforeFirstId, {}, true, 0, 0};
 }
 
 // Flushes every runner in parallel (each on its own connection); the first error.
@@ -204,6 +207,8 @@ class Run {
     if (s.ok() && plan_.after_build) s = plan_.after_build(*admin_);
     if (plan_.scratch && locked_) DropScratch();
     if (s.ok() && plan_.swap) s = CatchUp();
+    if (s.ok()) s = CheckBudget();
+    if (s.ok() && !plan_.swap && !plan_.scratch) MarkBuilt();
     if (s.ok() && plan_.swap && stop_.load()) {
       sum_.interrupted = true;
       s = Status::Error(Status::Code::kCancelled, "stopped before the swap");
@@ -225,19 +230,25 @@ class Run {
     if (!admin.ok()) return admin.status();
     admin_ = std::move(*admin);
     Connection& c = *admin_;
-    if (Status s = CheckEventTable(c, o_.events); !s.ok()) return s;
+    if (Status s = CheckEventTable(c, o_.events, !o_.until_time.empty()); !s.ok()) return s;
     if (Status s = checkpoint_store::Ensure(c); !s.ok()) return s;
     for (const auto& p : projectors) {
       live_tables_.push_back(p->table().name);
       names_.emplace_back(p->name());
+      const std::string target = p->table().name + plan_.table_suffix;
+      if (target.size() > 64) {
+        return Status::InvalidInput(fmt::format("the table name {} is longer than 64 characters; "
+                                                "choose a shorter suffix", target));
+      }
+      lock_tables_.push_back(LockedTable(plan_, p->table().name));
     }
-    if (Status s = table_admin::Lock(c, live_tables_, plan_.lock_prefix); !s.ok()) return s;
+    if (Status s = table_admin::Lock(c, lock_tables_, plan_.lock_prefix); !s.ok()) return s;
     locked_ = true;
     if (plan_.scratch) CleanAbandonedScratch(c, plan_);
 
     Result<EventId> head = ReadHeadId(c, o_.events);
     if (!head.ok()) return head.status();
-    sum_.head_id = *head;
+    sum_.head_id = o_.until_id ? std::min(*head, *o_.until_id) : *head;
 
     // Prepare every projector, then give it its own connection.
     EventId start_after = sum_.head_id;
@@ -260,6 +271,8 @@ class Run {
       ro.flush_every_events = o_.flush_every_events;
       ro.flush_max_rows = o_.flush_max_rows;
       sum_.projectors.push_back(ProjectorSummary{std::string(p->name()), target, prep->resume_after});
+      prior_applied_.push_back(prep->prior_applied);
+      prior_failed_.push_back(prep->prior_failed);
       Result<std::unique_ptr<ProjectorRunner>> r =
           ProjectorRunner::Make(std::move(p), std::move(*conn), ro);
       if (!r.ok()) return r.status();
@@ -275,10 +288,26 @@ class Run {
 
     Result<std::unique_ptr<Connection>> reader_conn = Connection::Open(o_.connection);
     if (!reader_conn.ok()) return reader_conn.status();
-    ReaderOptions ro{o_.events, o_.batch_size, start_after, sum_.head_id, watched, o_.settle_seconds};
+    ReaderOptions ro{o_.events, o_.batch_size, start_after, sum_.head_id, watched, o_.settle_seconds,
+                     o_.until_time};
     Result<std::unique_ptr<Reader>> reader = Reader::Make(std::move(*reader_conn), ro);
     if (!reader.ok()) return reader.status();
     reader_ = std::move(*reader);
+    if (o_.max_events_per_second > 0 || o_.throttle_threads_running > 0) {
+      std::unique_ptr<Connection> probe;
+      if (o_.throttle_threads_running > 0) {
+        Result<std::unique_ptr<Connection>> pc = Connection::Open(o_.connection);
+        if (!pc.ok()) return pc.status();
+        probe = std::move(*pc);
+      }
+      throttle_ = std::make_unique<Throttle>(
+          ThrottleOptions{o_.max_events_per_second, o_.throttle_threads_running}, std::move(probe),
+          &stop_, [this](const std::string& state) {
+            fmt::print(stderr, "rewind: {}\n", state.empty() ? "reading resumes" : state + "; reading pauses");
+            SetNote(state);
+          });
+      reader_->SetThrottle(throttle_.get());
+    }
     Result<std::unique_ptr<Connection>> recorder_conn = Connection::Open(o_.connection);
     if (!recorder_conn.ok()) return recorder_conn.status();
     recorder_ = std::make_unique<FailureRecorder>(std::move(*recorder_conn), sum_.run_id,
@@ -329,6 +358,7 @@ class Run {
       ps.flushes = st.flushes;
       ps.retries = st.retries;
       ps.late_applied = st.late_applied;
+      ps.failed_events = prior_failed_[i] + st.failed_events;
       ps.apply_seconds = st.apply_seconds;
       ps.flush_seconds = st.flush_seconds;
     }
@@ -343,6 +373,8 @@ class Run {
       if (min.ok() && *min) progress_start = ProgressPosition(ParseEventId(**min).value_or(1) - 1);
     }
     Progress progress(o_.progress, progress_start, ProgressPosition(sum_.head_id), names_);
+    progress_ = &progress;
+    SetNote("");
     progress.Start();
     GraphResult graph = RunGraph(*reader_, *decoder_, branches_, progress,
                                  GraphOptions{o_.max_in_flight}, stop_);
@@ -357,8 +389,53 @@ class Run {
       if (s.ok()) progress.SetPhase(stop_.load() ? "committed" : "read models written");
     }
     progress.Stop();
+    progress_ = nullptr;
     Collect();
     return s;
+  }
+
+  // The progress line's note: the rate cap, and whether reading is throttled.
+  void SetNote(const std::string& throttled) {
+    if (progress_ == nullptr) return;
+    std::string note = throttled;
+    if (o_.max_events_per_second > 0) {
+      note = fmt::format("cap {} events/s{}{}", WithThousands(o_.max_events_per_second),
+                         note.empty() ? "" : "; ", note);
+    }
+    progress_->SetNote(note);
+  }
+
+  // --max-failures: every read model within its budget, over the whole run.
+  Status CheckBudget() {
+    if (!o_.max_failures && !o_.max_failures_percent) return Status::Ok();
+    std::string over;
+    for (size_t i = 0; i < runners_.size(); ++i) {
+      const RunnerStats& st = runners_[i]->stats();
+      const uint64_t failed = prior_failed_[i] + st.failed_events;
+      const uint64_t given = prior_applied_[i] + st.events_applied + failed;
+      const bool too_many = o_.max_failures ? failed > *o_.max_failures
+                                            : static_cast<double>(failed) * 100 >
+                                                  *o_.max_failures_percent * static_cast<double>(given);
+      if (too_many) {
+        over += fmt::format("{}{} failed {} of {} events", over.empty() ? "" : "; ", names_[i], failed, given);
+      }
+    }
+    sum_.within_budget = over.empty();
+    if (over.empty()) return Status::Ok();
+    sum_.over_budget = true;
+    return Status::InvalidInput(fmt::format(
+        "over the failure budget ({}): {}; nothing was swapped in, the shadow tables are kept for "
+        "inspection and --resume",
+        o_.max_failures ? fmt::format("--max-failures {}", *o_.max_failures)
+                        : fmt::format("--max-failures {}%", *o_.max_failures_percent),
+        over));
+  }
+
+  // An --into build is complete: say so in its checkpoint rows.
+  void MarkBuilt() {
+    for (size_t i = 0; i < runners_.size(); ++i) {
+      (void)checkpoint_store::SetStatus(*admin_, names_[i], runners_[i]->target_table(), "built", 0);
+    }
   }
 
   // The application kept appending while the rebuild ran: read what it appended, and the
@@ -367,7 +444,7 @@ class Run {
   Status CatchUp() {
     FaultPoint("before-catch-up");
     for (int round = 0; round < 20 && !stop_.load(); ++round) {
-      if (Status s = EnsureAdmin(*admin_, live_tables_, plan_.lock_prefix); !s.ok()) return s;
+      if (Status s = EnsureAdmin(*admin_, lock_tables_, plan_.lock_prefix); !s.ok()) return s;
       Result<EventId> head = ReadHeadId(*admin_, o_.events);
       if (!head.ok()) return head.status();
       if (*head <= reader_->head() && reader_->watched_gaps() == 0) return Status::Ok();
@@ -433,9 +510,10 @@ class Run {
         sum_.catch_up_events += sum_.events_read - before;
         sum_.head_id = reader_->head();
       }
+      if (s.ok()) s = CheckBudget();
       if (s.ok()) {
         FaultPoint("before-swap");
-        s = EnsureAdmin(*admin_, live_tables_, plan_.lock_prefix);
+        s = EnsureAdmin(*admin_, lock_tables_, plan_.lock_prefix);
       }
       if (s.ok()) s = table_admin::SwapIn(*admin_, live_tables_, plan_.table_suffix);
       release();
@@ -478,7 +556,7 @@ class Run {
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
       }
       if (stop_.load()) break;
-      if (Status s = EnsureAdmin(*admin_, live_tables_, plan_.lock_prefix); !s.ok()) return s;
+      if (Status s = EnsureAdmin(*admin_, lock_tables_, plan_.lock_prefix); !s.ok()) return s;
       Result<EventId> now = ReadHeadId(*admin_, o_.events);
       if (!now.ok()) return now.status();
       if (*now <= reader_->head() && reader_->watched_gaps() == 0) continue;
@@ -510,7 +588,7 @@ class Run {
 
   void DropScratch() {
     Connection& c = *admin_;
-    if (!EnsureAdmin(c, live_tables_, plan_.lock_prefix).ok()) return;
+    if (!EnsureAdmin(c, lock_tables_, plan_.lock_prefix).ok()) return;
     for (size_t i = 0; i < live_tables_.size(); ++i) {
       const std::string target = live_tables_[i] + plan_.table_suffix;
       (void)table_admin::Drop(c, target);
@@ -526,6 +604,10 @@ class Run {
   std::unique_ptr<Connection> admin_;
   bool locked_ = false;
   std::vector<std::string> live_tables_, names_;
+  std::vector<std::string> lock_tables_;  // the tables this run's named locks are on
+  std::vector<uint64_t> prior_applied_, prior_failed_;
+  std::unique_ptr<Throttle> throttle_;
+  Progress* progress_ = nullptr;
   std::vector<std::unique_ptr<ProjectorRunner>> runners_;
   EventId start_after_ = kBeforeFirstId;
   uint64_t prior_failures_ = 0;  // recorded by the interrupted part of a resumed run
@@ -537,6 +619,19 @@ class Run {
 
 }  // namespace
 
+RunPlan PlanFor(const ReplayOptions& options) {
+  RunPlan plan;
+  if (!options.into.empty()) {  // beside the live tables, never swapped in
+    plan.table_suffix = options.into;
+    plan.swap = false;
+  }
+  return plan;
+}
+
+std::string LockedTable(const RunPlan& plan, const std::string& live) {
+  return plan.swap || plan.scratch ? live : live + plan.table_suffix;
+}
+
 ReplaySummary RunRebuild(const ReplayOptions& options,
                          std::vector<std::unique_ptr<Projector>> projectors,
                          const std::atomic<bool>& stop, const RunPlan& plan) {
@@ -545,7 +640,9 @@ ReplaySummary RunRebuild(const ReplayOptions& options,
 
 ReplaySummary Replay(const ReplayOptions& options, std::vector<std::unique_ptr<Projector>> projectors,
                      const std::atomic<bool>& stop) {
-  return RunRebuild(options, std::move(projectors), stop, RunPlan{});
+  ReplaySummary sum = RunRebuild(options, std::move(projectors), stop, PlanFor(options));
+  sum.built_into = options.into;
+  return sum;
 }
 
 }  // namespace rw

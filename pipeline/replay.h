@@ -58,6 +58,14 @@ struct RunPlan {
   std::function<Status(Connection&)> after_build;
 };
 
+// The plan of a replay with these options: a rebuild that swaps, or with --into a build
+// beside the live tables that never does.
+RunPlan PlanFor(const ReplayOptions& options);
+// The table a run's named lock is on, for the read model whose live table is `live`: a
+// build beside the live tables (--into) locks its own table, so it runs beside a rebuild
+// or a follow of the live ones; the others lock the live table.
+std::string LockedTable(const RunPlan& plan, const std::string& live);
+
 ReplaySummary RunRebuild(const ReplayOptions& options,
                          std::vector<std::unique_ptr<Projector>> projectors,
                          const std::atomic<bool>& stop, const RunPlan& plan);

@@ -12,8 +12,10 @@ namespace rw {
 
 int ReplaySummary::ExitCode() const {
   if (cutover_gave_up) return exit_code::kCutoverGaveUp;
+  if (over_budget) return exit_code::kOverBudget;
   if (!status.ok()) return exit_code::kError;
-  return failures > 0 ? exit_code::kFailedEvents : exit_code::kOk;
+  // Within a failure budget the failures were expected: done (they are still recorded).
+  return failures > 0 && !within_budget ? exit_code::kFailedEvents : exit_code::kOk;
 }
 
 std::string ReplaySummary::Text() const {
@@ -31,7 +33,10 @@ std::string ReplaySummary::Text() const {
   out += fmt::format(
       "{} {} read model(s) from {} events in {:.2f} s ({} events/s); {} skipped (other "
       "event types), {} failed{}\n",
-      swapped ? "rebuilt and swapped in" : "NOT swapped in:", projectors.size(),
+      swapped                               ? std::string("rebuilt and swapped in")
+      : !built_into.empty() && status.ok() ? fmt::format("built beside the live tables (<table>{}, never swapped in):", built_into)
+                                            : std::string("NOT swapped in:"),
+      projectors.size(),
       WithThousands(events_read), seconds, WithThousands(static_cast<uint64_t>(rate)),
       WithThousands(skipped), WithThousands(failures),
       failures ? fmt::format(" (see: SELECT * FROM {} WHERE run_id = '{}')", kFailureTable, run_id)
@@ -57,6 +62,7 @@ std::string ReplaySummary::Json() const {
       {"swapped", swapped},
       {"interrupted", interrupted},
       {"cutover_gave_up", cutover_gave_up},
+      {"over_budget", over_budget},
       {"exit_code", ExitCode()},
       {"error", status.message()},
       {"head_id", id(head_id)},
@@ -82,6 +88,7 @@ std::string ReplaySummary::Json() const {
                     {"flushes", p.flushes},
                     {"retries", p.retries},
                     {"late_applied", p.late_applied},
+                    {"failed_events", p.failed_events},
                     {"apply_seconds", p.apply_seconds},
                     {"flush_seconds", p.flush_seconds}});
   }

@@ -21,6 +21,7 @@ struct ProjectorSummary {
   uint64_t flushes = 0;
   uint64_t retries = 0;
   uint64_t late_applied = 0;
+  uint64_t failed_events = 0;  // given to it and not applied, over the whole run
   double apply_seconds = 0, flush_seconds = 0;
 };
 
@@ -29,6 +30,9 @@ struct ReplaySummary {
   bool swapped = false;
   bool interrupted = false;
   bool cutover_gave_up = false;  // the cut-over could not get its locks in time
+  bool over_budget = false;      // some read model failed more events than --max-failures
+  bool within_budget = false;    // a failure budget was given and every read model kept it
+  std::string built_into;        // --into: the suffix of the tables built (never swapped)
   std::string run_id;
   EventId head_id = kBeforeFirstId;
   uint64_t events_read = 0;  // every event in the id range, skipped ones included

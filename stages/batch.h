@@ -126,6 +126,7 @@ struct Batch {
   // Decoded.
   std::vector<PageVisit> visits;
   std::vector<Failure> failures;
+  std::vector<EventId> dropped;  // events no read model can use (no usable visitedAt)
   // Some visits lack a requested field (each projector then skips those it cannot use).
   bool has_partial = false;
   StringArena strings;

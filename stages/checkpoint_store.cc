@@ -19,6 +19,7 @@ const char* const kCheckpointsDdl =
     "events_applied BIGINT UNSIGNED NOT NULL DEFAULT 0, "
     "rows_written BIGINT UNSIGNED NOT NULL DEFAULT 0, "
     "late_events BIGINT UNSIGNED NOT NULL DEFAULT 0, "
+    "failed_events BIGINT UNSIGNED NOT NULL DEFAULT 0, "
     "gaps_given_up BIGINT UNSIGNED NOT NULL DEFAULT 0, "
     "started_at DATETIME(6) NULL, updated_at DATETIME(6) NULL, "
     "finished_at DATETIME(6) NULL, seconds DOUBLE NULL, events_per_second DOUBLE NULL, "
@@ -47,7 +48,8 @@ const char* const kMigrateFrom1[] = {
     "ADD COLUMN gaps MEDIUMTEXT NOT NULL DEFAULT '' AFTER last_event_id, "
     "MODIFY head_event_id DECIMAL(21,0) NOT NULL, "
     "ADD COLUMN late_events BIGINT UNSIGNED NOT NULL DEFAULT 0 AFTER rows_written, "
-    "ADD COLUMN gaps_given_up BIGINT UNSIGNED NOT NULL DEFAULT 0 AFTER late_events, "
+    "ADD COLUMN failed_events BIGINT UNSIGNED NOT NULL DEFAULT 0 AFTER late_events, "
+    "ADD COLUMN gaps_given_up BIGINT UNSIGNED NOT NULL DEFAULT 0 AFTER failed_events, "
     "CONVERT TO CHARACTER SET utf8mb4 COLLATE utf8mb4_bin",
     // Verify rows were keyed "name@verify"; the key now has the table.
     "UPDATE rewind_checkpoints SET projector = SUBSTRING_INDEX(projector, '@', 1)",
@@ -90,12 +92,14 @@ Checkpoint FromRow(const std::vector<std::optional<std::string>>& r) {
   cp.last_event_id = IdOr(r[6], kBeforeFirstId);
   cp.gaps = GapSet::Parse(r[7].value_or("")).value_or(GapSet());
   cp.head_event_id = IdOr(r[8], kBeforeFirstId);
+  cp.events_applied = r[9] ? std::stoull(*r[9]) : 0;
+  cp.failed_events = r[10] ? std::stoull(*r[10]) : 0;
   return cp;
 }
 
 const char* const kCheckpointColumns =
     "projector, target_table, live_table, status, run_id, source, last_event_id, gaps, "
-    "head_event_id";
+    "head_event_id, events_applied, failed_events";
 
 }  // namespace
 
@@ -218,12 +222,14 @@ Status SetHead(Connection& c, const std::string& projector, const std::string& t
 
 std::string AdvanceSql(Connection& c, const std::string& projector, const std::string& target,
                        EventId last_id, const GapSet& gaps, uint64_t events, uint64_t rows,
-                       uint64_t late) {
+                       uint64_t late, uint64_t failed) {
   return fmt::format(
       "UPDATE rewind_checkpoints SET last_event_id = {}, gaps = {}, events_applied = "
       "events_applied + {}, rows_written = rows_written + {}, late_events = late_events + {}, "
-      "updated_at = NOW(6) WHERE projector = {} AND target_table = {}",
-      IdText(last_id), c.Quote(gaps.Text()), events, rows, late, c.Quote(projector), c.Quote(target));
+      "failed_events = failed_events + {}, updated_at = NOW(6) WHERE projector = {} AND "
+      "target_table = {}",
+      IdText(last_id), c.Quote(gaps.Text()), events, rows, late, failed, c.Quote(projector),
+      c.Quote(target));
 }
 
 Status BecomeLive(Connection& c, const std::string& projector, const std::string& built,

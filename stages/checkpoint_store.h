@@ -40,6 +40,8 @@ struct Checkpoint {
   EventId last_event_id = kBeforeFirstId;
   GapSet gaps;                // ids below last_event_id still watched for a late commit
   EventId head_event_id = kBeforeFirstId;
+  uint64_t events_applied = 0;
+  uint64_t failed_events = 0;  // events it was given and could not apply
 };
 
 namespace checkpoint_store {
@@ -58,7 +60,7 @@ Status SetHead(Connection& c, const std::string& projector, const std::string& t
 // The statement a flush runs inside its transaction: moves the checkpoint.
 std::string AdvanceSql(Connection& c, const std::string& projector, const std::string& target,
                        EventId last_id, const GapSet& gaps, uint64_t events, uint64_t rows,
-                       uint64_t late);
+                       uint64_t late, uint64_t failed);
 // After the swap: the build's row becomes the live table's row (the old one goes).
 Status BecomeLive(Connection& c, const std::string& projector, const std::string& built_table,
                   const std::string& live_table, const std::string& status, double seconds,

@@ -166,6 +166,8 @@ void Decoder::Decode(Batch& batch) const {
     if (visit.fields_ok & kFieldVisitedAt) {  // usable, at least by some projectors
       batch.visits.push_back(visit);
       if ((visit.fields_ok & fields_) != fields_) batch.has_partial = true;
+    } else {
+      batch.dropped.push_back(raw.id);
     }
     if (!reason.empty()) {
       batch.failures.push_back(Failure{

@@ -95,6 +95,8 @@ std::string Progress::Line(bool bar) const {
     line += fmt::format("  slowest: {} at id {}", names_[slowest],
                         WithThousands(static_cast<uint64_t>(std::max<int64_t>(positions_[slowest].load(), 0))));
   }
+  std::lock_guard<std::mutex> lock(note_mu_);
+  if (!note_.empty()) line += "  [" + note_ + "]";
   return line;
 }
 

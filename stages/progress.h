@@ -40,6 +40,12 @@ class Progress {
   // What the run is doing once reading is over (e.g. writing the read models), shown at
   // the end of the line. REQUIRES: `phase` is a string literal (or outlives this object).
   void SetPhase(const char* phase) { phase_.store(phase); }
+  // A note shown at the end of the line until replaced ("cap 5,000 events/s",
+  // "throttled: threads_running 57 > 40"); "" for none. Any thread.
+  void SetNote(std::string note) {
+    std::lock_guard<std::mutex> lock(note_mu_);
+    note_ = std::move(note);
+  }
 
   uint64_t events_done() const { return events_done_.load(); }
   // One progress line (no newline); exposed for tests.
@@ -57,6 +63,8 @@ class Progress {
   std::atomic<int64_t> done_id_;
   std::atomic<const char*> phase_{nullptr};
   std::unique_ptr<std::atomic<int64_t>[]> positions_;
+  mutable std::mutex note_mu_;
+  std::string note_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;

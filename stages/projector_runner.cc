@@ -198,14 +198,27 @@ void ProjectorRunner::Apply(std::span<const PageVisit> visits) {
   stats_.apply_seconds += Seconds(start);
 }
 
+void ProjectorRunner::CountFailed(uint64_t events) {
+  stats_.failed_events += events;
+  failed_since_flush_ += events;
+}
+
 Status ProjectorRunner::ApplyLate(const Batch& batch) {
   // Only the ids still open for this runner: one it applied before a crash is not in its
   // gaps any more (the checkpoint moved with it), so nothing counts twice.
   const uint32_t needed = projector_->fields();
   usable_.clear();
+  uint64_t failed = 0;
   for (const PageVisit& v : batch.visits) {
-    if (gaps_.Contains(v.id) && (v.fields_ok & needed) == needed) usable_.push_back(v);
+    if (!gaps_.Contains(v.id)) continue;
+    if ((v.fields_ok & needed) == needed) {
+      usable_.push_back(v);
+    } else {
+      ++failed;
+    }
   }
+  for (EventId id : batch.dropped) failed += gaps_.Contains(id) ? 1 : 0;
+  CountFailed(failed);
   Apply(usable_);
   stats_.late_applied += usable_.size();
   late_since_flush_ += usable_.size();
@@ -234,6 +247,8 @@ Status ProjectorRunner::Consume(const Batch& batch) {
     gaps_.Add({std::max(g.lo, applied_id_ + 1), g.hi});
     gaps_changed_ = true;
   }
+  uint64_t failed = 0;
+  for (EventId id : batch.dropped) failed += id > applied_id_ ? 1 : 0;
   if (batch.has_partial) {
     // Some visits lack a field; this projector sees only those with every field it needs.
     const uint32_t needed = projector_->fields();
@@ -241,8 +256,10 @@ Status ProjectorRunner::Consume(const Batch& batch) {
     for (const PageVisit& v : visits) {
       if ((v.fields_ok & needed) == needed) usable_.push_back(v);
     }
+    failed += visits.size() - usable_.size();
     visits = usable_;
   }
+  CountFailed(failed);
   Apply(visits);
   applied_id_ = batch.last_id;
 
@@ -254,7 +271,8 @@ Status ProjectorRunner::Consume(const Batch& batch) {
 }
 
 Status ProjectorRunner::Flush() {
-  if (applied_id_ == committed_id_ && projector_->pending_rows() == 0 && !gaps_changed_) {
+  if (applied_id_ == committed_id_ && projector_->pending_rows() == 0 && !gaps_changed_ &&
+      failed_since_flush_ == 0) {
     return Status::Ok();
   }
   const auto start = std::chrono::steady_clock::now();
@@ -282,7 +300,8 @@ Status ProjectorRunner::Flush() {
   }
   steps.push_back(Step{checkpoint_store::AdvanceSql(*connection_, std::string(projector_->name()),
                                                     options_.target_table, applied_id_, gaps_,
-                                                    events_since_flush_, rows, late_since_flush_),
+                                                    events_since_flush_, rows, late_since_flush_,
+                                                    failed_since_flush_),
                        {}, false});
   if (Status s = RunTransaction(steps); !s.ok()) {
     return s.With(fmt::format("projector {}: flush of events {}..{} into {}", projector_->name(),
@@ -293,6 +312,7 @@ Status ProjectorRunner::Flush() {
   committed_gaps_ = gaps_.Text();
   gaps_changed_ = false;
   late_since_flush_ = 0;
+  failed_since_flush_ = 0;
   target_empty_ = false;
   events_since_flush_ = 0;
   stats_.rows_written += rows;

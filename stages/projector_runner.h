@@ -52,6 +52,7 @@ struct RunnerStats {
   uint64_t flushes = 0;
   uint64_t retries = 0;
   uint64_t late_applied = 0;  // events that committed after a higher id was applied
+  uint64_t failed_events = 0; // events given to this read model that it could not apply
   double apply_seconds = 0;
   double flush_seconds = 0;
 };
@@ -90,6 +91,7 @@ class ProjectorRunner {
   };
   Status RunTransaction(const std::vector<Step>& steps);
   Status ApplyLate(const Batch& batch);
+  void CountFailed(uint64_t events);
   void Apply(std::span<const PageVisit> visits);
 
   std::unique_ptr<Projector> projector_;
@@ -101,6 +103,7 @@ class ProjectorRunner {
   std::string committed_gaps_;  // gaps_ as last committed
   bool gaps_changed_ = false;
   uint64_t late_since_flush_ = 0;
+  uint64_t failed_since_flush_ = 0;
   int64_t last_sequence_ = -1;
   bool target_empty_;      // nothing has been written into the target yet
   bool bulk_load_ok_ = true;  // the server allows LOAD DATA LOCAL INFILE

@@ -19,7 +19,7 @@ Result<EventId> ReadHeadId(Connection& c, const EventTableOptions& e) {
   return *id;
 }
 
-Status CheckEventTable(Connection& c, const EventTableOptions& e) {
+Status CheckEventTable(Connection& c, const EventTableOptions& e, bool with_time_column) {
   Result<Rows> table = c.Query(fmt::format(
       "SELECT COLUMN_NAME, DATA_TYPE, IS_NULLABLE FROM information_schema.COLUMNS WHERE "
       "TABLE_SCHEMA = DATABASE() AND TABLE_NAME = {}",
@@ -35,10 +35,11 @@ Status CheckEventTable(Connection& c, const EventTableOptions& e) {
     }
     return nullptr;
   };
-  for (const std::string* col : {&e.id_column, &e.type_column, &e.payload_column}) {
+  for (const std::string* col : {&e.id_column, &e.type_column, &e.payload_column, &e.time_column}) {
+    if (col == &e.time_column && !with_time_column) continue;
     if (column(*col) == nullptr) {
       return Status::NotFound(fmt::format("event table '{}' has no column '{}' (see --id-column, "
-                                          "--type-column, --payload-column)",
+                                          "--type-column, --payload-column, --time-column)",
                                           e.table, *col));
     }
   }
@@ -95,7 +96,9 @@ Reader::Reader(std::unique_ptr<Connection> c, const ReaderOptions& o)
 Result<std::unique_ptr<Reader>> Reader::Make(std::unique_ptr<Connection> connection,
                                              const ReaderOptions& options) {
   if (options.batch_size == 0) return Status::InvalidInput("batch size must be positive");
-  if (Status s = CheckEventTable(*connection, options.events); !s.ok()) return s;
+  if (Status s = CheckEventTable(*connection, options.events, !options.until_time.empty()); !s.ok()) {
+    return s;
+  }
   return std::unique_ptr<Reader>(new Reader(std::move(connection), options));
 }
 
@@ -126,14 +129,19 @@ Result<std::unique_ptr<Batch>> Reader::Next() {
     if (!watched_.empty()) return ReadGaps(kind);
   }
   if (after_id_ >= head_id_) return std::unique_ptr<Batch>();
+  size_t limit = options_.batch_size;
+  if (throttle_ != nullptr) {
+    limit = throttle_->PageSize(limit);
+    if (Status s = throttle_->Wait(limit); !s.ok()) return s;
+  }
   std::unique_ptr<Batch> batch = NewBatch();
   batch->after_id = after_id_;
-  batch->raw.reserve(options_.batch_size);
+  batch->raw.reserve(limit);
   const std::string id = QuoteIdentifier(options_.events.id_column);
   const std::string lower = after_id_ == kBeforeFirstId ? std::string("TRUE")
                                                         : fmt::format("{} > {}", id, IdText(after_id_));
   const std::string sql = fmt::format("{} WHERE {} AND {} <= {} ORDER BY {} LIMIT {}", select_,
-                                      lower, id, IdText(head_id_), id, options_.batch_size);
+                                      lower, id, IdText(head_id_), id, limit);
   EventId last_id = after_id_;
   Status s;
   for (int attempt = 0;; ++attempt) {
@@ -150,7 +158,8 @@ Result<std::unique_ptr<Batch>> Reader::Next() {
     if (Status r = connection_->ReconnectAfterBackoff(attempt); !r.ok()) s = r;
   }
   if (!s.ok()) return s.With(fmt::format("reading events after id {}", IdText(after_id_)));
-  if (batch->rows_read < options_.batch_size) {
+  if (throttle_ != nullptr) throttle_->Took(batch->rows_read);
+  if (batch->rows_read < limit) {
     // The page ended below the limit: the batch covers everything up to the head, and
     // any id between its last row and the head is missing (for now).
     if (last_id < head_id_) batch->gaps.push_back({last_id + 1, head_id_});

@@ -27,6 +27,7 @@
 #include "stages/batch.h"
 #include "stages/connection.h"
 #include "stages/gaps.h"
+#include "stages/throttle.h"
 
 namespace rw {
 
@@ -52,8 +53,6 @@ struct ReaderOptions {
   // Events whose time column is after this ('YYYY-MM-DD HH:MM:SS', as stored) are skipped
   // in the server like events of other classes ("" = none).
   std::string until_time;
-  // A cap on events read per second (0 = none): see Throttle.
-  uint64_t max_events_per_second = 0;
 };
 
 enum class GapCheck { kRecheck, kFinal };
@@ -75,6 +74,8 @@ class Reader {
   void ExtendHead(EventId head_id) { head_id_ = head_id; }
   // The next Next() returns a late batch first (see above).
   void QueueGapCheck(GapCheck kind) { queued_check_ = kind; }
+  // Pages are sized and paced by `throttle` from now on (null: none). Not owned.
+  void SetThrottle(Throttle* throttle) { throttle_ = throttle; }
 
   size_t watched_gaps() const { return watched_.size(); }
   uint64_t late_events() const { return late_events_; }
@@ -106,14 +107,17 @@ class Reader {
   std::optional<GapCheck> queued_check_;
   uint64_t late_events_ = 0;
   uint64_t gaps_given_up_ = 0;
+  Throttle* throttle_ = nullptr;
 };
 
 // The highest event id in the table (kBeforeFirstId when it is empty).
 Result<EventId> ReadHeadId(Connection& connection, const EventTableOptions& events);
 
-// Checks the event table before any work: it exists; the type and payload columns exist;
-// the id column is an integer type, NOT NULL and unique (the primary key or a one-column
-// unique index). A clear message naming the problem otherwise.
-Status CheckEventTable(Connection& connection, const EventTableOptions& events);
+// Checks the event table before any work: it exists; the type and payload columns (and,
+// `with_time_column`, the time column) exist; the id column is an integer type, NOT NULL
+// and unique (the primary key or a one-column unique index). A clear message naming the
+// problem otherwise.
+Status CheckEventTable(Connection& connection, const EventTableOptions& events,
+                       bool with_time_column = false);
 
 }  // namespace rw

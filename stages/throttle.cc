@@ -8,7 +8,10 @@
 namespace rw {
 
 namespace {
-constexpr auto kBurst = std::chrono::milliseconds(250);
+std::chrono::steady_clock::duration Cost(uint64_t events, uint64_t per_second) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(static_cast<double>(events) / static_cast<double>(per_second)));
+}
 }  // namespace
 
 Throttle::Throttle(const ThrottleOptions& options, std::unique_ptr<Connection> probe,
@@ -22,12 +25,8 @@ size_t Throttle::PageSize(size_t batch_size) const {
 }
 
 void Throttle::Took(uint64_t events) {
-  if (options_.max_events_per_second == 0 || events == 0) return;
-  const auto now = std::chrono::steady_clock::now();
-  const auto cost = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-      std::chrono::duration<double>(static_cast<double>(events) /
-                                    static_cast<double>(options_.max_events_per_second)));
-  next_allowed_ = std::max(next_allowed_, now - kBurst) + cost;
+  if (options_.max_events_per_second == 0 || events >= charged_) return;
+  next_allowed_ -= Cost(charged_ - events, options_.max_events_per_second);  // a short page
 }
 
 Result<int64_t> Throttle::BusyThreads() {
@@ -42,7 +41,7 @@ Result<int64_t> Throttle::BusyThreads() {
   return *v ? std::stoll(**v) : 0;
 }
 
-Status Throttle::Wait() {
+Status Throttle::Wait(size_t page) {
   auto stopped = [&] { return stop_ != nullptr && stop_->load(); };
   if (options_.max_threads_running > 0 && probe_ != nullptr) {
     for (;;) {
@@ -63,8 +62,12 @@ Status Throttle::Wait() {
       if (stopped()) return Status::Ok();
     }
   }
+  if (options_.max_events_per_second == 0) return Status::Ok();
+  charged_ = page;
+  next_allowed_ = std::max(next_allowed_, std::chrono::steady_clock::now()) +
+                  Cost(page, options_.max_events_per_second);
   while (!stopped()) {
-    const auto wait = next_allowed_ - kBurst - std::chrono::steady_clock::now();
+    const auto wait = next_allowed_ - std::chrono::steady_clock::now();
     if (wait <= std::chrono::steady_clock::duration::zero()) break;
     std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(wait, std::chrono::milliseconds(50)));
   }

@@ -1,10 +1,11 @@
 // Throttle: keeps the reader under a rate cap and off a busy server (migration day on a
 // production server that keeps serving users).
 //
-// - Rate cap: a token bucket (GCRA form) of `max_events_per_second`, a quarter second deep.
-//   The reader asks PageSize() before each page (a page is at most a quarter second's
-//   worth) and reports the events it read with Took(); Wait() sleeps until the bucket
-//   allows the next page. The cap holds over any second, whatever the batch size.
+// - Rate cap: a token bucket of `max_events_per_second` that starts empty and holds one
+//   page: a page is at most a quarter second's worth (PageSize()), Wait(n) charges the page
+//   before it is read and sleeps until the bucket holds it, Took() gives back what a short
+//   page did not use. So at most N events are read in any second, and at most N x t in the
+//   first t seconds, whatever the batch size.
 // - Busy server: while the server's Threads_running, less rewind's own running
 //   connections, is above `max_threads_running`, Wait() pauses reading (looking again
 //   every second) and says so; reading resumes by itself. Projectors keep flushing what
@@ -39,9 +40,9 @@ class Throttle {
   bool active() const { return options_.max_events_per_second > 0 || options_.max_threads_running > 0; }
   // The largest page to read next.
   size_t PageSize(size_t batch_size) const;
-  // Blocks until the next page may be read (or stop is set).
-  Status Wait();
-  // `events` were read.
+  // Blocks until a page of `page` events may be read (or stop is set).
+  Status Wait(size_t page);
+  // The page asked for in Wait() held `events`.
   void Took(uint64_t events);
 
  private:
@@ -51,7 +52,8 @@ class Throttle {
   std::unique_ptr<Connection> probe_;
   const std::atomic<bool>* stop_;
   std::function<void(const std::string&)> on_change_;
-  std::chrono::steady_clock::time_point next_allowed_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point next_allowed_{};  // when the bucket holds the page
+  size_t charged_ = 0;                                     // the page charged in Wait()
   std::chrono::steady_clock::time_point next_probe_{};
   bool throttled_ = false;
 };

@@ -38,41 +38,14 @@ Status Insert(Connection& c, const std::string& cls, const std::string& payload,
                                table, c.Quote(cls), c.Quote(payload)));
 }
 
-// A fresh database with `events` generated events.
-ConnectionOptions Store(const std::string& name, uint64_t events) {
-  ConnectionOptions o = FreshDatabase(name);
-  auto c = Connect(o);
-  GeneratorOptions g;
-  g.events = events;
-  g.odd_url_every = 37;
-  EXPECT_TRUE(LoadEvents(*c, "stored_events", g, AccessLog()).ok());
-  return o;
-}
-
-// Polls `sql` until it returns `want` (the condition a test waits for, never a fixed time).
-bool WaitUntil(Connection& c, const std::string& sql, int64_t want, double seconds = 120) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < deadline) {
-    auto v = c.QueryValue(sql);
-    if (v.ok() && *v && **v == std::to_string(want)) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
-}
-
 // Every read model equals the reference computed by the server from the event table.
 void ExpectEveryReadModelMatchesTheEvents(Connection& c) {
   CreateReferenceView(c);
-  for (const auto& [table, sql] : ReferenceQueries()) EXPECT_EQ(CompareWithReference(c, table, sql), "");
+  for (const auto& [table, sql] : ReferenceQueries()) {
+    EXPECT_EQ(CompareWithReference(c, table, sql), "");
+  }
   EXPECT_EQ(TableAsMap(c, "sessions_per_day"), ReferenceSessions(c));
 }
-
-std::string ResumeFile(const std::string& name) {
-  const std::string path = ::testing::TempDir() + "/rewind_resume_" + name;
-  std::remove(path.c_str());
-  return path;
-}
-void Release(const std::string& file) { std::ofstream(file) << "go"; }
 
 // ---------------------------------------------------------------- security
 
@@ -90,7 +63,9 @@ TEST(HostileServer, ALocalInfileRequestGetsNoFile) {
   ASSERT_TRUE(c.ok()) << c.status().message();
   auto r = (*c)->Query("SELECT 1");
   EXPECT_FALSE(r.ok());
-  if (!r.ok()) EXPECT_NE(r.status().message().find("refused"), std::string::npos) << r.status().message();
+  if (!r.ok()) {
+    EXPECT_NE(r.status().message().find("refused"), std::string::npos) << r.status().message();
+  }
   EXPECT_EQ(server.requests_sent(), 1);
   // Even `rewind status`, which loads nothing, is asked: it sends nothing either.
   Outcome status = RunRewind({"status", "--host", "127.0.0.1", "--port", std::to_string(server.port()),
@@ -105,7 +80,7 @@ TEST(HostileServer, ALocalInfileRequestGetsNoFile) {
 
 TEST(Security, APasswordGivenAsAFlagIsScrubbedFromTheProcessArguments) {
   ConnectionOptions o = Store("rewind_test_argv", 2000);
-  const std::string file = ResumeFile("argv");
+  const std::string file = PauseFile("argv");
   ConnectionOptions no_password = o;
   no_password.password.clear();
   std::vector<std::string> env = Env(no_password);
@@ -188,7 +163,7 @@ TEST(Security, AnUnwritableStatsFileIsRefusedBeforeAnyWork) {
 TEST(NothingLost, EventsAppendedDuringAReplayAndALateCommitReachTheSwappedTables) {
   ConnectionOptions o = Store("rewind_test_appended", 20'000);
   auto c = Connect(o);
-  const std::string file = ResumeFile("appended");
+  const std::string file = PauseFile("appended");
   std::vector<std::string> env = Env(o);
   env.push_back("REWIND_FAULT=before-catch-up@" + file);
   Subprocess run(Rewind({"replay", "--all", "--progress", "plain", "--cutover-timeout", "120"}), env);
@@ -481,7 +456,7 @@ TEST(Ownership, TwoVerifiesNeverTouchEachOthersScratchTables) {
 TEST(Ownership, DatabasesWithALongCommonPrefixDoNotShareLocks) {
   const std::string prefix(58, 'p');
   ConnectionOptions a = Store(prefix + "_one", 500), b = Store(prefix + "_two", 500);
-  const std::string file = ResumeFile("long_names");
+  const std::string file = PauseFile("long_names");
   std::vector<std::string> env = Env(a);
   env.push_back("REWIND_FAULT=before-catch-up@" + file);
   Subprocess first(Rewind({"replay", "--all", "--quiet"}), env);

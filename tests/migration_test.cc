@@ -122,13 +122,6 @@ TEST_F(MigrationTest, KillNineAnywhereThenResumeGivesTheSameReadModels) {
             static_cast<int64_t>(kEvents / 5000));
 }
 
-// A file a paused rewind waits for (REWIND_FAULT=NAME@FILE), fresh for each use.
-std::string PauseFile(const std::string& name) {
-  const std::string path = ::testing::TempDir() + "/rewind_pause_" + name;
-  std::remove(path.c_str());
-  return path;
-}
-
 TEST_F(MigrationTest, SigintAndSigtermCommitWhatIsInFlightAndTellHowToResume) {
   // The signal arrives while a flush is open (rewind paused there): it finishes the
   // batches in flight, commits, and stops.
@@ -138,7 +131,7 @@ TEST_F(MigrationTest, SigintAndSigtermCommitWhatIsInFlightAndTellHowToResume) {
   Subprocess run(Rewind({"replay", "--all", "--progress", "plain", "--flush-every", "50000"}), env);
   ASSERT_TRUE(run.WaitFor("fault point", 120)) << run.err();
   run.Signal(SIGINT);
-  std::ofstream(pause) << "go";
+  Release(pause);
   EXPECT_EQ(run.Wait(), 130) << run.err();
   // The printed command works as printed: it names the database the run used.
   EXPECT_NE(run.err().find("continue with: rewind replay --resume --database " + options_.database +
@@ -160,7 +153,7 @@ TEST_F(MigrationTest, SigintAndSigtermCommitWhatIsInFlightAndTellHowToResume) {
                   env);
   ASSERT_TRUE(term.WaitFor("fault point", 120)) << term.err();
   term.Signal(SIGTERM);
-  std::ofstream(pause_term) << "go";
+  Release(pause_term);
   EXPECT_EQ(term.Wait(), 143) << term.err();
   EXPECT_NE(term.err().find("rewind replay --resume --database " + options_.database +
                             " visits_per_day visits_per_minute"), std::string::npos)
@@ -183,7 +176,7 @@ TEST_F(MigrationTest, SurvivesAServerRestartInTheMiddle) {
   ASSERT_TRUE(run.WaitFor("fault point", 120)) << run.err();
   const std::string restart = std::string("REWIND_DB_DIR= ") + REWIND_SOURCE_DIR + "/scripts/db restart >/dev/null";
   ASSERT_EQ(std::system(restart.c_str()), 0);
-  std::ofstream(pause) << "go";
+  Release(pause);
   EXPECT_EQ(run.Wait(), 3) << run.err();
   // It noticed, and came back (the reader, a projector's flush, or both).
   EXPECT_NE(run.err().find("reconnecting"), std::string::npos) << run.err();

@@ -77,7 +77,9 @@ TEST(Options, ValuesAreCheckedWhateverTheirSource) {
   auto refused = [&](std::vector<std::string> args, const std::string& why) {
     auto cl = ParseCommandLine(args, e);
     EXPECT_FALSE(cl.ok()) << args.back();
-    if (!cl.ok()) EXPECT_NE(cl.status().message().find(why), std::string::npos) << cl.status().message();
+    if (!cl.ok()) {
+      EXPECT_NE(cl.status().message().find(why), std::string::npos) << cl.status().message();
+    }
   };
   refused({"replay", "--bogus"}, "unknown option '--bogus'");
   refused({"replay", "--batch-size", "4294967296"}, "--batch-size must be between 1 and 1000000");

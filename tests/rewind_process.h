@@ -2,6 +2,11 @@
 // and a one-call run that returns the exit code and stderr.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -22,16 +27,32 @@ inline std::vector<std::string> Rewind(std::vector<std::string> args) {
   return args;
 }
 
+// A file a paused rewind waits for (REWIND_FAULT=NAME@FILE), fresh for each use; Release()
+// lets it go on.
+inline std::string PauseFile(const std::string& name) {
+  const std::string path = ::testing::TempDir() + "/rewind_pause_" + name;
+  std::remove(path.c_str());
+  return path;
+}
+inline void Release(const std::string& file) { std::ofstream(file) << "go"; }
+
 struct Outcome {
   int code;
   std::string err;
+  std::string out;
 };
 
-// Runs rewind to its end.
+// Runs rewind to its end; keeps what it printed.
 inline Outcome RunRewind(const std::vector<std::string>& args, std::vector<std::string> env) {
-  Subprocess p(Rewind(args), env);
+  static int calls = 0;
+  const std::string out_file = ::testing::TempDir() + "/rewind_stdout_" + std::to_string(getpid()) +
+                               "_" + std::to_string(++calls);
+  Subprocess p(Rewind(args), env, out_file);
   const int code = p.Wait();
-  return {code, p.err()};
+  std::ifstream in(out_file);
+  std::string out((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::remove(out_file.c_str());
+  return {code, p.err(), out};
 }
 
 }  // namespace rw::testing

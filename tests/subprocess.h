@@ -19,14 +19,17 @@ namespace rw::testing {
 
 class Subprocess {
  public:
-  Subprocess(const std::vector<std::string>& args, const std::vector<std::string>& extra_env) {
+  // stdout goes to `stdout_file` (default: discarded).
+  Subprocess(const std::vector<std::string>& args, const std::vector<std::string>& extra_env,
+             const std::string& stdout_file = "/dev/null") {
     int fds[2];
     if (pipe(fds) != 0) return;
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
     posix_spawn_file_actions_addclose(&actions, fds[0]);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, stdout_file.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
     // The extra variables replace inherited ones of the same name.
     std::vector<std::string> env_strings;
     for (char** e = environ; *e; ++e) {

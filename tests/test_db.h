@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 #include <map>
 #include <memory>
 #include <string>
@@ -116,6 +118,29 @@ inline ConnectionOptions LoadFixture(const std::string& name, const GeneratorOpt
   EXPECT_TRUE(LoadEvents(*c, "stored_events", g, AccessLog()).ok());
   CreateReferenceView(*c);
   return o;
+}
+
+// A fresh database `name` with `events` generated events (odd URLs every 37th).
+inline ConnectionOptions Store(const std::string& name, uint64_t events, uint64_t bad_every = 0) {
+  ConnectionOptions o = FreshDatabase(name);
+  auto c = Connect(o);
+  GeneratorOptions g;
+  g.events = events;
+  g.odd_url_every = 37;
+  g.bad_every = bad_every;
+  EXPECT_TRUE(LoadEvents(*c, "stored_events", g, AccessLog()).ok());
+  return o;
+}
+
+// Polls `sql` until it returns `want`: the condition a test waits for, never a fixed time.
+inline bool WaitUntil(Connection& c, const std::string& sql, int64_t want, double seconds = 120) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto v = c.QueryValue(sql);
+    if (v.ok() && *v && **v == std::to_string(want)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
 }
 
 // For each of the seven counting read models: the reference GROUP BY over ref_visits.

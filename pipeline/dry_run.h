@@ -1,0 +1,22 @@
+// Dry run: what `rewind replay ...` would do, without doing any of it. It touches nothing
+// (no table, no lock, no checkpoint row): it counts the events the run would read (exactly
+// from the index, or the optimizer's estimate when counting takes longer than a few
+// seconds, labelled so), decodes and applies a timed sample of the first batches in memory
+// to estimate each read model's rows and size and the run's duration (labelled estimates),
+// lists the tables the run would create, the grants it needs that the user lacks, and a
+// lock held by another run. Exit 0 when a real run could start, 1 with the reasons.
+#pragma once
+
+#include <cstdio>
+#include <memory>
+#include <vector>
+
+#include "config/options.h"
+#include "projectors/projector.h"
+
+namespace rw {
+
+int DryRunCommand(const ReplayOptions& options, std::vector<std::unique_ptr<Projector>> projectors,
+                  std::FILE* out);
+
+}  // namespace rw
