@@ -625,6 +625,8 @@ std::string HelpText() {
   rewind replay --all --follow      rebuild, swap in, then keep applying new events
   rewind status [--json]            checkpoints, lag, late and given-up events, failures
   rewind verify [NAME...]           rebuild into scratch tables and compare with the live ones
+  rewind verify --against SUFFIX    compare the live tables with an --into build
+  rewind replay --all --dry-run     what a run would read, write and need; touches nothing
 
 How a replay works: one reader pages through the event table by id; every selected read
 model is rebuilt concurrently into a shadow table (<table>__rewind_new) on its own
@@ -645,7 +647,7 @@ Exit codes:
   2    bad usage
   3    rebuilt and swapped in, but some events failed (see rewind_failures)
   4    verify found differences
-  5    over a failure budget (reserved)
+  5    over the failure budget (--max-failures): nothing swapped in, shadow tables kept
   6    the cut-over gave up: live tables untouched, resumable with --resume
   130  stopped by SIGINT, 143 by SIGTERM: resumable with --resume
 )");

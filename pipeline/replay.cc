@@ -165,13 +165,10 @@ Status FlushAll(std::vector<std::unique_ptr<ProjectorRunner>>& runners) {
 // reconnect and take the locks again before touching any table.
 Status EnsureAdmin(Connection& c, const std::vector<std::string>& tables,
                    const std::string& lock_prefix) {
-  if (c.Execute("DO 1").ok()) return Status::Ok();
-  Status s;
-  for (int attempt = 0; attempt < 8; ++attempt) {
-    s = c.ReconnectAfterBackoff(attempt);
-    if (s.ok()) break;
-  }
-  if (!s.ok()) return s;
+  Status alive = c.Execute("DO 1");
+  if (alive.ok()) return Status::Ok();
+  if (alive.code() != Status::Code::kConnection) return alive;
+  if (Status s = RetryOnConnectionLoss(c, [&] { return c.Execute("DO 1"); }); !s.ok()) return s;
   return table_admin::Lock(c, tables, lock_prefix).With("taking the locks again after a reconnect");
 }
 

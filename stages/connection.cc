@@ -164,6 +164,21 @@ Status Connection::ReconnectAfterBackoff(int attempt) {
   return Reconnect();
 }
 
+Status RetryOnConnectionLoss(Connection& c, const std::function<Status()>& attempt,
+                             const std::function<void(const Status&, int)>& on_retry,
+                             int max_retries) {
+  Status s = attempt();
+  for (int retry = 0; s.code() == Status::Code::kConnection && retry < max_retries; ++retry) {
+    if (on_retry) on_retry(s, retry + 1);
+    if (Status r = c.ReconnectAfterBackoff(retry); !r.ok()) {
+      s = r;
+      continue;
+    }
+    s = attempt();
+  }
+  return s;
+}
+
 Status Connection::LastError(std::string_view what) {
   const unsigned err = mysql_errno(mysql_);
   return Status::Error(Classify(err), fmt::format("{}: {} (error {})", what, mysql_error(mysql_), err));

@@ -109,6 +109,14 @@ class Connection {
 // attempts span about half a minute, enough for a server restart.
 std::chrono::milliseconds BackoffDelay(int attempt);
 
+// The one policy for a lost server: runs `attempt`; while it fails with a lost connection
+// (kConnection), tells `on_retry`, waits BackoffDelay, reconnects `c` and runs it again, up
+// to `max_retries` times (8: about half a minute, enough for a server restart). Any other
+// outcome is returned as it is. `attempt` must be safe to redo (it resets what it fills).
+Status RetryOnConnectionLoss(Connection& c, const std::function<Status()>& attempt,
+                             const std::function<void(const Status&, int)>& on_retry = {},
+                             int max_retries = 8);
+
 // `name` quoted as an SQL identifier: `name` with backticks doubled.
 std::string QuoteIdentifier(std::string_view name);
 

@@ -15,14 +15,9 @@ FailureRecorder::FailureRecorder(std::unique_ptr<Connection> connection, std::st
 Status FailureRecorder::Insert(const std::vector<Failure>& failures) {
   std::string sql = checkpoint_store::InsertFailuresSql(*connection_, run_id_, failures);
   if (sql.empty()) return Status::Ok();
-  Status s = connection_->Execute(sql);
-  for (int attempt = 0; s.code() == Status::Code::kConnection && attempt < 8; ++attempt) {
-    // Lost the server: wait, reconnect, write the same rows again (autocommit: one
-    // statement either landed whole or not at all; a lost reply can duplicate a row,
-    // never lose one).
-    s = connection_->ReconnectAfterBackoff(attempt);
-    if (s.ok()) s = connection_->Execute(sql);
-  }
+  // Lost the server: reconnect and write the same rows again (autocommit: one statement
+  // either landed whole or not at all; a lost reply can duplicate a row, never lose one).
+  Status s = RetryOnConnectionLoss(*connection_, [&] { return connection_->Execute(sql); });
   if (s.ok() || s.code() == Status::Code::kConnection) return s;
   // Whatever a bad event holds must not stop the run: record it again with a plain ASCII
   // reason and no excerpt.

@@ -72,6 +72,22 @@ Status CheckEventTable(Connection& c, const EventTableOptions& e, bool with_time
   return Status::Ok();
 }
 
+namespace {
+
+// One row read: counted, and kept when its payload came (NULL: another class, skipped).
+void AddEvent(Batch& batch, EventId id, const char* payload, unsigned long length) {
+  ++batch.rows_read;
+  if (payload == nullptr) {
+    ++batch.skipped;
+    return;
+  }
+  batch.raw.push_back(RawEvent{id, static_cast<uint32_t>(batch.payloads.size()),
+                               static_cast<uint32_t>(length)});
+  batch.payloads.append(payload, length);
+}
+
+}  // namespace
+
 Reader::Reader(std::unique_ptr<Connection> c, const ReaderOptions& o)
     : connection_(std::move(c)), options_(o), head_id_(o.head_id), after_id_(o.start_after_id) {
   const EventTableOptions& e = options_.events;
@@ -143,20 +159,21 @@ Result<std::unique_ptr<Batch>> Reader::Next() {
   const std::string sql = fmt::format("{} WHERE {} AND {} <= {} ORDER BY {} LIMIT {}", select_,
                                       lower, id, IdText(head_id_), id, limit);
   EventId last_id = after_id_;
-  Status s;
-  for (int attempt = 0;; ++attempt) {
-    last_id = after_id_;
-    batch->rows_read = batch->skipped = 0;
-    batch->raw.clear();
-    batch->gaps.clear();
-    batch->payloads.clear();
-    s = ReadPage(sql, *batch, last_id);
-    if (s.code() != Status::Code::kConnection || attempt >= kMaxReconnects) break;
-    // Lost the server (restart, network): wait, reconnect, read the same page again.
-    fmt::print(stderr, "rewind: reader lost the connection ({}); reconnecting, attempt {}\n",
-               s.message(), attempt + 1);
-    if (Status r = connection_->ReconnectAfterBackoff(attempt); !r.ok()) s = r;
-  }
+  Status s = RetryOnConnectionLoss(
+      *connection_,
+      [&] {
+        last_id = after_id_;
+        batch->rows_read = batch->skipped = 0;
+        batch->raw.clear();
+        batch->gaps.clear();
+        batch->payloads.clear();
+        return ReadPage(sql, *batch, last_id);
+      },
+      [](const Status& lost, int attempt) {
+        // Lost the server (restart, network): wait, reconnect, read the same page again.
+        fmt::print(stderr, "rewind: reader lost the connection ({}); reconnecting, attempt {}\n",
+                   lost.message(), attempt);
+      });
   if (!s.ok()) return s.With(fmt::format("reading events after id {}", IdText(after_id_)));
   if (throttle_ != nullptr) throttle_->Took(batch->rows_read);
   if (batch->rows_read < limit) {
@@ -187,14 +204,7 @@ Status Reader::ReadPage(const std::string& sql, Batch& b, EventId& last_id) {
     }
     if (*id > last_id + 1) batch->gaps.push_back({last_id + 1, *id - 1});
     last_id = *id;
-    ++batch->rows_read;
-    if (values[1] == nullptr) {
-      ++batch->skipped;
-      return;
-    }
-    batch->raw.push_back(RawEvent{*id, static_cast<uint32_t>(batch->payloads.size()),
-                                  static_cast<uint32_t>(lengths[1])});
-    batch->payloads.append(values[1], lengths[1]);
+    AddEvent(*batch, *id, values[1], lengths[1]);
   });
   return s.ok() ? bad_id : s;
 }
@@ -214,32 +224,22 @@ Result<std::unique_ptr<Batch>> Reader::ReadGaps(GapCheck kind) {
                            IdText(r.lo), IdText(r.hi));
     }
     const std::string sql = fmt::format("{} WHERE {} ORDER BY {}", select_, where, id);
-    Status s;
-    for (int attempt = 0;; ++attempt) {
-      const size_t raw_before = batch->raw.size(), found_before = found.size();
-      const size_t bytes_before = batch->payloads.size();
-      const uint64_t rows_before = batch->rows_read, skipped_before = batch->skipped;
-      s = connection_->Stream(sql, [&](char** values, unsigned long* lengths) {
-        const std::optional<EventId> got = ParseEventId(std::string_view(values[0], lengths[0]));
-        if (!got) return;
-        found.push_back(*got);
-        ++batch->rows_read;
-        if (values[1] == nullptr) {
-          ++batch->skipped;
-          return;
-        }
-        batch->raw.push_back(RawEvent{*got, static_cast<uint32_t>(batch->payloads.size()),
-                                      static_cast<uint32_t>(lengths[1])});
-        batch->payloads.append(values[1], lengths[1]);
-      });
-      if (s.code() != Status::Code::kConnection || attempt >= kMaxReconnects) break;
+    const size_t raw_before = batch->raw.size(), found_before = found.size();
+    const size_t bytes_before = batch->payloads.size();
+    const uint64_t rows_before = batch->rows_read, skipped_before = batch->skipped;
+    Status s = RetryOnConnectionLoss(*connection_, [&] {
       batch->raw.resize(raw_before);
       found.resize(found_before);
       batch->payloads.resize(bytes_before);
       batch->rows_read = rows_before;
       batch->skipped = skipped_before;
-      if (Status r = connection_->ReconnectAfterBackoff(attempt); !r.ok()) s = r;
-    }
+      return connection_->Stream(sql, [&](char** values, unsigned long* lengths) {
+        const std::optional<EventId> got = ParseEventId(std::string_view(values[0], lengths[0]));
+        if (!got) return;
+        found.push_back(*got);
+        AddEvent(*batch, *got, values[1], lengths[1]);
+      });
+    });
     if (!s.ok()) return s.With("reading the ids watched for late commits");
   }
   late_events_ += found.size();

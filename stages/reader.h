@@ -92,7 +92,6 @@ class Reader {
   Result<std::unique_ptr<Batch>> ReadGaps(GapCheck kind);
   std::unique_ptr<Batch> NewBatch();
   void Watch(const std::vector<IdRange>& gaps);
-  static constexpr int kMaxReconnects = 8;  // ~1 minute of backoff in all
   static constexpr size_t kMaxWatched = 100'000;  // ranges; beyond, the oldest are given up
 
   std::unique_ptr<Connection> connection_;

@@ -67,13 +67,7 @@ TEST(DryRun, SaysWhyARealRunCouldNotStart) {
   ConnectionOptions o = Store("rewind_test_dry_run_no", 3'000);
   auto c = Connect(o);
   // A user without CREATE, ALTER and LOCK TABLES.
-  ASSERT_TRUE(c->Execute("DROP USER IF EXISTS 'rewind_dry'@'localhost'").ok());
-  ASSERT_TRUE(c->Execute("CREATE USER 'rewind_dry'@'localhost' IDENTIFIED BY 'dry-pw'").ok());
-  ASSERT_TRUE(c->Execute("GRANT SELECT, INSERT, UPDATE, DELETE, DROP ON rewind_test_dry_run_no.* "
-                         "TO 'rewind_dry'@'localhost'").ok());
-  ConnectionOptions weak = o;
-  weak.user = "rewind_dry";
-  weak.password = "dry-pw";
+  const ConnectionOptions weak = UserWith(*c, o, "rewind_dry", "SELECT, INSERT, UPDATE, DELETE, DROP");
   Outcome denied = RunRewind({"replay", "--all", "--dry-run", "--json"}, Env(weak));
   EXPECT_EQ(denied.code, 1) << denied.err;
   const auto j = nlohmann::json::parse(denied.out);

@@ -99,13 +99,7 @@ TEST(Security, APasswordGivenAsAFlagIsScrubbedFromTheProcessArguments) {
 TEST(Security, StatusWorksForAReadOnlyUserAndCreatesNothing) {
   ConnectionOptions o = Store("rewind_test_readonly", 1000);
   auto c = Connect(o);
-  ASSERT_TRUE(c->Execute("DROP USER IF EXISTS 'rewind_ro'@'localhost'").ok());
-  ASSERT_TRUE(c->Execute("CREATE USER 'rewind_ro'@'localhost' IDENTIFIED BY 'ro-pw'").ok());
-  ASSERT_TRUE(c->Execute("GRANT SELECT ON rewind_test_readonly.* TO 'rewind_ro'@'localhost'").ok());
-  ConnectionOptions ro_user = o;
-  ro_user.user = "rewind_ro";
-  ro_user.password = "ro-pw";
-  const std::vector<std::string> ro = Env(ro_user);
+  const std::vector<std::string> ro = Env(UserWith(*c, o, "rewind_ro", "SELECT"));
   // Before any rebuild: status says so, and creates no table.
   Outcome fresh = RunRewind({"status"}, ro);
   EXPECT_EQ(fresh.code, 0) << fresh.err;
@@ -127,13 +121,8 @@ TEST(Security, StatusWorksForAReadOnlyUserAndCreatesNothing) {
 TEST(Security, TheDocumentedGrantsAreEnough) {
   ConnectionOptions o = Store("rewind_test_grants", 2000);
   auto c = Connect(o);
-  ASSERT_TRUE(c->Execute("DROP USER IF EXISTS 'rewind_min'@'localhost'").ok());
-  ASSERT_TRUE(c->Execute("CREATE USER 'rewind_min'@'localhost' IDENTIFIED BY 'min-pw'").ok());
-  ASSERT_TRUE(c->Execute("GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, LOCK TABLES ON "
-                         "rewind_test_grants.* TO 'rewind_min'@'localhost'").ok());
-  ConnectionOptions least = o;
-  least.user = "rewind_min";
-  least.password = "min-pw";
+  const ConnectionOptions least =
+      UserWith(*c, o, "rewind_min", "SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, LOCK TABLES");
   Outcome replay = RunRewind({"replay", "--all", "--quiet"}, Env(least));
   EXPECT_EQ(replay.code, 0) << replay.err;
   ASSERT_TRUE(c->Execute("REVOKE LOCK TABLES ON rewind_test_grants.* FROM 'rewind_min'@'localhost'").ok());

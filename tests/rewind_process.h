@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -22,8 +23,11 @@ inline std::vector<std::string> Env(const ConnectionOptions& o) {
           "REWIND_CONFIG=/dev/null"};
 }
 
+// The binary under test: this build's, or $REWIND_TEST_BINARY (to run the suite against
+// another build, e.g. an older one, and see which tests it fails).
 inline std::vector<std::string> Rewind(std::vector<std::string> args) {
-  args.insert(args.begin(), REWIND_BINARY);
+  const char* other = std::getenv("REWIND_TEST_BINARY");
+  args.insert(args.begin(), other != nullptr && *other != '\0' ? other : REWIND_BINARY);
   return args;
 }
 

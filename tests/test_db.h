@@ -132,6 +132,20 @@ inline ConnectionOptions Store(const std::string& name, uint64_t events, uint64_
   return o;
 }
 
+// A fresh server user `name` with `grants` on o's database (e.g. "SELECT, INSERT"); returns
+// the options that connect as that user. `admin` must hold the GRANT OPTION.
+inline ConnectionOptions UserWith(Connection& admin, const ConnectionOptions& o, const std::string& name,
+                                  const std::string& grants) {
+  const std::string user = "'" + name + "'@'localhost'";
+  EXPECT_TRUE(admin.Execute("DROP USER IF EXISTS " + user).ok());
+  EXPECT_TRUE(admin.Execute("CREATE USER " + user + " IDENTIFIED BY '" + name + "-pw'").ok());
+  EXPECT_TRUE(admin.Execute("GRANT " + grants + " ON " + QuoteIdentifier(o.database) + ".* TO " + user).ok());
+  ConnectionOptions as = o;
+  as.user = name;
+  as.password = name + "-pw";
+  return as;
+}
+
 // Polls `sql` until it returns `want`: the condition a test waits for, never a fixed time.
 inline bool WaitUntil(Connection& c, const std::string& sql, int64_t want, double seconds = 120) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
