@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "pipeline/replay.h"
@@ -116,7 +117,14 @@ int DryRunCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
   bool whole = false;
   std::vector<PageVisit> usable;
+  // Rows held at about half the sample: how fast each read model's keys still grow.
+  std::vector<size_t> half_rows(projectors.size(), 0);
+  uint64_t half_events = 0;
   while (sampled < sample_target && elapsed() < kSampleSeconds) {
+    if (half_events == 0 && sampled * 2 >= sample_target) {
+      half_events = sampled;
+      for (size_t i = 0; i < projectors.size(); ++i) half_rows[i] = projectors[i]->pending_rows();
+    }
     Result<std::unique_ptr<Batch>> batch = (*reader)->Next();
     if (!batch.ok()) return fail(batch.status().message());
     if (*batch == nullptr) {
@@ -142,8 +150,18 @@ int DryRunCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
     projectors[i]->Flush(tsv);
     models[i].sample_rows = tsv.rows();
     models[i].sample_bytes = tsv.Take().size();
-    models[i].rows = static_cast<double>(models[i].sample_rows) * scale;
-    models[i].bytes = static_cast<double>(models[i].sample_bytes) * scale;
+    // Keys grow like events^a: a = 1 for keys that keep coming (minutes, URLs), near 0 for
+    // keys that are all there already (years); a is measured between half and all of the
+    // sample.
+    double growth = 1.0;
+    if (half_events > 0 && half_events < sampled && half_rows[i] > 0 && models[i].sample_rows > 0) {
+      growth = std::log(static_cast<double>(models[i].sample_rows) / static_cast<double>(half_rows[i])) /
+               std::log(static_cast<double>(sampled) / static_cast<double>(half_events));
+      growth = std::clamp(growth, 0.0, 1.0);
+    }
+    const double row_scale = std::pow(scale, growth);
+    models[i].rows = static_cast<double>(models[i].sample_rows) * row_scale;
+    models[i].bytes = static_cast<double>(models[i].sample_bytes) * row_scale;
     total_rows += models[i].rows;
   }
   const double seconds = sample_seconds * scale + total_rows / kAssumedWriteRowsPerSecond;

@@ -2,7 +2,8 @@
 // (no table, no lock, no checkpoint row): it counts the events the run would read (exactly
 // from the index, or the optimizer's estimate when counting takes longer than a few
 // seconds, labelled so), decodes and applies a timed sample of the first batches in memory
-// to estimate each read model's rows and size and the run's duration (labelled estimates),
+// to estimate each read model's rows and size (its keys' growth between half and all of
+// the sample, extrapolated) and the run's duration (labelled estimates),
 // lists the tables the run would create, the grants it needs that the user lacks, and a
 // lock held by another run. Exit 0 when a real run could start, 1 with the reasons.
 #pragma once
