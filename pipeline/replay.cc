@@ -60,16 +60,7 @@ double Since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-std::string ShortHash(const std::string& text) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  const Sha256Digest d = Sha256(text);
-  std::string out;
-  for (size_t i = 0; i < 6; ++i) {
-    out += kHex[d[i] >> 4];
-    out += kHex[d[i] & 15];
-  }
-  return out;
-}
+std::string ShortHash(const std::string& text) { return Sha256Hex(text, 6); }
 
 // What a build is a build of, as three short hashes "source-set-version": the event source
 // (database, table, columns, class), the set of read models rebuilt together, and the read

@@ -77,4 +77,15 @@ Sha256Digest Sha256(std::string_view bytes) {
   return out;
 }
 
+std::string Sha256Hex(std::string_view text, size_t bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  const Sha256Digest d = Sha256(text);
+  std::string out;
+  for (size_t i = 0; i < bytes && i < d.size(); ++i) {
+    out += kHex[d[i] >> 4];
+    out += kHex[d[i] & 15];
+  }
+  return out;
+}
+
 }  // namespace rw

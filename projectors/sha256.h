@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace rw {
@@ -11,5 +12,8 @@ namespace rw {
 using Sha256Digest = std::array<uint8_t, 32>;
 
 Sha256Digest Sha256(std::string_view bytes);
+
+// The first `bytes` bytes of the digest as lower-case hex (a short, stable name for `text`).
+std::string Sha256Hex(std::string_view text, size_t bytes);
 
 }  // namespace rw

@@ -10,14 +10,7 @@ std::string LockName(const std::string& prefix, const std::string& database,
                      const std::string& table) {
   std::string name = fmt::format("{}:{}.{}", prefix, database, table);
   if (name.size() <= 64) return name;
-  static constexpr char kHex[] = "0123456789abcdef";
-  const Sha256Digest d = Sha256(name);
-  std::string hex;
-  for (size_t i = 0; i < 20; ++i) {
-    hex += kHex[d[i] >> 4];
-    hex += kHex[d[i] & 15];
-  }
-  return fmt::format("{}:#{}", prefix.substr(0, 20), hex);
+  return fmt::format("{}:#{}", prefix.substr(0, 20), Sha256Hex(name, 20));
 }
 
 Status Lock(Connection& c, const std::vector<std::string>& tables, const std::string& prefix) {

@@ -182,14 +182,8 @@ TEST(Into, RebuildUpToAPointBesideTheLiveTables) {
   ReplayOptions ro;
   ro.connection = o;
   ro.all = true;
-  ro.follow = true;
-  ro.poll_seconds = 0.05;
-  ro.progress = ProgressMode::kQuiet;
-  std::atomic<bool> stop{false};
-  ReplaySummary sum;
-  std::thread follower([&] { sum = Replay(ro, std::move(*SelectProjectors(ro)), stop); });
-  EXPECT_TRUE(WaitUntil(*c, "SELECT COUNT(*) FROM rewind_checkpoints WHERE status = 'following'",
-                        static_cast<int64_t>(AllProjectors().size())));
+  Follower follower(ro);
+  ASSERT_TRUE(follower.following());
   const std::string live_rows = "SELECT GROUP_CONCAT(CONCAT(projector, target_table, status, last_event_id) "
                                 "ORDER BY projector) FROM rewind_checkpoints WHERE target_table = live_table";
   const std::string live_before = *c->QueryValue(live_rows).value();
@@ -209,8 +203,7 @@ TEST(Into, RebuildUpToAPointBesideTheLiveTables) {
                                  "USING (id) WHERE e.createdAt <= '" + until + "' GROUP BY 1"), "");
   EXPECT_EQ(*c->QueryValue(live_rows).value(), live_before);
   EXPECT_EQ(*c->QueryValue("SELECT GROUP_CONCAT(`date`, `count`) FROM visits_per_day").value(), day_before);
-  stop = true;
-  follower.join();
+  const ReplaySummary& sum = follower.Stop();
   ASSERT_TRUE(sum.status.ok()) << sum.status.message();
 
   // verify --against: the same report as verify, against the build.

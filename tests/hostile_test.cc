@@ -187,14 +187,8 @@ TEST(NothingLost, FollowAppliesALateCommitExactlyOnce) {
   ReplayOptions ro;
   ro.connection = o;
   ro.all = true;
-  ro.follow = true;
-  ro.poll_seconds = 0.05;
-  ro.progress = ProgressMode::kQuiet;
-  std::atomic<bool> stop{false};
-  ReplaySummary sum;
-  std::thread follower([&] { sum = Replay(ro, std::move(*SelectProjectors(ro)), stop); });
-  const std::string n = std::to_string(AllProjectors().size());
-  EXPECT_TRUE(WaitUntil(*c, "SELECT COUNT(*) FROM rewind_checkpoints WHERE status = 'following'", AllProjectors().size()));
+  Follower follower(ro);
+  ASSERT_TRUE(follower.following());
   auto app = Connect(o);
   ASSERT_TRUE(app->Execute("START TRANSACTION").ok());
   ASSERT_TRUE(Insert(*app, kClass, Payload("/slow-transaction", "2024-05-06T07:08:09+00:00")).ok());
@@ -206,8 +200,7 @@ TEST(NothingLost, FollowAppliesALateCommitExactlyOnce) {
   // ...which commits now, late.
   ASSERT_TRUE(app->Execute("COMMIT").ok());
   EXPECT_TRUE(WaitUntil(*c, "SELECT MIN(late_events) FROM rewind_checkpoints", 1));
-  stop = true;
-  follower.join();
+  const ReplaySummary& sum = follower.Stop();
   ASSERT_TRUE(sum.status.ok()) << sum.status.message();
   EXPECT_EQ(sum.late_events, 1u);
   ExpectEveryReadModelMatchesTheEvents(*c);
@@ -223,22 +216,16 @@ TEST(NothingLost, AGapThatNeverFillsIsGivenUpAndCounted) {
   ReplayOptions ro;
   ro.connection = o;
   ro.projectors = {"visits_per_day"};
-  ro.follow = true;
-  ro.poll_seconds = 0.05;
   ro.settle_seconds = 0.2;
-  ro.progress = ProgressMode::kQuiet;
-  std::atomic<bool> stop{false};
-  ReplaySummary sum;
-  std::thread follower([&] { sum = Replay(ro, std::move(*SelectProjectors(ro)), stop); });
-  EXPECT_TRUE(WaitUntil(*c, "SELECT COUNT(*) FROM rewind_checkpoints WHERE status = 'following'", 1));
+  Follower follower(ro);
+  ASSERT_TRUE(follower.following());
   auto app = Connect(o);
   ASSERT_TRUE(app->Execute("START TRANSACTION").ok());
   ASSERT_TRUE(Insert(*app, kClass, Payload("/rolled-back", "2024-05-06T07:08:09+00:00")).ok());
   ASSERT_TRUE(Insert(*c, kClass, Payload("/kept", "2024-05-06T07:08:10+00:00")).ok());
   EXPECT_TRUE(WaitUntil(*c, "SELECT gaps_given_up FROM rewind_checkpoints WHERE projector = 'visits_per_day'", 1));
   ASSERT_TRUE(app->Execute("ROLLBACK").ok());
-  stop = true;
-  follower.join();
+  const ReplaySummary& sum = follower.Stop();
   ASSERT_TRUE(sum.status.ok()) << sum.status.message();
   EXPECT_EQ(sum.gaps_given_up, 1u);
   EXPECT_EQ(Count(*c, "SELECT SUM(`count`) FROM visits_per_day"),

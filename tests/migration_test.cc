@@ -257,32 +257,19 @@ TEST(FollowTest, AppliesAppendedEventsExactly) {
   ReplayOptions ro;
   ro.connection = o;
   ro.all = true;
-  ro.follow = true;
-  ro.poll_seconds = 0.1;
-  ro.progress = ProgressMode::kQuiet;
-  std::atomic<bool> stop{false};
-  ReplaySummary sum;
-  ASSERT_TRUE(checkpoint_store::Ensure(*c).ok());
-  std::thread follower([&] { sum = Replay(ro, std::move(*SelectProjectors(ro)), stop); });
-  auto wait_until = [&](const std::string& sql, int64_t want) {
-    for (int i = 0; i < 600 && Count(*c, sql) != want; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return Count(*c, sql) == want;
-  };
-  EXPECT_TRUE(wait_until("SELECT COUNT(*) FROM rewind_checkpoints WHERE status = 'following'", static_cast<int64_t>(AllProjectors().size())));
+  Follower follower(ro);
+  ASSERT_TRUE(follower.following());
   // Append in three bursts while it follows.
+  // Append in three bursts while it follows, each followed before the next.
   for (int burst = 0; burst < 3; ++burst) {
     g.first_index = 20'000 + burst * 3'000;
     g.events = 3'000;
     g.bad_every = 997;
     ASSERT_TRUE(LoadEvents(*c, "stored_events", g, log).ok());
-    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    const int64_t head = Count(*c, "SELECT MAX(id) FROM stored_events");
+    EXPECT_TRUE(WaitUntil(*c, "SELECT MIN(last_event_id) FROM rewind_checkpoints", head));
   }
-  const int64_t head = Count(*c, "SELECT MAX(id) FROM stored_events");
-  EXPECT_TRUE(wait_until("SELECT MIN(last_event_id) FROM rewind_checkpoints", head));
-  stop = true;
-  follower.join();
+  const ReplaySummary& sum = follower.Stop();
   ASSERT_TRUE(sum.status.ok()) << sum.status.message();
   EXPECT_EQ(sum.events_read, 29'000u);
   CreateReferenceView(*c);

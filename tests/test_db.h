@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <thread>
@@ -12,6 +13,7 @@
 #include <string>
 
 #include "config/options.h"
+#include "pipeline/replay.h"
 #include "projectors/projector.h"
 #include "scripts/generate/event_generator.h"
 #include "stages/connection.h"
@@ -156,6 +158,35 @@ inline bool WaitUntil(Connection& c, const std::string& sql, int64_t want, doubl
   }
   return false;
 }
+
+// `rewind replay --follow` run in-process on a thread of its own: started with `ro` (follow
+// and quiet are set here), waited for until every read model follows; Stop() ends it.
+class Follower {
+ public:
+  explicit Follower(ReplayOptions ro) {
+    ro.follow = true;
+    ro.progress = ProgressMode::kQuiet;
+    if (ro.poll_seconds >= 1.0) ro.poll_seconds = 0.05;
+    const auto selected = SelectProjectors(ro);
+    const int64_t models = selected.ok() ? static_cast<int64_t>(selected.value().size()) : 0;
+    thread_ = std::thread([this, ro] { sum_ = Replay(ro, std::move(*SelectProjectors(ro)), stop_); });
+    auto c = Connect(ro.connection);
+    following_ = c && WaitUntil(*c, "SELECT COUNT(*) FROM rewind_checkpoints WHERE status = 'following'", models);
+  }
+  ~Follower() { Stop(); }
+  bool following() const { return following_; }
+  const ReplaySummary& Stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    return sum_;
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  ReplaySummary sum_;
+  std::thread thread_;
+  bool following_ = false;
+};
 
 // For each of the seven counting read models: the reference GROUP BY over ref_visits.
 inline std::map<std::string, std::string> ReferenceQueries() {
