@@ -285,7 +285,11 @@ const std::vector<OptionSpec>& Table() {
          return Status::Ok();
        },
        nullptr},
-      {"time-column", "", Group::kEvents, false, {}, "the event table's time column (--until-time)",
+      {"uuid-column", "", Group::kEvents, false, {}, "the event table's uuid column (ingest)",
+       Text(&EventTableOptions::uuid_column, true), [](const ReplayOptions& o) { return o.events.uuid_column; }},
+      {"from-start", "", Group::kControl, true, {}, "ingest: read every file from its start, not from its saved position",
+       Flag("from-start", &ReplayOptions::from_start), nullptr},
+      {"time-column", "", Group::kEvents, false, {}, "the event table's time column (--until-time, ingest)",
        Text(&EventTableOptions::time_column, true), [](const ReplayOptions& o) { return o.events.time_column; }},
       {"into", "", Group::kControl, false, {},
        "build <table>SUFFIX beside the live tables and never swap it in",
@@ -319,6 +323,7 @@ const char* ValueName(const std::string& name) {
   if (name == "max-failures") return "N|P%";
   if (name == "until-time") return "TIME";
   if (name == "into" || name == "against") return "SUFFIX";
+  if (name == "uuid-column" || name == "time-column") return "COLUMN";
   return "NAME";
 }
 
@@ -333,7 +338,7 @@ const char* GroupName(Group g) {
   return "";
 }
 
-constexpr const char* kCommands[] = {"replay", "list", "status", "verify", "help"};
+constexpr const char* kCommands[] = {"replay", "list", "status", "verify", "ingest", "help"};
 
 // A value parsed from one source, and how strongly it was given.
 enum Level { kDefault = 0, kConfigFile = 1, kEnvironment = 2, kCommandLine = 3 };
@@ -497,8 +502,8 @@ struct Declared {
     }
     app.add_option("--config", values.emplace_back(),
                    "read `key = value` defaults from FILE (see below)")->type_name("FILE")->group(GroupName(Group::kConnection));
-    app.add_option("command", command, "replay | list | status | verify | help");
-    app.add_option("names", names, "read models (replay, verify)");
+    app.add_option("command", command, "replay | list | status | verify | ingest | help");
+    app.add_option("names", names, "read models (replay, verify); log files (ingest)");
   }
 };
 
@@ -627,6 +632,8 @@ std::string HelpText() {
   rewind verify [NAME...]           rebuild into scratch tables and compare with the live ones
   rewind verify --against SUFFIX    compare the live tables with an --into build
   rewind replay --all --dry-run     what a run would read, write and need; touches nothing
+  rewind ingest FILE...             append the visits of access logs to the event table
+                                    (resumable; --from-start, --dry-run; no --follow yet)
 
 How a replay works: one reader pages through the event table by id; every selected read
 model is rebuilt concurrently into a shadow table (<table>__rewind_new) on its own

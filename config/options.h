@@ -100,10 +100,12 @@ struct ReplayOptions {
   std::string into;
   // verify: compare the live tables with the <table><against> tables of an --into build.
   std::string against;
+  // ingest: ignore the saved position of each file and read it from its start.
+  bool from_start = false;
 };
 
 struct CommandLine {
-  std::string command;  // "replay", "list", "status", "verify", "help"
+  std::string command;  // "replay", "list", "status", "verify", "ingest", "help"
   ReplayOptions options;
   std::string config_path;       // the config file that was read ("" when none)
   bool prompt_password = false;  // -p / --password without a value: ask on the terminal

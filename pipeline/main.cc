@@ -16,6 +16,7 @@
 #include "config/options.h"
 #include "pipeline/commands.h"
 #include "pipeline/dry_run.h"
+#include "pipeline/ingest.h"
 #include "pipeline/replay.h"
 
 namespace {
@@ -115,6 +116,7 @@ int main(int argc, char** argv) {
     }
   }
   if (cl->command == "status") return StatusCommand(o, stdout);
+  if (cl->command == "ingest") return IngestCommand(o, o.projectors, stdout);
 
   ReplayOptions selection = o;
   if (cl->command == "verify" && selection.projectors.empty()) selection.all = true;

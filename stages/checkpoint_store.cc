@@ -34,6 +34,15 @@ const char* const kFailuresDdl =
     "recorded_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), "
     "KEY (run_id), KEY (event_id)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4";
 
+const char* const kIngestDdl =
+    "CREATE TABLE IF NOT EXISTS rewind_ingest_positions ("
+    "source VARCHAR(512) NOT NULL PRIMARY KEY, "
+    "device BIGINT UNSIGNED NOT NULL, inode BIGINT UNSIGNED NOT NULL, "
+    "byte_offset BIGINT UNSIGNED NOT NULL, first_line_hash CHAR(64) NOT NULL, "
+    "throttle MEDIUMTEXT NOT NULL, lines_read BIGINT UNSIGNED NOT NULL DEFAULT 0, "
+    "events_stored BIGINT UNSIGNED NOT NULL DEFAULT 0, updated_at DATETIME(6) NOT NULL"
+    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin";
+
 // Version 1 (rewind before the schema table): checkpoints keyed by projector alone, with a
 // building_table column and BIGINT ids; failures with BIGINT event ids and no excerpt.
 const char* const kMigrateFrom1[] = {
@@ -143,9 +152,13 @@ Result<int> Version(Connection& c) {
     if (!v.ok()) return v.status();
     return *v ? std::stoi(**v) : 0;
   }
-  Result<bool> old = Exists(c, kCheckpointTable);
+  // No schema table: layout 1 (it had a building_table column), or a creation that stopped
+  // half-way (created again, the tables being IF NOT EXISTS).
+  Result<std::optional<std::string>> old = c.QueryValue(
+      "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND "
+      "TABLE_NAME = 'rewind_checkpoints' AND COLUMN_NAME = 'building_table'");
   if (!old.ok()) return old.status();
-  return *old ? 1 : 0;
+  return *old && **old != "0" ? 1 : 0;
 }
 
 Status Ensure(Connection& c) {
@@ -181,7 +194,7 @@ Status Ensure(Connection& c) {
   }
   if (s.ok() && *version < kSchemaVersion) {
     for (const char* sql :
-         {kCheckpointsDdl, kFailuresDdl,
+         {kCheckpointsDdl, kFailuresDdl, kIngestDdl,
           "CREATE TABLE IF NOT EXISTS rewind_schema (id TINYINT NOT NULL PRIMARY KEY, "
           "version INT NOT NULL, migrated_at DATETIME(6) NOT NULL) ENGINE=InnoDB"}) {
       if (s = c.Execute(sql); !s.ok()) break;
@@ -302,6 +315,34 @@ Result<uint64_t> CountFailures(Connection& c, const std::string& run_id) {
 Status DeleteFailuresAfter(Connection& c, const std::string& run_id, EventId after) {
   return c.Execute(fmt::format("DELETE FROM rewind_failures WHERE run_id = {} AND event_id > {}",
                                c.Quote(run_id), IdText(after)));
+}
+
+Result<std::optional<IngestPosition>> LoadIngestPosition(Connection& c, const std::string& source) {
+  Result<Rows> r = c.Query(fmt::format(
+      "SELECT device, inode, byte_offset, first_line_hash, throttle, lines_read, events_stored FROM "
+      "rewind_ingest_positions WHERE source = {}",
+      c.Quote(source)));
+  if (!r.ok()) return r.status();
+  if (r->rows.empty()) return std::optional<IngestPosition>();
+  const auto& row = r->rows[0];
+  IngestPosition p;
+  p.source = source;
+  p.device = std::stoull(row[0].value_or("0"));
+  p.inode = std::stoull(row[1].value_or("0"));
+  p.offset = std::stoull(row[2].value_or("0"));
+  p.first_line_hash = row[3].value_or("");
+  p.throttle = row[4].value_or("");
+  p.lines_read = std::stoull(row[5].value_or("0"));
+  p.events_stored = std::stoull(row[6].value_or("0"));
+  return std::optional<IngestPosition>(p);
+}
+
+std::string SaveIngestPositionSql(Connection& c, const IngestPosition& p) {
+  return fmt::format(
+      "REPLACE INTO rewind_ingest_positions (source, device, inode, byte_offset, first_line_hash, "
+      "throttle, lines_read, events_stored, updated_at) VALUES ({}, {}, {}, {}, {}, {}, {}, {}, NOW(6))",
+      c.Quote(p.source), p.device, p.inode, p.offset, c.Quote(p.first_line_hash), c.Quote(p.throttle),
+      p.lines_read, p.events_stored);
 }
 
 Result<Rows> StatusRows(Connection& c, EventId head) {

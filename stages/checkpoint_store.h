@@ -5,6 +5,9 @@
 //                       table has applied the events (last id, the gaps still watched), its
 //                       event source's fingerprint, its counters and timings
 //   rewind_failures     one row per event that could not be applied, per run
+//   rewind_ingest_positions  one row per ingested log file: where `rewind ingest` stopped
+//                       (file identity, byte offset, a hash of its first line) and the
+//                       throttle's per-IP state, written in each batch's transaction
 //
 // Nobody else spells these tables' names or their SQL. The layout is versioned: Ensure()
 // creates the tables, or migrates an older layout forward, under a server-wide lock so that
@@ -44,6 +47,16 @@ struct Checkpoint {
   uint64_t failed_events = 0;  // events it was given and could not apply
 };
 
+// Where `rewind ingest` stands in one log file.
+struct IngestPosition {
+  std::string source;           // the path as given
+  uint64_t device = 0, inode = 0;
+  uint64_t offset = 0;          // bytes consumed (whole lines)
+  std::string first_line_hash;  // SHA-256 hex of the first line: a rotated file differs
+  std::string throttle;         // "ip=seconds\n..." of the per-IP throttle
+  uint64_t lines_read = 0, events_stored = 0;
+};
+
 namespace checkpoint_store {
 
 // Creates the tables, or migrates an older layout to kSchemaVersion. Needs CREATE/ALTER.
@@ -78,6 +91,10 @@ std::string InsertFailuresSql(Connection& c, const std::string& run_id,
                               const std::vector<Failure>& failures);
 Result<uint64_t> CountFailures(Connection& c, const std::string& run_id);
 Status DeleteFailuresAfter(Connection& c, const std::string& run_id, EventId after);
+
+Result<std::optional<IngestPosition>> LoadIngestPosition(Connection& c, const std::string& source);
+// The statement an ingest batch runs inside its transaction.
+std::string SaveIngestPositionSql(Connection& c, const IngestPosition& position);
 
 // `rewind status`: one row per checkpoint, with the failures of its run and its lag behind
 // `head`. Columns: projector, target_table, live_table, status, last_event_id, behind,

@@ -36,7 +36,8 @@ struct EventTableOptions {
   std::string id_column = "id";
   std::string type_column = "eventClass";
   std::string payload_column = "payload";
-  std::string time_column = "createdAt";  // only read with --until-time
+  std::string time_column = "createdAt";  // read with --until-time; written by ingest
+  std::string uuid_column = "uuid";       // written by ingest
   // The event class that PageVisit projectors handle (compared byte for byte).
   std::string page_visited_class = "App\\Analytics\\PageVisited";
 };

@@ -2,6 +2,7 @@
 // the repo, each line checked against an independent implementation of the blog's rules
 // written with std::regex here; and the payload against PHP json_encode's output.
 #include "stages/access_log.h"
+#include "tests/access_log_reference.h"
 
 #include <gtest/gtest.h>
 
@@ -15,73 +16,21 @@
 namespace rw {
 namespace {
 
-struct Expected {
-  std::string reason;
-  std::string url, ip;
-  int64_t t = 0;
-};
-
-Expected Skipped(const char* reason) {
-  Expected e;
-  e.reason = reason;
-  return e;
-}
-
-// The blog's rules, as regexes, line by line.
-Expected Reference(const std::string& line, const AccessLogRules& rules) {
-  static const std::regex date(R"(\[(\d{2})/(\w{3})/(\d{4}):(\d{2}):(\d{2}):(\d{2}))");
-  static const std::regex url(R"((GET|POST)\s+([a-zA-Z0-9_/.\-]+))");
-  static const std::regex status(R"re("(?:[^"\\]|\\.)*"\s*(\S+))re");
-  static const std::regex agent(R"re("((?:[^"\\]|\\.)*)"\s*$)re");
-  static const std::string months = "JanFebMarAprMayJunJulAugSepOctNovDec";
-  Expected e;
-  std::smatch m;
-  if (!std::regex_search(line, m, date) || months.find(m[2].str()) == std::string::npos) return Skipped("no date");
-  std::tm tm{};
-  tm.tm_year = std::stoi(m[3]) - 1900;
-  tm.tm_mon = static_cast<int>(months.find(m[2].str()) / 3);
-  tm.tm_mday = std::stoi(m[1]);
-  tm.tm_hour = std::stoi(m[4]);
-  tm.tm_min = std::stoi(m[5]);
-  tm.tm_sec = std::stoi(m[6]);
-  e.t = timegm(&tm);
-  if (!std::regex_search(line, m, url)) return Skipped("url");
-  e.url = m[2];
-  for (const std::string& a : rules.blocked_affixes) {
-    if (e.url.starts_with(a) || e.url.ends_with(a)) return Skipped("blocked url");
-  }
-  if (!std::regex_search(line, m, status) || m[1].str()[0] != '2') return Skipped("status");
-  e.ip = line.substr(0, line.find(' '));
-  if (std::count(rules.blocked_ips.begin(), rules.blocked_ips.end(), e.ip)) return Skipped("ip");
-  if (!std::regex_search(line, m, agent)) return Skipped("malformed");
-  std::string ua = m[1];
-  for (char& c : ua) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  for (const std::string& w : rules.bot_words) {
-    if (ua.find(w) != std::string::npos) return Skipped("bot");
-  }
-  e.reason = "kept";
-  return e;
-}
+using namespace rw::testing;
 
 TEST(AccessLog, TheRealLogMatchesAnIndependentReadingOfTheRules) {
-  std::ifstream in(std::string(REWIND_SOURCE_DIR) + "/tests/data/apache-combined/access.log");
+  const std::string path = std::string(REWIND_SOURCE_DIR) + "/tests/data/apache-combined/access.log";
+  const std::vector<Expected> reference = ReferenceIngest(path);
+  std::ifstream in(path);
   ASSERT_TRUE(in);
   const AccessLogRules rules = AccessLogRules::Blog();
   IpThrottle throttle(rules.throttle_seconds);
-  std::map<std::string, int64_t> last_seen;  // the reference throttle
   std::map<std::string, int> counts;
   std::string line;
   int lines = 0, mismatches = 0;
   while (std::getline(in, line)) {
-    ++lines;
-    Expected want = Reference(line, rules);
-    if (want.reason == "kept") {
-      auto [it, fresh] = last_seen.try_emplace(want.ip, want.t);
-      if (!fresh) {
-        if (std::llabs(want.t - it->second) < 3) want.reason = "throttled";
-        it->second = want.t;
-      }
-    }
+    ASSERT_LT(static_cast<size_t>(lines), reference.size());
+    const Expected& want = reference[static_cast<size_t>(lines++)];
     LogVisit got = ParseLogLine(line, rules);
     if (got.skip == SkipReason::kNone && throttle.Throttled(got.ip, got.epoch_seconds)) {
       got.skip = SkipReason::kThrottled;
