@@ -2,13 +2,16 @@
 
 #include <fmt/core.h>
 #include <sys/stat.h>
+#include <zlib.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include "projectors/civil_time.h"
 #include "projectors/sha256.h"
@@ -24,6 +27,19 @@ namespace {
 struct Counts {
   uint64_t lines = 0, stored = 0;
   std::map<std::string, uint64_t> skipped;  // by reason
+
+  std::string Text(bool dry_run) const {
+    uint64_t skips = 0;
+    std::string reasons;
+    for (const auto& [reason, n] : skipped) {
+      skips += n;
+      reasons += fmt::format("{}{} {}", reasons.empty() ? "" : ", ", reason, WithThousands(n));
+    }
+    return fmt::format("{}{} lines read, {} events {}, {} skipped ({})", dry_run ? "dry run: " : "",
+                       WithThousands(lines), WithThousands(stored),
+                       dry_run ? "would be stored (nothing was written)" : "stored", WithThousands(skips),
+                       reasons.empty() ? "none" : reasons);
+  }
 };
 
 // A random (version 4) UUID.
@@ -52,112 +68,274 @@ void RestoreThrottle(IpThrottle& t, const std::string& text) {
   }
 }
 
-// One file: read from its saved position, append what the rules keep, batch by batch.
-Status IngestFile(const ReplayOptions& o, Connection* c, const std::string& path, Counts& counts,
-                  std::mt19937_64& rng) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(fmt::format("cannot read '{}'", path));
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return Status::NotFound(fmt::format("cannot stat '{}'", path));
-  std::string first;
-  std::getline(in, first);
-  IngestPosition pos;
-  std::error_code ec;
-  pos.source = std::filesystem::absolute(path, ec).lexically_normal().string();
-  pos.device = st.st_dev;
-  pos.inode = st.st_ino;
-  pos.first_line_hash = Sha256Hex(first, 32);
-  const AccessLogRules rules = AccessLogRules::Blog();
-  IpThrottle throttle(rules.throttle_seconds);
-  if (c != nullptr && !o.from_start) {
-    Result<std::optional<IngestPosition>> saved = checkpoint_store::LoadIngestPosition(*c, pos.source);
-    if (!saved.ok()) return saved.status();
-    if (*saved && (*saved)->device == pos.device && (*saved)->inode == pos.inode &&
-        (*saved)->first_line_hash == pos.first_line_hash) {
-      pos.offset = (*saved)->offset;
-      pos.lines_read = (*saved)->lines_read;
-      pos.events_stored = (*saved)->events_stored;
-      RestoreThrottle(throttle, (*saved)->throttle);
-      fmt::print(stderr, "rewind: {} continues at byte {} ({} lines read before)\n", path, pos.offset,
-                 pos.lines_read);
-    } else if (*saved) {
-      fmt::print(stderr, "rewind: {} is another file than the one ingested before (rotated or "
-                         "truncated); reading it from the start\n", path);
+// The lines of a log file, plain or gzip (`.gz`, read directly), from a byte offset of its
+// (uncompressed) content.
+class LineSource {
+ public:
+  static std::unique_ptr<LineSource> Open(const std::string& path) {
+    auto s = std::unique_ptr<LineSource>(new LineSource());
+    if (path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0) {
+      s->gz_ = gzopen(path.c_str(), "rb");
+      if (s->gz_ == nullptr) return nullptr;
+    } else {
+      s->in_.open(path, std::ios::binary);
+      if (!s->in_) return nullptr;
     }
+    return s;
   }
-  in.clear();
-  in.seekg(static_cast<std::streamoff>(pos.offset));
-  const std::string insert_prefix = fmt::format(
-      "INSERT INTO {} ({}, {}, {}, {}) VALUES ", QuoteIdentifier(o.events.table),
-      QuoteIdentifier(o.events.uuid_column), QuoteIdentifier(o.events.type_column),
-      QuoteIdentifier(o.events.payload_column), QuoteIdentifier(o.events.time_column));
-  std::string values;
-  uint64_t batch_lines = 0, batch_events = 0;
-  std::string line;
-  auto commit = [&]() -> Status {
-    pos.lines_read += batch_lines;
-    pos.events_stored += batch_events;
-    pos.throttle = ThrottleText(throttle);
-    counts.lines += batch_lines;
-    counts.stored += batch_events;
-    if (c != nullptr && batch_lines > 0) {
-      const std::string position_sql = checkpoint_store::SaveIngestPositionSql(*c, pos);
-      Status s = RetryOnConnectionLoss(*c, [&]() -> Status {
+  ~LineSource() {
+    if (gz_ != nullptr) gzclose(gz_);
+  }
+  void Seek(uint64_t offset) {
+    if (gz_ != nullptr) {
+      gzrewind(gz_);
+      gzseek(gz_, static_cast<z_off_t>(offset), SEEK_SET);
+    } else {
+      in_.clear();
+      in_.seekg(static_cast<std::streamoff>(offset));
+    }
+    buffer_.clear();
+  }
+  // The next line and whether it ended with a newline (false: the file ends, or is still
+  // being written, in the middle of it). False when nothing is left.
+  bool Next(std::string& line, bool& complete) {
+    if (gz_ == nullptr) {
+      if (!in_.good()) in_.clear();  // at the end last time: the file may have grown
+      if (!std::getline(in_, line)) return false;
+      complete = !in_.eof();
+      if (!complete) in_.clear();  // more may be appended later
+      return true;
+    }
+    char chunk[1 << 16];
+    size_t nl;
+    while ((nl = buffer_.find('\n')) == std::string::npos) {
+      const int n = gzread(gz_, chunk, sizeof chunk);
+      if (n <= 0) break;
+      buffer_.append(chunk, static_cast<size_t>(n));
+    }
+    if (nl == std::string::npos) {
+      if (buffer_.empty()) return false;
+      line.swap(buffer_);
+      buffer_.clear();
+      complete = false;
+      return true;
+    }
+    line.assign(buffer_, 0, nl);
+    buffer_.erase(0, nl + 1);
+    complete = true;
+    return true;
+  }
+
+ private:
+  LineSource() = default;
+  std::ifstream in_;
+  gzFile gz_ = nullptr;
+  std::string buffer_;
+};
+
+// One log file (and, when following, whatever takes its name after a rotation): read from
+// its saved position, the kept lines appended batch by batch with the position.
+class FileIngest {
+ public:
+  FileIngest(const ReplayOptions& o, Connection* c, std::string path, Counts& counts, std::mt19937_64& rng)
+      : o_(o), c_(c), path_(std::move(path)), counts_(counts), rng_(rng),
+        rules_(AccessLogRules::Blog()), throttle_(rules_.throttle_seconds) {
+    std::error_code ec;
+    pos_.source = std::filesystem::absolute(path_, ec).lexically_normal().string();
+    insert_prefix_ = fmt::format(
+        "INSERT INTO {} ({}, {}, {}, {}) VALUES ", QuoteIdentifier(o.events.table),
+        QuoteIdentifier(o.events.uuid_column), QuoteIdentifier(o.events.type_column),
+        QuoteIdentifier(o.events.payload_column), QuoteIdentifier(o.events.time_column));
+  }
+
+  // Opens the file and finds where to start: the saved position when it is the same file.
+  Status Start() {
+    if (Status s = OpenCurrent(); !s.ok()) return s;
+    if (c_ == nullptr || o_.from_start) return Status::Ok();
+    Result<std::optional<IngestPosition>> saved = checkpoint_store::LoadIngestPosition(*c_, pos_.source);
+    if (!saved.ok()) return saved.status();
+    if (!*saved) return Status::Ok();
+    const IngestPosition& p = **saved;
+    RestoreThrottle(throttle_, p.throttle);
+    if (p.device == pos_.device && p.inode == pos_.inode && p.offset > 0 && p.first_line_hash == FirstLineHash()) {
+      pos_.offset = p.offset;
+      pos_.lines_read = p.lines_read;
+      pos_.events_stored = p.events_stored;
+      pos_.first_line_hash = p.first_line_hash;
+      source_->Seek(pos_.offset);
+      fmt::print(stderr, "rewind: {} continues at byte {} ({} lines read before)\n", path_, pos_.offset,
+                 pos_.lines_read);
+    } else if (p.offset > 0) {
+      // Rotated since: what was left of the old file is in <path>.1 (renamed or copied).
+      if (Status s = DrainRotatedRemainder(p); !s.ok()) return s;
+      fmt::print(stderr, "rewind: {} is another file than the one ingested before (rotated or "
+                         "truncated); reading it from the start\n", path_);
+    }
+    return Status::Ok();
+  }
+
+  // Reads every complete line there is now (and, unless following, a last unterminated one).
+  Status ReadAvailable(bool following) {
+    std::string line;
+    bool complete = false;
+    while (source_->Next(line, complete)) {
+      if (!complete && following) {
+        source_->Seek(pos_.offset);  // a line still being written: wait for its end
+        break;
+      }
+      if (pos_.offset == 0) pos_.first_line_hash = Sha256Hex(line, 32);
+      pos_.offset += line.size() + (complete ? 1 : 0);
+      if (Status s = Take(line); !s.ok()) return s;
+    }
+    return Commit();
+  }
+
+  // Following: what became of the file since the last look. Rotated by rename (another
+  // file under the name): the old one is read to its end first. Truncated in place
+  // (copytruncate): the remainder is read from <path>.1, then the file from its start.
+  Status CheckRotation() {
+    struct stat st {};
+    if (::stat(path_.c_str(), &st) != 0) return Status::Ok();  // between rename and create
+    if (static_cast<uint64_t>(st.st_ino) != pos_.inode || static_cast<uint64_t>(st.st_dev) != pos_.device) {
+      if (Status s = ReadAvailable(false); !s.ok()) return s;  // the rest of the old file
+      fmt::print(stderr, "rewind: {} was rotated; reading the new file from its start\n", path_);
+      return Reopen();
+    }
+    if (static_cast<uint64_t>(st.st_size) < pos_.offset) {
+      const IngestPosition before = pos_;
+      if (Status s = Reopen(); !s.ok()) return s;
+      if (Status s = DrainRotatedRemainder(before); !s.ok()) return s;
+      fmt::print(stderr, "rewind: {} was truncated (copytruncate); reading it from its start\n", path_);
+    }
+    return Status::Ok();
+  }
+
+ private:
+  Status OpenCurrent() {
+    struct stat st {};
+    if (::stat(path_.c_str(), &st) != 0) return Status::NotFound(fmt::format("cannot read '{}'", path_));
+    source_ = LineSource::Open(path_);
+    if (source_ == nullptr) return Status::NotFound(fmt::format("cannot read '{}'", path_));
+    pos_.device = st.st_dev;
+    pos_.inode = st.st_ino;
+    pos_.offset = 0;
+    pos_.first_line_hash.clear();
+    return Status::Ok();
+  }
+  Status Reopen() {
+    if (Status s = OpenCurrent(); !s.ok()) return s;
+    return Commit(/*force=*/true);  // the new identity, before any of its lines
+  }
+
+  std::string FirstLineHash() {
+    std::string first;
+    bool complete = false;
+    const bool any = source_->Next(first, complete);
+    source_->Seek(0);
+    return any && complete ? Sha256Hex(first, 32) : std::string();
+  }
+
+  // The lines of the previous file that the last run had not read: in <path>.1 when its
+  // first line is the one the saved position remembers.
+  Status DrainRotatedRemainder(const IngestPosition& before) {
+    const std::string rotated = path_ + ".1";
+    std::unique_ptr<LineSource> old = LineSource::Open(rotated);
+    if (old == nullptr) return Status::Ok();
+    std::string line;
+    bool complete = false;
+    if (!old->Next(line, complete) || Sha256Hex(line, 32) != before.first_line_hash) return Status::Ok();
+    old->Seek(before.offset);
+    uint64_t read = 0;
+    while (old->Next(line, complete)) {
+      ++read;
+      if (Status s = Take(line); !s.ok()) return s;
+    }
+    if (read > 0) fmt::print(stderr, "rewind: read {} line(s) left in {}\n", read, rotated);
+    return Commit(/*force=*/true);
+  }
+
+  Status Take(const std::string& raw) {
+    std::string_view line(raw);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    ++batch_lines_;
+    LogVisit v = ParseLogLine(line, rules_);
+    if (v.skip == SkipReason::kNone && throttle_.Throttled(v.ip, v.epoch_seconds)) v.skip = SkipReason::kThrottled;
+    if (v.skip != SkipReason::kNone) {
+      ++counts_.skipped[SkipReasonName(v.skip)];
+    } else {
+      ++batch_events_;
+      if (c_ != nullptr) {
+        const std::string uuid = NewUuid(rng_);
+        char when[20];
+        FormatDateTime(v.epoch_seconds, when);
+        values_ += values_.empty() ? "(" : ",(";
+        c_->AppendQuoted(values_, uuid);
+        values_ += ',';
+        c_->AppendQuoted(values_, o_.events.page_visited_class);
+        values_ += ',';
+        c_->AppendQuoted(values_, PageVisitedPayload(uuid, v, line));
+        values_ += fmt::format(",'{}')", std::string_view(when, 19));
+      }
+    }
+    if (batch_lines_ >= o_.batch_size || values_.size() >= (8u << 20)) return Commit();
+    return Status::Ok();
+  }
+
+  // One transaction: the batch's events and where the file stands after them.
+  Status Commit(bool force = false) {
+    if (batch_lines_ == 0 && !force) return Status::Ok();
+    pos_.lines_read += batch_lines_;
+    pos_.events_stored += batch_events_;
+    counts_.lines += batch_lines_;
+    counts_.stored += batch_events_;
+    pos_.throttle = ThrottleText(throttle_);
+    if (c_ != nullptr) {
+      const std::string position_sql = checkpoint_store::SaveIngestPositionSql(*c_, pos_);
+      Status s = RetryOnConnectionLoss(*c_, [&]() -> Status {
         // After a lost connection the position row tells whether the batch landed.
-        Result<std::optional<IngestPosition>> landed = checkpoint_store::LoadIngestPosition(*c, pos.source);
-        if (landed.ok() && *landed && (*landed)->offset == pos.offset && (*landed)->inode == pos.inode) {
+        Result<std::optional<IngestPosition>> landed = checkpoint_store::LoadIngestPosition(*c_, pos_.source);
+        if (landed.ok() && *landed && (*landed)->offset == pos_.offset && (*landed)->inode == pos_.inode &&
+            (*landed)->lines_read == pos_.lines_read) {
           return Status::Ok();
         }
-        Status t = c->Execute("START TRANSACTION");
-        if (t.ok() && !values.empty()) t = c->Execute(insert_prefix + values);
-        if (t.ok()) t = c->Execute(position_sql);
+        Status t = c_->Execute("START TRANSACTION");
+        if (t.ok() && !values_.empty()) t = c_->Execute(insert_prefix_ + values_);
+        if (t.ok()) t = c_->Execute(position_sql);
         if (t.ok()) FaultPoint("ingest-batch");
-        if (t.ok()) t = c->Execute("COMMIT");
-        if (!t.ok() && t.code() != Status::Code::kConnection) (void)c->Execute("ROLLBACK");
+        if (t.ok()) t = c_->Execute("COMMIT");
+        if (!t.ok() && t.code() != Status::Code::kConnection) (void)c_->Execute("ROLLBACK");
         return t;
       });
-      if (!s.ok()) return s.With(fmt::format("appending a batch of {} from byte {}", path, pos.offset));
+      if (!s.ok()) return s.With(fmt::format("appending a batch of {} up to byte {}", path_, pos_.offset));
     }
-    values.clear();
-    batch_lines = batch_events = 0;
+    values_.clear();
+    batch_lines_ = batch_events_ = 0;
     return Status::Ok();
-  };
-  while (std::getline(in, line)) {
-    const bool complete = !in.eof();  // a last line without its newline still counts
-    pos.offset += line.size() + (complete ? 1 : 0);
-    ++batch_lines;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    LogVisit v = ParseLogLine(line, rules);
-    if (v.skip == SkipReason::kNone && throttle.Throttled(v.ip, v.epoch_seconds)) v.skip = SkipReason::kThrottled;
-    if (v.skip != SkipReason::kNone) {
-      ++counts.skipped[SkipReasonName(v.skip)];
-    } else {
-      const std::string uuid = NewUuid(rng);
-      char when[20];
-      FormatDateTime(v.epoch_seconds, when);
-      if (c != nullptr) {
-        values += values.empty() ? "(" : ",(";
-        c->AppendQuoted(values, uuid);
-        values += ',';
-        c->AppendQuoted(values, o.events.page_visited_class);
-        values += ',';
-        c->AppendQuoted(values, PageVisitedPayload(uuid, v, line));
-        values += fmt::format(",'{}')", std::string_view(when, 19));
-      }
-      ++batch_events;
-    }
-    if (batch_lines >= o.batch_size || values.size() >= (8u << 20)) {
-      if (Status s = commit(); !s.ok()) return s;
-    }
   }
-  return commit();
-}
+
+  const ReplayOptions& o_;
+  Connection* c_;
+  const std::string path_;
+  Counts& counts_;
+  std::mt19937_64& rng_;
+  const AccessLogRules rules_;
+  IpThrottle throttle_;
+  IngestPosition pos_;
+  std::unique_ptr<LineSource> source_;
+  std::string insert_prefix_, values_;
+  uint64_t batch_lines_ = 0, batch_events_ = 0;
+};
 
 }  // namespace
 
-int IngestCommand(const ReplayOptions& o, const std::vector<std::string>& files, std::FILE* out) {
+int IngestCommand(const ReplayOptions& o, const std::vector<std::string>& files,
+                  const std::atomic<bool>& stop, std::FILE* out) {
   if (files.empty()) {
     fmt::print(stderr, "rewind: ingest needs one or more log files: rewind ingest FILE...\n");
+    return exit_code::kUsage;
+  }
+  if (o.follow && files.size() != 1) {
+    fmt::print(stderr, "rewind: ingest --follow follows one log file (older ones first without --follow)\n");
     return exit_code::kUsage;
   }
   std::unique_ptr<Connection> conn;
@@ -176,22 +354,33 @@ int IngestCommand(const ReplayOptions& o, const std::vector<std::string>& files,
   std::random_device seed;
   std::mt19937_64 rng((static_cast<uint64_t>(seed()) << 32) ^ seed());
   Counts counts;
+  auto fail = [&](const Status& s) {
+    fmt::print(stderr, "rewind: {}\n", s.message());
+    return exit_code::kError;
+  };
   for (const std::string& file : files) {
-    if (Status s = IngestFile(o, conn.get(), file, counts, rng); !s.ok()) {
-      fmt::print(stderr, "rewind: {}\n", s.message());
-      return exit_code::kError;
+    FileIngest ingest(o, conn.get(), file, counts, rng);
+    if (Status s = ingest.Start(); !s.ok()) return fail(s);
+    if (Status s = ingest.ReadAvailable(o.follow); !s.ok()) return fail(s);
+    if (!o.follow) continue;
+    fmt::print(stderr, "rewind: following {} (Ctrl-C to stop)\n", file);
+    auto said = std::chrono::steady_clock::now();
+    const auto poll = std::chrono::milliseconds(static_cast<int64_t>(o.poll_seconds * 1000));
+    while (!stop.load()) {
+      for (auto waited = std::chrono::milliseconds(0); waited < poll && !stop.load();
+           waited += std::chrono::milliseconds(10)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      if (Status s = ingest.ReadAvailable(true); !s.ok()) return fail(s);
+      if (Status s = ingest.CheckRotation(); !s.ok()) return fail(s);
+      if (Status s = ingest.ReadAvailable(true); !s.ok()) return fail(s);
+      if (std::chrono::steady_clock::now() - said > std::chrono::seconds(5) && o.progress != ProgressMode::kQuiet) {
+        fmt::print(stderr, "rewind: {}\n", counts.Text(o.dry_run));
+        said = std::chrono::steady_clock::now();
+      }
     }
   }
-  uint64_t skipped = 0;
-  std::string reasons;
-  for (const auto& [reason, n] : counts.skipped) {
-    skipped += n;
-    reasons += fmt::format("{}{} {}", reasons.empty() ? "" : ", ", reason, WithThousands(n));
-  }
-  fmt::print(out, "{}{} lines read, {} events {}, {} skipped ({})\n", o.dry_run ? "dry run: " : "",
-             WithThousands(counts.lines), WithThousands(counts.stored),
-             o.dry_run ? "would be stored (nothing was written)" : "stored", WithThousands(skipped),
-             reasons.empty() ? "none" : reasons);
+  fmt::print(out, "{}\n", counts.Text(o.dry_run));
   if (!o.stats_json.empty()) {
     nlohmann::json j = {{"lines_read", counts.lines}, {"events_stored", counts.stored},
                         {"dry_run", o.dry_run}, {"skipped", counts.skipped}};

@@ -8,10 +8,13 @@
 // from its start. --from-start ignores the saved position; --dry-run counts and writes
 // nothing. Malformed lines are counted by reason and never stop the run (exit 0).
 //
-// Not built yet (issue 11 stays open): --follow (tailing, rotation), .gz input, the
-// benchmark.
+// --follow (one FILE) keeps reading what is appended, until `stop`; a rotation by rename is
+// followed (the old file read to its end, then the new one from its start), and so is
+// copytruncate (the rest read from <FILE>.1, then the file from its start); after a restart
+// the lines a rotation moved to <FILE>.1 are read first. `.gz` files are read directly.
 #pragma once
 
+#include <atomic>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -20,6 +23,7 @@
 
 namespace rw {
 
-int IngestCommand(const ReplayOptions& options, const std::vector<std::string>& files, std::FILE* out);
+int IngestCommand(const ReplayOptions& options, const std::vector<std::string>& files,
+                  const std::atomic<bool>& stop, std::FILE* out);
 
 }  // namespace rw

@@ -115,8 +115,13 @@ int main(int argc, char** argv) {
       return exit_code::kUsage;
     }
   }
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
   if (cl->command == "status") return StatusCommand(o, stdout);
-  if (cl->command == "ingest") return IngestCommand(o, o.projectors, stdout);
+  if (cl->command == "ingest") return IngestCommand(o, o.projectors, g_stop, stdout);
 
   ReplayOptions selection = o;
   if (cl->command == "verify" && selection.projectors.empty()) selection.all = true;
@@ -128,11 +133,6 @@ int main(int argc, char** argv) {
   if (cl->command == "verify") return VerifyCommand(selection, std::move(*selected), stdout);
   if (o.dry_run) return DryRunCommand(o, std::move(*selected), stdout);
 
-  struct sigaction sa {};
-  sa.sa_handler = OnSignal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
 
   ReplaySummary sum = Replay(o, std::move(*selected), g_stop);
   if (!sum.projectors.empty() && (sum.swapped || sum.interrupted || sum.events_read > 0)) {

@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "projectors/civil_time.h"
@@ -115,6 +117,84 @@ TEST(Ingest, ARotatedFileIsReadFromItsStartAndADryRunWritesNothing) {
   EXPECT_NE(after.err.find("reading it from the start"), std::string::npos) << after.err;
   EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM stored_events"), first + 1);
   std::filesystem::remove(file);
+}
+
+// What an uninterrupted reading of the whole log keeps, as (createdAt|ip|url) in line order.
+std::vector<std::string> KeptByTheRules() {
+  std::vector<std::string> want;
+  for (const Expected& e : ReferenceIngest(kLog)) {
+    if (e.reason != "kept") continue;
+    char when[20];
+    FormatDateTime(e.t, when);
+    want.push_back(std::string(when, 19) + "|" + e.ip + "|" + e.url);
+  }
+  return want;
+}
+
+std::vector<std::string> StoredVisits(Connection& c) {
+  std::vector<std::string> got;
+  auto r = c.Query("SELECT createdAt, JSON_VALUE(payload, '$.ip'), JSON_VALUE(payload, '$.url') FROM "
+                   "stored_events ORDER BY id");
+  EXPECT_TRUE(r.ok());
+  for (const auto& row : r->rows) got.push_back(*row[0] + "|" + *row[1] + "|" + *row[2]);
+  return got;
+}
+
+// The log grows, is rotated by rename (and the old file still written to), then by
+// copytruncate, while `rewind ingest --follow` runs: every line is read exactly once, so the
+// stored events are those of one uninterrupted reading.
+TEST(Ingest, FollowsAGrowingLogThroughBothKindsOfRotation) {
+  ConnectionOptions o = EmptyStore("rewind_test_ingest_follow");
+  auto c = Connect(o);
+  std::vector<std::string> lines;
+  {
+    std::ifstream in(kLog);
+    std::string line;
+    while (std::getline(in, line)) lines.push_back(line + "\n");
+  }
+  ASSERT_EQ(lines.size(), 10'000u);
+  const std::string dir = ::testing::TempDir() + "/rewind_follow";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string file = dir + "/access.log";
+  auto write = [&](const std::string& path, size_t from, size_t to, std::ios::openmode mode) {
+    std::ofstream out(path, std::ios::binary | mode);
+    for (size_t i = from; i < to; ++i) out << lines[i];
+  };
+  const std::string read_so_far = "SELECT COALESCE(SUM(lines_read), 0) FROM rewind_ingest_positions";
+  write(file, 0, 2500, std::ios::trunc);
+  Subprocess run(Rewind({"ingest", "--follow", file, "--poll", "0.05", "--batch-size", "300"}), Env(o));
+  ASSERT_TRUE(WaitUntil(*c, read_so_far, 2500)) << run.err();
+  write(file, 2500, 5000, std::ios::app);  // it grows
+  ASSERT_TRUE(WaitUntil(*c, read_so_far, 5000)) << run.err();
+  // Rotation by rename: the old file gets a few more lines, then a new file appears.
+  std::filesystem::rename(file, file + ".1");
+  write(file + ".1", 5000, 5100, std::ios::app);
+  write(file, 5100, 7500, std::ios::trunc);
+  ASSERT_TRUE(WaitUntil(*c, read_so_far, 7500)) << run.err();
+  EXPECT_TRUE(run.WaitFor("was rotated", 60)) << run.err();
+  // copytruncate: appended, copied to .1, truncated in place, then written again.
+  write(file, 7500, 7600, std::ios::app);
+  std::filesystem::copy_file(file, file + ".1", std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::resize_file(file, 0);
+  ASSERT_TRUE(run.WaitFor("was truncated", 60)) << run.err();
+  write(file, 7600, 10'000, std::ios::app);
+  ASSERT_TRUE(WaitUntil(*c, read_so_far, 10'000)) << run.err();
+  run.Signal(SIGINT);
+  EXPECT_EQ(run.Wait(), 0) << run.err();
+  EXPECT_EQ(StoredVisits(*c), KeptByTheRules());
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Ingest, ReadsGzipRotatedFilesDirectly) {
+  ConnectionOptions o = EmptyStore("rewind_test_ingest_gz");
+  auto c = Connect(o);
+  const std::string gz = ::testing::TempDir() + "/rewind_access.log.gz";
+  ASSERT_EQ(std::system(("gzip -c " + kLog + " > " + gz).c_str()), 0);
+  Outcome run = RunRewind({"ingest", gz, "--batch-size", "999"}, Env(o));
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(StoredVisits(*c), KeptByTheRules());
+  std::remove(gz.c_str());
 }
 
 }  // namespace
