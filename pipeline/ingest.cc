@@ -20,6 +20,7 @@
 #include "stages/connection.h"
 #include "stages/fault.h"
 #include "stages/progress.h"
+#include "stages/projector_runner.h"
 
 namespace rw {
 namespace {
@@ -142,10 +143,19 @@ class FileIngest {
         rules_(AccessLogRules::Blog()), throttle_(rules_.throttle_seconds) {
     std::error_code ec;
     pos_.source = std::filesystem::absolute(path_, ec).lexically_normal().string();
-    insert_prefix_ = fmt::format(
-        "INSERT INTO {} ({}, {}, {}, {}) VALUES ", QuoteIdentifier(o.events.table),
-        QuoteIdentifier(o.events.uuid_column), QuoteIdentifier(o.events.type_column),
+    const std::string columns = fmt::format(
+        "{}, {}, {}, {}", QuoteIdentifier(o.events.uuid_column), QuoteIdentifier(o.events.type_column),
         QuoteIdentifier(o.events.payload_column), QuoteIdentifier(o.events.time_column));
+    insert_prefix_ = fmt::format("INSERT INTO {} ({}) VALUES ", QuoteIdentifier(o.events.table), columns);
+    load_tail_ = fmt::format("INTO TABLE {} CHARACTER SET utf8mb4 FIELDS TERMINATED BY '\\t' "
+                             "ESCAPED BY '\\\\' LINES TERMINATED BY '\\n' ({})",
+                             QuoteIdentifier(o.events.table), columns);
+    // A batch is one in-memory LOAD DATA where the server allows it (perf/ingest_bench, 1M
+    // lines: 90k lines/s instead of 66k with multi-row INSERTs); multi-row INSERTs otherwise.
+    if (c_ != nullptr) {
+      auto allowed = c_->QueryValue("SELECT @@local_infile");
+      bulk_ = allowed.ok() && *allowed && **allowed == "1";
+    }
   }
 
   // Opens the file and finds where to start: the saved position when it is the same file.
@@ -266,18 +276,27 @@ class FileIngest {
       ++batch_events_;
       if (c_ != nullptr) {
         const std::string uuid = NewUuid(rng_);
-        char when[20];
-        FormatDateTime(v.epoch_seconds, when);
-        values_ += values_.empty() ? "(" : ",(";
-        c_->AppendQuoted(values_, uuid);
-        values_ += ',';
-        c_->AppendQuoted(values_, o_.events.page_visited_class);
-        values_ += ',';
-        c_->AppendQuoted(values_, PageVisitedPayload(uuid, v, line));
-        values_ += fmt::format(",'{}')", std::string_view(when, 19));
+        const std::string payload = PageVisitedPayload(uuid, v, line);
+        if (bulk_) {
+          tsv_.Text(uuid);
+          tsv_.Text(o_.events.page_visited_class);
+          tsv_.Text(payload);
+          tsv_.DateTime(v.epoch_seconds);
+          tsv_.EndRow();
+        } else {
+          char when[20];
+          FormatDateTime(v.epoch_seconds, when);
+          values_ += values_.empty() ? "(" : ",(";
+          c_->AppendQuoted(values_, uuid);
+          values_ += ',';
+          c_->AppendQuoted(values_, o_.events.page_visited_class);
+          values_ += ',';
+          c_->AppendQuoted(values_, payload);
+          values_ += fmt::format(",'{}')", std::string_view(when, 19));
+        }
       }
     }
-    if (batch_lines_ >= o_.batch_size || values_.size() >= (8u << 20)) return Commit();
+    if (batch_lines_ >= o_.batch_size || values_.size() + tsv_.bytes() >= (8u << 20)) return Commit();
     return Status::Ok();
   }
 
@@ -291,6 +310,7 @@ class FileIngest {
     pos_.throttle = ThrottleText(throttle_);
     if (c_ != nullptr) {
       const std::string position_sql = checkpoint_store::SaveIngestPositionSql(*c_, pos_);
+      const std::string rows = tsv_.Take();
       Status s = RetryOnConnectionLoss(*c_, [&]() -> Status {
         // After a lost connection the position row tells whether the batch landed.
         Result<std::optional<IngestPosition>> landed = checkpoint_store::LoadIngestPosition(*c_, pos_.source);
@@ -300,6 +320,7 @@ class FileIngest {
         }
         Status t = c_->Execute("START TRANSACTION");
         if (t.ok() && !values_.empty()) t = c_->Execute(insert_prefix_ + values_);
+        if (t.ok() && !rows.empty()) t = c_->LoadData(load_tail_, rows);
         if (t.ok()) t = c_->Execute(position_sql);
         if (t.ok()) FaultPoint("ingest-batch");
         if (t.ok()) t = c_->Execute("COMMIT");
@@ -322,7 +343,9 @@ class FileIngest {
   IpThrottle throttle_;
   IngestPosition pos_;
   std::unique_ptr<LineSource> source_;
-  std::string insert_prefix_, values_;
+  std::string insert_prefix_, load_tail_, values_;
+  bool bulk_ = false;
+  TsvBuilder tsv_;
   uint64_t batch_lines_ = 0, batch_events_ = 0;
 };
 

@@ -48,21 +48,23 @@ std::optional<int64_t> VisitTime(std::string_view line) {
 
 // The leftmost `(GET|POST)\s+[A-Za-z0-9_/.-]+`, as a regex search finds it.
 std::string_view FindUrl(std::string_view line) {
-  for (size_t i = 0; i < line.size(); ++i) {
-    size_t j;
-    if (line.compare(i, 3, "GET") == 0) {
-      j = i + 3;
-    } else if (line.compare(i, 4, "POST") == 0) {
-      j = i + 4;
-    } else {
-      continue;
-    }
+  size_t get = line.find("GET"), post = line.find("POST");
+  while (get != std::string_view::npos || post != std::string_view::npos) {
+    const bool is_get = get <= post;  // npos is the largest
+    const size_t at = is_get ? get : post;
+    size_t j = at + (is_get ? 3 : 4);
     const size_t spaces = j;
     while (j < line.size() && IsSpace(line[j])) ++j;
-    if (j == spaces) continue;
-    const size_t start = j;
-    while (j < line.size() && IsUrlChar(line[j])) ++j;
-    if (j > start) return line.substr(start, j - start);
+    if (j > spaces) {
+      const size_t start = j;
+      while (j < line.size() && IsUrlChar(line[j])) ++j;
+      if (j > start) return line.substr(start, j - start);
+    }
+    if (is_get) {
+      get = line.find("GET", at + 1);
+    } else {
+      post = line.find("POST", at + 1);
+    }
   }
   return {};
 }

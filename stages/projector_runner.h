@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "projectors/projector.h"
@@ -122,8 +123,9 @@ class TsvBuilder final : public RowSink {
   void Text(std::string_view bytes) override;
   void Binary(std::string_view bytes) override { Text(bytes); }  // same escapes
   void EndRow() override;
-  std::string Take() { return std::move(data_); }
+  std::string Take() { return std::exchange(data_, std::string()); }
   uint64_t rows() const { return rows_; }
+  size_t bytes() const { return data_.size(); }
 
  private:
   void Separator();
