@@ -151,7 +151,8 @@ class FileIngest {
                              "ESCAPED BY '\\\\' LINES TERMINATED BY '\\n' ({})",
                              QuoteIdentifier(o.events.table), columns);
     // A batch is one in-memory LOAD DATA where the server allows it (perf/ingest_bench, 1M
-    // lines: 90k lines/s instead of 66k with multi-row INSERTs); multi-row INSERTs otherwise.
+    // lines, with the parser as it was then: 90k lines/s instead of 66k with multi-row
+    // INSERTs); multi-row INSERTs otherwise.
     if (c_ != nullptr) {
       auto allowed = c_->QueryValue("SELECT @@local_infile");
       bulk_ = allowed.ok() && *allowed && **allowed == "1";

@@ -70,8 +70,10 @@ std::string_view FindUrl(std::string_view line) {
 }
 
 bool Affixed(std::string_view url, const std::string& affix) {
-  return url.size() >= affix.size() &&
-         (url.compare(0, affix.size(), affix) == 0 ||
+  if (url.size() < affix.size()) return false;
+  // The first and last bytes rule most affixes out before any compare.
+  return (url.front() == affix.front() && url.compare(0, affix.size(), affix) == 0) ||
+         (url.back() == affix.back() &&
           url.compare(url.size() - affix.size(), affix.size(), affix) == 0);
 }
 
@@ -145,14 +147,19 @@ void AppendUtf8(std::string& out, char32_t cp) {
   }
 }
 
-// Lower-cased (ASCII letters, as PHP's strtolower does), invalid UTF-8 replaced.
+// Lower-cased (ASCII letters, as PHP's strtolower does), invalid UTF-8 replaced. ASCII,
+// nearly every user agent, takes the fast path.
 std::string LowerValidUtf8(std::string_view s) {
   std::string out;
   out.reserve(s.size());
   for (size_t i = 0; i < s.size();) {
-    char32_t cp = NextChar(s, i);
-    if (cp >= 'A' && cp <= 'Z') cp += 'a' - 'A';
-    AppendUtf8(out, cp);
+    const auto b = static_cast<unsigned char>(s[i]);
+    if (b < 0x80) {
+      out += static_cast<char>(b >= 'A' && b <= 'Z' ? b + ('a' - 'A') : b);
+      ++i;
+      continue;
+    }
+    AppendUtf8(out, NextChar(s, i));
   }
   return out;
 }
@@ -245,6 +252,18 @@ bool IpThrottle::Throttled(std::string_view ip, int64_t t) {
 void AppendPhpJsonString(std::string& out, std::string_view s) {
   out += '"';
   for (size_t i = 0; i < s.size();) {
+    // A run of printable ASCII that needs no escape is appended whole.
+    size_t run = i;
+    while (run < s.size()) {
+      const auto b = static_cast<unsigned char>(s[run]);
+      if (b < 0x20 || b >= 0x80 || b == '"' || b == '\\' || b == '/') break;
+      ++run;
+    }
+    if (run > i) {
+      out.append(s.data() + i, run - i);
+      i = run;
+      continue;
+    }
     const char32_t cp = NextChar(s, i);
     switch (cp) {
       case '"': out += "\\\""; continue;
