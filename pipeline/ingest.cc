@@ -362,6 +362,10 @@ int IngestCommand(const ReplayOptions& o, const std::vector<std::string>& files,
     fmt::print(stderr, "rewind: ingest --follow follows one log file (older ones first without --follow)\n");
     return exit_code::kUsage;
   }
+  if (!o.dry_run && o.connection.database.empty()) {
+    fmt::print(stderr, "rewind: no database given: pass --database NAME or set REWIND_DATABASE\n");
+    return exit_code::kUsage;
+  }
   std::unique_ptr<Connection> conn;
   if (!o.dry_run) {
     Result<std::unique_ptr<Connection>> c = Connection::Open(o.connection);
