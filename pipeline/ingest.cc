@@ -312,12 +312,15 @@ class FileIngest {
     if (c_ != nullptr) {
       const std::string position_sql = checkpoint_store::SaveIngestPositionSql(*c_, pos_);
       const std::string rows = tsv_.Take();
+      bool lost = false;  // only then can the batch have landed without our knowing
       Status s = RetryOnConnectionLoss(*c_, [&]() -> Status {
-        // After a lost connection the position row tells whether the batch landed.
-        Result<std::optional<IngestPosition>> landed = checkpoint_store::LoadIngestPosition(*c_, pos_.source);
-        if (landed.ok() && *landed && (*landed)->offset == pos_.offset && (*landed)->inode == pos_.inode &&
-            (*landed)->lines_read == pos_.lines_read) {
-          return Status::Ok();
+        if (lost) {
+          // The connection died, maybe during COMMIT: the position row tells whether it landed.
+          Result<std::optional<IngestPosition>> landed = checkpoint_store::LoadIngestPosition(*c_, pos_.source);
+          if (landed.ok() && *landed && (*landed)->offset == pos_.offset && (*landed)->inode == pos_.inode &&
+              (*landed)->lines_read == pos_.lines_read) {
+            return Status::Ok();
+          }
         }
         Status t = c_->Execute("START TRANSACTION");
         if (t.ok() && !values_.empty()) t = c_->Execute(insert_prefix_ + values_);
@@ -327,7 +330,7 @@ class FileIngest {
         if (t.ok()) t = c_->Execute("COMMIT");
         if (!t.ok() && t.code() != Status::Code::kConnection) (void)c_->Execute("ROLLBACK");
         return t;
-      });
+      }, [&](const Status&, int) { lost = true; });
       if (!s.ok()) return s.With(fmt::format("appending a batch of {} up to byte {}", path_, pos_.offset));
     }
     values_.clear();

@@ -77,7 +77,6 @@ class ProjectorRunner {
   const Projector& projector() const { return *projector_; }
   const RunnerStats& stats() const { return stats_; }
   EventId checkpoint() const { return committed_id_; }
-  const GapSet& gaps() const { return gaps_; }
   const std::string& target_table() const { return options_.target_table; }
   Connection& connection() { return *connection_; }
 

@@ -81,7 +81,6 @@ class Reader {
   size_t watched_gaps() const { return watched_.size(); }
   uint64_t late_events() const { return late_events_; }
   uint64_t gaps_given_up() const { return gaps_given_up_; }
-  Connection& connection() { return *connection_; }
 
  private:
   struct Watched {
