@@ -224,6 +224,15 @@ const std::vector<OptionSpec>& Table() {
          return Status::Ok();
        },
        nullptr},
+      {"models", "", Group::kReplay, false, {"REWIND_MODELS"},
+       "declared read models (TOML); relative to the current directory, or in a config file to "
+       "that file's directory",
+       [](ReplayOptions& o, const std::string& v) {
+         if (v.empty()) return Status::InvalidInput("--models needs a file name");
+         o.models_file = v;
+         return Status::Ok();
+       },
+       nullptr},
       {"stats-json", "", Group::kOutput, false, {}, "also write the run's summary as JSON to FILE",
        [](ReplayOptions& o, const std::string& v) {
          o.stats_json = v;
@@ -317,7 +326,7 @@ const char* ValueName(const std::string& name) {
   for (const char* n : {"poll", "settle", "cutover-timeout"}) {
     if (name == n) return "SECONDS";
   }
-  if (name == "socket" || name == "stats-json") return "FILE";
+  if (name == "socket" || name == "stats-json" || name == "models") return "FILE";
   if (name == "host") return "HOST";
   if (name == "progress") return "MODE";
   if (name == "max-failures") return "N|P%";
@@ -391,6 +400,9 @@ Status ReadConfigFile(const std::string& path, Applier& a) {
     if (Find(key) == nullptr) {
       return Status::InvalidInput(
           fmt::format("{}:{}: unknown key '{}' (keys are the long flag names of rewind --help)", path, n, key));
+    }
+    if (key == "models" && !value.empty() && value[0] != '/') {  // beside the config file
+      value = (std::filesystem::path(path).parent_path() / value).lexically_normal().string();
     }
     if (Status s = a.Set(key, value, kConfigFile); !s.ok()) return s.With(fmt::format("{}:{}", path, n));
   }

@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "projectors/event_id.h"
-#include "projectors/status.h"
+#include "errors/status.h"
 #include "stages/connection.h"
 #include "stages/progress.h"
 #include "stages/reader.h"
@@ -49,6 +49,8 @@ struct ReplayOptions {
   ConnectionOptions connection;
   EventTableOptions events;
   std::vector<std::string> projectors;  // names; every projector when `all`
+  // A TOML file of declared read models (config/models.h): they join the compiled ones.
+  std::string models_file;
   bool all = false;
   // Continue an interrupted rebuild from its checkpoints instead of starting over.
   bool resume = false;

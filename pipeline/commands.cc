@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <atomic>
+#include <map>
 
 #include "pipeline/replay.h"
 #include <nlohmann/json.hpp>
@@ -15,16 +16,28 @@
 
 namespace rw {
 
-int ListCommand(std::FILE* out) {
-  fmt::print(out, "{:<26} {:<26} {:<28} {}\n", "read model", "table", "key", "event types");
-  for (const ProjectorInfo& info : AllProjectors()) {
+int ListCommand(const ReplayOptions& o, std::FILE* out) {
+  Result<std::vector<ProjectorInfo>> known = KnownReadModels(o);
+  if (!known.ok()) {
+    fmt::print(stderr, "rewind: {}\n", known.status().message());
+    return exit_code::kUsage;
+  }
+  fmt::print(out, "{:<32} {:<9} {:<28} {}\n", "read model", "kind", "key", "event types");
+  for (const ProjectorInfo& info : *known) {
     std::unique_ptr<Projector> p = info.make();
     std::string key;
-    for (size_t i = 0; i + 1 < p->table().columns.size(); ++i) {
-      if (!p->table().columns[i].derived) key += (key.empty() ? "" : ", ") + p->table().columns[i].name;
+    for (const Column& c : p->table().columns) {
+      if (c.key()) key += (key.empty() ? "" : ", ") + c.name;
     }
-    fmt::print(out, "{:<26} {:<26} {:<28} {}\n", info.name, p->table().name, key,
-               "PageVisited (--event-class)");
+    std::string classes = "PageVisited (--event-class)";
+    if (p->reads_records()) {
+      EventCatalog catalog;
+      p->Bind(catalog);
+      classes.clear();
+      for (const std::string& c : catalog.classes()) classes += (classes.empty() ? "" : ", ") + c;
+    }
+    fmt::print(out, "{:<32} {:<9} {:<28} {}\n", info.name, info.origin.empty() ? "compiled" : "declared", key,
+               classes);
     fmt::print(out, "    {}\n", info.description);
   }
   return 0;
@@ -63,8 +76,28 @@ int StatusCommand(const ReplayOptions& o, std::FILE* out) {
   const std::string head_text = *head == kBeforeFirstId ? std::string("-") : IdText(*head);
   auto v = [](const std::optional<std::string>& s) { return s.value_or("-"); };
   // A row for the live table, or for a build beside it.
+  // Declared read models (with --models): is the table built by today's declaration?
+  std::map<std::string, std::string> versions;
+  if (!o.models_file.empty()) {
+    Result<std::vector<ProjectorInfo>> known = KnownReadModels(o);
+    if (!known.ok()) {
+      fmt::print(stderr, "rewind: {}\n", known.status().message());
+      return exit_code::kUsage;
+    }
+    for (const ProjectorInfo& info : *known) {
+      if (!info.origin.empty()) versions[info.name] = ReadModelVersion(*info.make());
+    }
+  }
+  auto declaration = [&](const std::vector<std::optional<std::string>>& r) -> std::string {
+    const auto it = versions.find(v(r[0]));
+    if (it == versions.end()) return "";
+    const std::string source = v(r[14]);
+    return source.size() > it->second.size() && source.ends_with("-" + it->second) ? "current" : "older";
+  };
   auto state = [&](const std::vector<std::optional<std::string>>& r) {
-    return r[1] == r[2] ? v(r[3]) : v(r[3]) + " (" + v(r[1]) + ")";
+    std::string s = r[1] == r[2] ? v(r[3]) : v(r[3]) + " (" + v(r[1]) + ")";
+    if (declaration(r) == "older") s += " [older declaration]";
+    return s;
   };
   if (o.json) {
     auto num = [](const std::optional<std::string>& s) -> nlohmann::json {
@@ -89,17 +122,19 @@ int StatusCommand(const ReplayOptions& o, std::FILE* out) {
                                   {"events_per_second", num(r[10])},
                                   {"late_events", num(r[11])},
                                   {"gaps_given_up", num(r[12])},
-                                  {"gaps_watched", num(r[13])}});
+                                  {"gaps_watched", num(r[13])},
+                                  {"declaration", declaration(r).empty() ? nlohmann::json(nullptr)
+                                                                          : nlohmann::json(declaration(r))}});
     }
     fmt::print(out, "{}\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
     return exit_code::kOk;
   }
   fmt::print(out, "event store head: id {}\n", head_text);
-  fmt::print(out, "{:<26} {:<12} {:>12} {:>10} {:>8} {:>6} {:>8} {:<27} {:>8} {:>10}\n", "read model",
+  fmt::print(out, "{:<32} {:<12} {:>12} {:>10} {:>8} {:>6} {:>8} {:<27} {:>8} {:>10}\n", "read model",
              "status", "checkpoint", "behind", "failed", "late", "gave up", "last run", "seconds",
              "events/s");
   for (const auto& r : rows.rows) {
-    fmt::print(out, "{:<26} {:<12} {:>12} {:>10} {:>8} {:>6} {:>8} {:<27} {:>8} {:>10}\n", v(r[0]),
+    fmt::print(out, "{:<32} {:<12} {:>12} {:>10} {:>8} {:>6} {:>8} {:<27} {:>8} {:>10}\n", v(r[0]),
                state(r), v(r[4]), v(r[5]), v(r[6]), v(r[11]), v(r[12]), v(r[8]), v(r[9]), v(r[10]));
   }
   if (rows.rows.empty()) fmt::print(out, "(no read model has been rebuilt by rewind yet)\n");

@@ -11,7 +11,7 @@
 
 namespace rw {
 
-int ListCommand(std::FILE* out);
+int ListCommand(const ReplayOptions& options, std::FILE* out);
 int StatusCommand(const ReplayOptions& options, std::FILE* out);
 int VerifyCommand(const ReplayOptions& options, std::vector<std::unique_ptr<Projector>> projectors,
                   std::FILE* out);

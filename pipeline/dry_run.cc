@@ -97,18 +97,18 @@ int DryRunCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
   // A timed sample: the first batches, decoded and applied in memory, never written.
   const RunPlan plan = PlanFor(o);
   std::vector<ModelEstimate> models;
-  uint32_t fields = 0;
   for (const auto& p : projectors) {
     models.push_back({std::string(p->name()), p->table().name + plan.table_suffix});
-    fields |= p->fields();
   }
+  const ReadPlan reads = PlanReads(o.events, projectors);
   Result<std::unique_ptr<Connection>> reader_conn = Connection::Open(o.connection);
   if (!reader_conn.ok()) return fail(reader_conn.status().message());
-  ReaderOptions ro{o.events, std::min<size_t>(o.batch_size, kSampleEvents), kBeforeFirstId, last, {},
-                   o.settle_seconds, o.until_time};
+  ReaderOptions ro{o.events, reads.scope, std::min<size_t>(o.batch_size, kSampleEvents), kBeforeFirstId, last,
+                   {}, o.settle_seconds, o.until_time};
   Result<std::unique_ptr<Reader>> reader = Reader::Make(std::move(*reader_conn), ro);
   if (!reader.ok()) return fail(reader.status().message());
-  const Decoder decoder(fields);
+  const Decoder decoder(reads.page_fields, reads.page_class, reads.catalog);
+  std::vector<EventFailure> ignored;
   // The first batches: a tenth of the range, at least one batch, at most kSampleEvents.
   const uint64_t sample_target =
       std::clamp<uint64_t>(events / 10, std::min<uint64_t>(o.batch_size, kSampleEvents), kSampleEvents);
@@ -134,6 +134,12 @@ int DryRunCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
     decoder.Decode(**batch);
     sampled += (*batch)->rows_read;
     for (auto& p : projectors) {
+      if (p->reads_records()) {
+        const Batch& b = **batch;
+        p->ApplyRecords(EventRecords{b.records, b.values, b.width}, ignored);
+        ignored.clear();
+        continue;
+      }
       usable.clear();
       for (const PageVisit& v : (*batch)->visits) {
         if ((v.fields_ok & p->fields()) == p->fields()) usable.push_back(v);
@@ -146,7 +152,7 @@ int DryRunCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
   const double scale = whole || sampled == 0 ? 1.0 : static_cast<double>(events) / static_cast<double>(sampled);
   double total_rows = 0;
   for (size_t i = 0; i < projectors.size(); ++i) {
-    TsvBuilder tsv;
+    TsvBuilder tsv(projectors[i]->table());
     projectors[i]->Flush(tsv);
     models[i].sample_rows = tsv.rows();
     models[i].sample_bytes = tsv.Take().size();

@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
     fmt::print("{}", HelpText());
     return exit_code::kOk;
   }
-  if (cl->command == "list") return ListCommand(stdout);
+  if (cl->command == "list") return ListCommand(o, stdout);
   if (cl->prompt_password) {
     std::optional<std::string> pw = AskPassword();
     if (!pw) {

@@ -9,6 +9,8 @@
 #include <thread>
 
 #include "pipeline/graph.h"
+#include "config/models.h"
+#include "projectors/declared.h"
 #include "projectors/sha256.h"
 #include "stages/decoder.h"
 #include "stages/failure_recorder.h"
@@ -17,9 +19,26 @@
 #include "stages/projector_runner.h"
 #include "stages/reader.h"
 #include "stages/table_admin.h"
+#include "stages/table_schema.h"
 #include "stages/throttle.h"
 
 namespace rw {
+
+Result<std::vector<ProjectorInfo>> KnownReadModels(const ReplayOptions& o) {
+  std::vector<ProjectorInfo> all = AllProjectors();
+  if (o.models_file.empty()) return all;
+  Result<std::vector<ModelPlan>> plans = LoadModels(o.models_file, o.events.table);
+  if (!plans.ok()) return plans.status();
+  for (ModelPlan& plan : *plans) {
+    std::string description = fmt::format("declared in {}", plan.origin);
+    std::string origin = plan.origin;
+    std::string name = plan.name;
+    auto shared = std::make_shared<const ModelPlan>(std::move(plan));
+    all.push_back(ProjectorInfo{std::move(name), std::move(description),
+                                [shared] { return MakeDeclaredProjector(*shared); }, std::move(origin)});
+  }
+  return all;
+}
 
 Result<std::vector<std::unique_ptr<Projector>>> SelectProjectors(const ReplayOptions& o) {
   std::vector<std::unique_ptr<Projector>> out;
@@ -29,20 +48,41 @@ Result<std::vector<std::unique_ptr<Projector>>> SelectProjectors(const ReplayOpt
   if (!o.all && o.projectors.empty()) {
     return Status::InvalidInput("which read models? give --all or names (see `rewind list`)");
   }
+  Result<std::vector<ProjectorInfo>> known = KnownReadModels(o);
+  if (!known.ok()) return known.status();
+  const auto& all = *known;
   for (const std::string& name : o.projectors) {
-    const auto& all = AllProjectors();
     if (std::none_of(all.begin(), all.end(), [&](const auto& i) { return i.name == name; })) {
-      std::string known;
-      for (const auto& i : all) known += (known.empty() ? "" : ", ") + i.name;
-      return Status::NotFound(fmt::format("unknown read model '{}'; known: {}", name, known));
+      std::string names;
+      for (const auto& i : all) names += (names.empty() ? "" : ", ") + i.name;
+      return Status::NotFound(fmt::format("unknown read model '{}'; known: {}{}", name, names,
+                                          o.models_file.empty() ? " (declared ones need --models FILE)" : ""));
     }
   }
-  for (const ProjectorInfo& info : AllProjectors()) {
+  for (const ProjectorInfo& info : all) {
     if (o.all || std::find(o.projectors.begin(), o.projectors.end(), info.name) != o.projectors.end()) {
       out.push_back(info.make());
     }
   }
   return out;
+}
+
+ReadPlan PlanReads(const EventTableOptions& events, std::vector<std::unique_ptr<Projector>>& projectors) {
+  ReadPlan plan;
+  for (const auto& p : projectors) {
+    if (!p->reads_records()) {
+      plan.page_class = plan.catalog.ClassIndex(events.page_visited_class);
+      plan.page_fields |= p->fields();
+    }
+  }
+  for (auto& p : projectors) {
+    if (p->reads_records()) p->Bind(plan.catalog);
+  }
+  plan.scope.classes = plan.catalog.classes();
+  for (const FieldSource& f : plan.catalog.fields()) {
+    if (f.column) plan.scope.columns.push_back(f.name);
+  }
+  return plan;
 }
 
 namespace {
@@ -62,6 +102,15 @@ double Since(std::chrono::steady_clock::time_point t) {
 
 std::string ShortHash(const std::string& text) { return Sha256Hex(text, 6); }
 
+}  // namespace
+
+std::string ReadModelVersion(const Projector& p) {
+  return ShortHash(std::string(p.name()) + "\x1f" + table_schema::CreateTableSql(p.table(), "t") +
+                   (p.version().empty() ? "" : "\x1f" + p.version()));
+}
+
+namespace {
+
 // What a build is a build of, as three short hashes "source-set-version": the event source
 // (database, table, columns, class), the set of read models rebuilt together, and the read
 // model's version (the shape of its table). A resume continues only an equal build.
@@ -72,8 +121,7 @@ std::string Fingerprint(const ReplayOptions& o, const std::vector<std::string>& 
   for (const std::string& n : names) set += n + "\x1f";
   return ShortHash(fmt::format("{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}", o.connection.database, e.table,
                                e.id_column, e.type_column, e.payload_column, e.page_visited_class)) +
-         "-" + ShortHash(set) + "-" +
-         ShortHash(std::string(p.name()) + "\x1f" + table_admin::CreateTableSql(p.table(), "t"));
+         "-" + ShortHash(set) + "-" + ReadModelVersion(p);
 }
 
 std::string FingerprintMismatch(const std::string& was, const std::string& now) {
@@ -82,7 +130,7 @@ std::string FingerprintMismatch(const std::string& was, const std::string& now) 
     return "it read another event source (database, table, columns or event class)";
   }
   if (was.substr(13, 12) != now.substr(13, 12)) return "it rebuilt another set of read models";
-  return "it was built by another version of the read model";
+  return "it was built by another version of the read model (for a declared one: another declaration)";
 }
 
 struct Prepared {
@@ -238,6 +286,8 @@ class Run {
     if (!head.ok()) return head.status();
     sum_.head_id = o_.until_id ? std::min(*head, *o_.until_id) : *head;
 
+    // What to read and decode; binds the declared read models to the catalog.
+    read_plan_ = PlanReads(o_.events, projectors);
     // Prepare every projector, then give it its own connection.
     EventId start_after = sum_.head_id;
     GapSet watched;
@@ -258,6 +308,8 @@ class Run {
       ro.target_starts_empty = prep->created;
       ro.flush_every_events = o_.flush_every_events;
       ro.flush_max_rows = o_.flush_max_rows;
+      ro.run_id = sum_.run_id;
+      ro.stop_on_failure = o_.stop_on_failure;
       sum_.projectors.push_back(ProjectorSummary{std::string(p->name()), target, prep->resume_after});
       prior_applied_.push_back(prep->prior_applied);
       prior_failed_.push_back(prep->prior_failed);
@@ -269,6 +321,7 @@ class Run {
     start_after_ = start_after;
     if (!resumed_run_id.empty()) {
       sum_.run_id = resumed_run_id;  // one run, continued: its failures stay together
+      for (auto& r : runners_) r->SetRunId(sum_.run_id);
       (void)checkpoint_store::DeleteFailuresAfter(c, sum_.run_id, start_after);
       Result<uint64_t> n = checkpoint_store::CountFailures(c, sum_.run_id);
       if (n.ok()) prior_failures_ = *n;
@@ -276,8 +329,8 @@ class Run {
 
     Result<std::unique_ptr<Connection>> reader_conn = Connection::Open(o_.connection);
     if (!reader_conn.ok()) return reader_conn.status();
-    ReaderOptions ro{o_.events, o_.batch_size, start_after, sum_.head_id, watched, o_.settle_seconds,
-                     o_.until_time};
+    ReaderOptions ro{o_.events, read_plan_.scope, o_.batch_size, start_after, sum_.head_id, watched,
+                     o_.settle_seconds, o_.until_time};
     Result<std::unique_ptr<Reader>> reader = Reader::Make(std::move(*reader_conn), ro);
     if (!reader.ok()) return reader.status();
     reader_ = std::move(*reader);
@@ -300,9 +353,7 @@ class Run {
     if (!recorder_conn.ok()) return recorder_conn.status();
     recorder_ = std::make_unique<FailureRecorder>(std::move(*recorder_conn), sum_.run_id,
                                                   o_.stop_on_failure);
-    uint32_t fields = 0;
-    for (const auto& r : runners_) fields |= r->projector().fields();
-    decoder_ = std::make_unique<Decoder>(fields);
+    decoder_ = std::make_unique<Decoder>(read_plan_.page_fields, read_plan_.page_class, read_plan_.catalog);
     for (size_t i = 0; i < runners_.size(); ++i) {
       ProjectorRunner* runner = runners_[i].get();
       branches_.push_back(Branch{names_[i], [runner](const Batch& b) { return runner->Consume(b); }, true});
@@ -336,6 +387,7 @@ class Run {
 
   void Collect() {
     sum_.failures = prior_failures_ + recorder_->failures();
+    for (const auto& r : runners_) sum_.failures += r->stats().failures_recorded;
     sum_.late_events = reader_->late_events();
     sum_.gaps_given_up = reader_->gaps_given_up();
     for (size_t i = 0; i < runners_.size(); ++i) {
@@ -601,6 +653,7 @@ class Run {
   uint64_t prior_failures_ = 0;  // recorded by the interrupted part of a resumed run
   std::unique_ptr<Reader> reader_;
   std::unique_ptr<FailureRecorder> recorder_;
+  ReadPlan read_plan_;
   std::unique_ptr<Decoder> decoder_;
   std::vector<Branch> branches_;
 };

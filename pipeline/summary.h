@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "projectors/event_id.h"
-#include "projectors/status.h"
+#include "errors/status.h"
 
 namespace rw {
 

@@ -6,19 +6,10 @@
 
 #include "stages/checkpoint_store.h"
 #include "stages/table_admin.h"
+#include "stages/table_schema.h"
 
 namespace rw {
 namespace {
-
-// The key columns of a read model's table: every column but the counter (the last) and
-// the derived ones.
-std::vector<const Column*> KeyColumns(const TableSpec& spec) {
-  std::vector<const Column*> out;
-  for (size_t i = 0; i + 1 < spec.columns.size(); ++i) {
-    if (!spec.columns[i].derived) out.push_back(&spec.columns[i]);
-  }
-  return out;
-}
 
 // A key value as a person can read it: valid UTF-8, control bytes escaped, long ones cut.
 std::string Readable(const std::optional<std::string>& v) {
@@ -36,35 +27,57 @@ std::string Readable(const std::optional<std::string>& v) {
 
 }  // namespace
 
+namespace {
+
+// The sum that TableDiff reports: the first added column (a count), else none.
+std::string TotalExpr(const TableSpec& spec) {
+  for (const Column* v : table_schema::ValueColumns(spec)) {
+    if (v->merge == Merge::kAdd) return fmt::format("SUM({})", QuoteIdentifier(v->name));
+  }
+  return "0";
+}
+
+}  // namespace
+
 Result<TableDiff> CompareTables(Connection& c, const TableSpec& spec, const std::string& live,
                                 const std::string& rebuilt) {
   TableDiff d;
   d.table = live;
-  // The read model's own columns: its keys, then the counter. A derived storage column
-  // (the URL tables' hash) is neither compared nor shown, so the blog's original table
-  // layout (without it) compares too.
-  const std::vector<const Column*> key_columns = KeyColumns(spec);
-  std::string keys, group_keys;
+  // The read model's own columns: its keys, then its values. A storage column (the hash
+  // of text keys) is neither compared nor shown, so the blog's original table layout
+  // (without it) compares too.
+  const std::vector<const Column*> key_columns = table_schema::KeyColumns(spec);
+  const std::vector<const Column*> value_columns = table_schema::ValueColumns(spec);
+  std::string keys, group_keys, values, sides, differs;
   for (size_t i = 0; i < key_columns.size(); ++i) {
     const std::string col = QuoteIdentifier(key_columns[i]->name);
     keys += (i ? ", " : "") + col;
-    // GROUP BY compares long text by its first max_sort_length bytes only: a hash of
-    // the whole value keeps two long URLs with a common prefix apart.
-    if (key_columns[i]->sql_type.find("TEXT") != std::string::npos) {
+    // GROUP BY compares long text by its first max_sort_length bytes only, and pads
+    // spaces: a hash of the whole value keeps two long URLs with a common prefix apart.
+    if (key_columns[i]->type == ColumnType::kText) {
       group_keys += (i ? ", " : "") + fmt::format("SHA2({}, 256), {}", col, col);
     } else {
       group_keys += (i ? ", " : "") + col;
     }
   }
-  const std::string cnt = QuoteIdentifier(spec.columns.back().name);
+  for (size_t i = 0; i < value_columns.size(); ++i) {
+    const std::string col = QuoteIdentifier(value_columns[i]->name);
+    values += ", " + col;
+    sides += fmt::format(", MAX(IF(side = 0, {0}, NULL)) AS l{1}, MAX(IF(side = 1, {0}, NULL)) AS r{1}", col, i);
+    // Byte for byte: a PAD SPACE collation calls 'a' and 'a ' equal.
+    differs += value_columns[i]->type == ColumnType::kText
+                   ? fmt::format(" OR NOT (BINARY l{0} <=> BINARY r{0})", i)
+                   : fmt::format(" OR NOT (l{0} <=> r{0})", i);
+  }
+  const std::string total = TotalExpr(spec);
   Result<bool> live_exists = table_admin::Exists(c, live);
   if (!live_exists.ok()) return live_exists.status();
-  auto totals = [&](const std::string& table, uint64_t& rows, int64_t& total) -> Status {
-    Result<Rows> r = c.Query(fmt::format("SELECT COUNT(*), COALESCE(SUM({}), 0) FROM {}", cnt,
+  auto totals = [&](const std::string& table, uint64_t& rows, int64_t& sum) -> Status {
+    Result<Rows> r = c.Query(fmt::format("SELECT COUNT(*), COALESCE({}, 0) FROM {}", total,
                                          QuoteIdentifier(table)));
     if (!r.ok()) return r.status();
     rows = std::stoull(*r->rows[0][0]);
-    total = std::stoll(*r->rows[0][1]);
+    sum = std::stoll(*r->rows[0][1]);
     return Status::Ok();
   };
   if (Status s = totals(rebuilt, d.rebuilt_rows, d.rebuilt_total); !s.ok()) return s;
@@ -82,11 +95,11 @@ Result<TableDiff> CompareTables(Connection& c, const TableSpec& spec, const std:
   if (fl->rows == fr->rows) return d;
   // One pass over both tables: group the union by key, keep the keys that differ.
   const std::string differing = fmt::format(
-      "SELECT {keys}, SUM(IF(side = 0, {cnt}, 0)) AS live_count, SUM(IF(side = 1, {cnt}, 0)) AS "
-      "new_count, SUM(side = 0) AS in_live, SUM(side = 1) AS in_new FROM (SELECT {keys}, {cnt}, 0 "
-      "AS side FROM {live} UNION ALL SELECT {keys}, {cnt}, 1 FROM {new}) u GROUP BY {group} "
-      "HAVING in_live = 0 OR in_new = 0 OR live_count <> new_count",
-      fmt::arg("keys", keys), fmt::arg("group", group_keys), fmt::arg("cnt", cnt), fmt::arg("live", QuoteIdentifier(live)),
+      "SELECT {keys}{sides}, SUM(side = 0) AS in_live, SUM(side = 1) AS in_new FROM (SELECT "
+      "{keys}{values}, 0 AS side FROM {live} UNION ALL SELECT {keys}{values}, 1 FROM {new}) u "
+      "GROUP BY {group} HAVING in_live = 0 OR in_new = 0{differs}",
+      fmt::arg("keys", keys), fmt::arg("group", group_keys), fmt::arg("values", values),
+      fmt::arg("sides", sides), fmt::arg("differs", differs), fmt::arg("live", QuoteIdentifier(live)),
       fmt::arg("new", QuoteIdentifier(rebuilt)));
   Result<Rows> counts = c.Query(
       "SELECT COALESCE(SUM(in_new = 0), 0), COALESCE(SUM(in_live = 0), 0), "
@@ -98,14 +111,19 @@ Result<TableDiff> CompareTables(Connection& c, const TableSpec& spec, const std:
   if (!d.identical()) {
     Result<Rows> ex = c.Query(differing + " LIMIT 5");
     if (!ex.ok()) return ex.status();
-    const size_t nkeys = key_columns.size();
+    const size_t nkeys = key_columns.size(), nvalues = value_columns.size();
     for (const auto& row : ex->rows) {
-      std::string key;
+      std::string key, lv, rv;
       for (size_t i = 0; i < nkeys; ++i) key += (i ? ", " : "") + Readable(row[i]);
-      const bool in_live = *row[nkeys + 2] != "0", in_new = *row[nkeys + 3] != "0";
-      d.examples.push_back(fmt::format("({}): live {}, rebuilt {}", key,
-                                       in_live ? *row[nkeys] : std::string("missing"),
-                                       in_new ? *row[nkeys + 1] : std::string("missing")));
+      for (size_t i = 0; i < nvalues; ++i) {
+        const auto& l = row[nkeys + 2 * i];
+        const auto& r = row[nkeys + 2 * i + 1];
+        lv += (i ? ", " : "") + (nvalues == 1 && l ? *l : Readable(l));
+        rv += (i ? ", " : "") + (nvalues == 1 && r ? *r : Readable(r));
+      }
+      const bool in_live = *row[nkeys + 2 * nvalues] != "0", in_new = *row[nkeys + 2 * nvalues + 1] != "0";
+      d.examples.push_back(fmt::format("({}): live {}, rebuilt {}", key, in_live ? lv : std::string("missing"),
+                                       in_new ? rv : std::string("missing")));
     }
   }
   return d;
@@ -114,12 +132,15 @@ Result<TableDiff> CompareTables(Connection& c, const TableSpec& spec, const std:
 std::string FingerprintQuery(const TableSpec& spec, const std::string& table) {
   std::string cols;
   for (const Column& col : spec.columns) {
-    if (!col.derived) cols += (cols.empty() ? "" : ", ") + QuoteIdentifier(col.name);
+    // NULL as a byte no value text holds (CONCAT_WS would skip it).
+    cols += (cols.empty() ? "" : ", ") +
+            (col.key() || col.merge == Merge::kAdd ? QuoteIdentifier(col.name)
+                                                   : fmt::format("IFNULL({}, 0x1e)", QuoteIdentifier(col.name)));
   }
   return fmt::format(
-      "SELECT COUNT(*), SUM({1}), SUM(CRC32(CONCAT_WS(0x1f, {0}))), "
+      "SELECT COUNT(*), {1}, SUM(CRC32(CONCAT_WS(0x1f, {0}))), "
       "SUM(CAST(CONV(LEFT(MD5(CONCAT_WS(0x1f, {0})), 15), 16, 10) AS UNSIGNED)) FROM {2}",
-      cols, QuoteIdentifier(spec.columns.back().name), QuoteIdentifier(table));
+      cols, TotalExpr(spec), QuoteIdentifier(table));
 }
 
 VerifySummary Verify(const ReplayOptions& options,

@@ -19,7 +19,7 @@ namespace rw {
 
 inline constexpr const char* kVerifySuffix = "__rewind_verify";
 
-// A query whose one row fingerprints `table` (of the shape `spec`, derived columns left
+// A query whose one row fingerprints `table` (of the shape `spec`, storage columns left
 // out): rows, total count, and two order-independent sums of per-row hashes. Equal rows
 // mean equal tables but for a collision in both sums.
 std::string FingerprintQuery(const TableSpec& spec, const std::string& table);
@@ -28,15 +28,15 @@ std::string FingerprintQuery(const TableSpec& spec, const std::string& table);
 struct TableDiff {
   std::string table;
   uint64_t live_rows = 0, rebuilt_rows = 0;
-  int64_t live_total = 0, rebuilt_total = 0;  // sums of the counter column
+  int64_t live_total = 0, rebuilt_total = 0;  // sums of the first count or sum column
   uint64_t only_live = 0;      // keys only in the live table
   uint64_t only_rebuilt = 0;   // keys only in the rebuilt one
-  uint64_t count_differs = 0;  // keys in both, with another count
+  uint64_t count_differs = 0;  // keys in both, with another value
   std::vector<std::string> examples;  // the first few differing keys, readable
   bool identical() const { return only_live == 0 && only_rebuilt == 0 && count_differs == 0; }
 };
 
-// Compares two tables of the shape `spec` on its key columns and counter (derived columns
+// Compares two tables of the shape `spec` on its key and value columns (storage columns
 // are left out). A missing `live` table counts as empty.
 Result<TableDiff> CompareTables(Connection& c, const TableSpec& spec, const std::string& live,
                                 const std::string& rebuilt);

@@ -10,18 +10,21 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "projectors/event_record.h"
 #include "projectors/page_visit.h"
 
 namespace rw {
 
 // Receives the rows of a flush, one value at a time, column by column in the order
-// of TableSpec::columns, then EndRow(). Implemented by the writer stage.
+// of TableSpec::columns, then EndRow(). Implemented by the writer stage, which adds
+// whatever storage columns it needs (a hash of text keys) on its own.
 class RowSink {
  public:
   virtual ~RowSink() = default;
@@ -29,26 +32,50 @@ class RowSink {
   virtual void Date(int32_t days) = 0;             // DATE from days since 1970-01-01
   virtual void DateTime(int64_t epoch_seconds) = 0;  // DATETIME, wall clock
   virtual void Text(std::string_view bytes) = 0;   // stored byte for byte
-  virtual void Binary(std::string_view bytes) = 0;  // BINARY(n), any bytes
+  // A DECIMAL (or any exact number) as its decimal literal, e.g. "-12.50".
+  virtual void Number(std::string_view literal) = 0;
+  virtual void Double(double value) = 0;
+  virtual void Null() = 0;                         // a value no event touched
   virtual void EndRow() = 0;
+};
+
+// What a column holds. The writer stage alone turns these into SQL types.
+enum class ColumnType : uint8_t {
+  kInt64,    // BIGINT
+  kUInt64,   // BIGINT UNSIGNED (the compiled counters)
+  kDecimal,  // DECIMAL(precision, scale)
+  kDouble,   // DOUBLE
+  kText,     // any bytes, any length, compared byte for byte
+  kDate,     // DATE
+  kDateTime, // DATETIME (seconds)
+};
+
+// How a flushed value meets the value already in the table (rows are deltas: a flush
+// carries only what its events changed). kKey marks the key columns.
+enum class Merge : uint8_t {
+  kKey,
+  kAdd,    // table + delta (counts, sums); never NULL, 0 when untouched
+  kMin,    // the smaller; NULL (untouched) on either side leaves the other
+  kMax,    // the larger; likewise
+  kFirst,  // the table's value if it has one (earlier events came first)
+  kLast,   // the delta's value if it has one
 };
 
 struct Column {
   std::string name;
-  std::string sql_type;  // e.g. "DATE NOT NULL"
-  // A storage detail derived from the other columns (the URL tables' hash key): written,
-  // but not part of the read model's content, so never compared or shown.
-  bool derived = false;
+  ColumnType type = ColumnType::kInt64;
+  Merge merge = Merge::kKey;
+  uint8_t precision = 0;  // kDecimal only
+  uint8_t scale = 0;      // kDecimal only
+  bool key() const { return merge == Merge::kKey; }
 };
 
-// The read model's table. The last column is the counter; the others form the key.
-// Rows written by Flush() are deltas: the writer adds them to what the table holds.
+// The read model's table: its key columns (in key order), then its value columns. The
+// key columns form the primary key; a key made of text is stored with a hash (see
+// stages/table_schema.h). Rows written by Flush() are deltas merged as each column says.
 struct TableSpec {
   std::string name;             // live table name, e.g. "visits_per_day"
-  std::vector<Column> columns;  // key columns, then the counter column
-  // Keys, and any derived column they need, after the columns in CREATE TABLE:
-  // e.g. "PRIMARY KEY (`date`)".
-  std::string key_definition;
+  std::vector<Column> columns;  // keys first, then values
 };
 
 class Projector {
@@ -69,13 +96,29 @@ class Projector {
   // Emits the pending deltas (in key order where cheap) and forgets them. The runner
   // keeps what they became until its transaction commits, and redoes that on retries.
   virtual void Flush(RowSink& sink) = 0;
+
+  // Read models of any event class (declared ones) read EventRecords instead of visits:
+  // Bind() registers their classes and fields once, before the run, and ApplyRecords()
+  // folds the records of their classes (in id order), adding to `failures` the events it
+  // cannot apply (counted nowhere in the read model).
+  virtual bool reads_records() const { return false; }
+  virtual void Bind(EventCatalog& /*catalog*/) {}
+  virtual void ApplyRecords(const EventRecords& /*records*/, std::vector<EventFailure>& /*failures*/) {}
+  // The classes it reads (after Bind), for the runner's filter.
+  virtual bool reads_class(uint16_t /*event_class*/) const { return false; }
+  // What, besides its table, makes one build of it differ from another (a declaration's
+  // hash); "" for compiled read models, whose version is their table.
+  virtual std::string version() const { return {}; }
+  // Where it was declared ("" when compiled).
+  virtual std::string origin() const { return {}; }
 };
 
 // What `rewind list` shows and the factory that builds a fresh instance.
 struct ProjectorInfo {
   std::string name;
   std::string description;
-  std::unique_ptr<Projector> (*make)();
+  std::function<std::unique_ptr<Projector>()> make;
+  std::string origin;  // "" for compiled ones; "FILE:LINE" for declared ones
 };
 
 // Every known projector, in a stable order.

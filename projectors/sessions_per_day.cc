@@ -25,8 +25,7 @@ class SessionsPerDay final : public Projector {
  public:
   SessionsPerDay()
       : table_{"sessions_per_day",
-               {{"date", "DATE NOT NULL"}, {"count", "BIGINT UNSIGNED NOT NULL"}},
-               "PRIMARY KEY (`date`)"} {}
+               {{"date", ColumnType::kDate}, {"count", ColumnType::kUInt64, Merge::kAdd}}} {}
 
   std::string_view name() const override { return table_.name; }
   const TableSpec& table() const override { return table_; }

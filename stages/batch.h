@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "projectors/event_record.h"
 #include "projectors/page_visit.h"
 #include "stages/gaps.h"
 
@@ -89,6 +90,15 @@ struct RawEvent {
   EventId id;
   uint32_t offset;  // into Batch::payloads
   uint32_t length;
+  uint16_t event_class = 0;  // index into the run's EventCatalog classes
+  uint32_t columns = 0;      // its event-table columns: raw_columns[columns, columns + n)
+};
+
+// An event-table column read beside the payload (a declared `field`): bytes in payloads.
+struct RawColumn {
+  uint32_t offset;
+  uint32_t length;
+  bool null;
 };
 
 struct Batch {
@@ -122,6 +132,7 @@ struct Batch {
   std::string payloads;
   std::shared_ptr<BufferPool> pool;  // where `payloads` goes back to when the batch ends
   std::vector<RawEvent> raw;
+  std::vector<RawColumn> raw_columns;
 
   // Decoded.
   std::vector<PageVisit> visits;
@@ -129,6 +140,10 @@ struct Batch {
   std::vector<EventId> dropped;  // events no read model can use (no usable visitedAt)
   // Some visits lack a requested field (each projector then skips those it cannot use).
   bool has_partial = false;
+  // Events of the classes declared read models read, with the fields they read.
+  std::vector<EventRecord> records;
+  std::vector<FieldValue> values;
+  size_t width = 0;  // values per record
   StringArena strings;
 
   // Projectors that still have to finish this batch; the last one releases its token.

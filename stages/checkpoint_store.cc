@@ -313,7 +313,9 @@ Result<uint64_t> CountFailures(Connection& c, const std::string& run_id) {
 }
 
 Status DeleteFailuresAfter(Connection& c, const std::string& run_id, EventId after) {
-  return c.Execute(fmt::format("DELETE FROM rewind_failures WHERE run_id = {} AND event_id > {}",
+  // Only the decoder's (written as batches arrive); a read model's own failures commit with
+  // its checkpoint, so none lies beyond it.
+  return c.Execute(fmt::format("DELETE FROM rewind_failures WHERE run_id = {} AND event_id > {} AND stage = 'decoder'",
                                c.Quote(run_id), IdText(after)));
 }
 
@@ -351,10 +353,11 @@ Result<Rows> StatusRows(Connection& c, EventId head) {
       "SELECT k.projector, k.target_table, k.live_table, k.status, "
       "IF(k.last_event_id < -9223372036854775808, NULL, k.last_event_id), "
       "GREATEST(0, {head} - k.last_event_id), "
-      "(SELECT COUNT(*) FROM rewind_failures f WHERE f.run_id = k.run_id), k.run_id, "
+      "(SELECT COUNT(*) FROM rewind_failures f WHERE f.run_id = k.run_id AND f.stage IN ('decoder', "
+      "k.projector)), k.run_id, "
       "COALESCE(k.finished_at, k.updated_at), ROUND(k.seconds, 2), ROUND(k.events_per_second), "
       "k.late_events, k.gaps_given_up, IF(k.gaps = '', 0, 1 + LENGTH(k.gaps) - "
-      "LENGTH(REPLACE(k.gaps, ',', ''))) "
+      "LENGTH(REPLACE(k.gaps, ',', ''))), k.source "
       "FROM rewind_checkpoints k ORDER BY k.projector, k.target_table",
       fmt::arg("head", head_text)));
 }

@@ -98,7 +98,8 @@ std::string SaveIngestPositionSql(Connection& c, const IngestPosition& position)
 
 // `rewind status`: one row per checkpoint, with the failures of its run and its lag behind
 // `head`. Columns: projector, target_table, live_table, status, last_event_id, behind,
-// failures, run_id, last run at, seconds, events/s, late events, gaps given up, gaps watched.
+// failures, run_id, last run at, seconds, events/s, late events, gaps given up, gaps watched,
+// source fingerprint.
 Result<Rows> StatusRows(Connection& c, EventId head);
 
 }  // namespace checkpoint_store

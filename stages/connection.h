@@ -18,7 +18,7 @@
 #include <string_view>
 #include <vector>
 
-#include "projectors/status.h"
+#include "errors/status.h"
 
 struct st_mysql;
 

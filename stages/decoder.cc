@@ -151,13 +151,174 @@ std::string DecodeOne(simdjson::ondemand::parser& parser, const char* data, size
   return field_errors;
 }
 
+void AddPath(Decoder::PathNode& root, std::string_view path, int32_t slot) {
+  Decoder::PathNode* node = &root;
+  while (true) {
+    const size_t dot = path.find('.');
+    const std::string_view part = path.substr(0, dot);
+    Decoder::PathNode* next = nullptr;
+    for (auto& c : node->children) {
+      if (c.key == part) next = &c;
+    }
+    if (next == nullptr) {
+      node->children.push_back({std::string(part), -1, {}});
+      next = &node->children.back();
+    }
+    node = next;
+    if (dot == std::string_view::npos) break;
+    path.remove_prefix(dot + 1);
+  }
+  node->slot = slot;
+}
+
+// Records the wanted values of one JSON object (a payload, or an object inside it).
+std::string WalkObject(simdjson::ondemand::object obj, const Decoder::PathNode& node, StringArena& arena,
+                       FieldValue* values) {
+  for (auto field_result : obj) {
+    simdjson::ondemand::field field;
+    if (auto err = std::move(field_result).get(field)) {
+      return fmt::format("payload is not valid JSON: {}", simdjson::error_message(err));
+    }
+    std::string_view key;
+    if (auto err = field.unescaped_key().get(key)) {
+      return fmt::format("payload has a bad key: {}", simdjson::error_message(err));
+    }
+    const Decoder::PathNode* child = nullptr;
+    for (const auto& c : node.children) {
+      if (c.key == key) child = &c;
+    }
+    if (child == nullptr) continue;
+    simdjson::ondemand::value value = field.value();
+    json_type type;
+    if (auto err = value.type().get(type)) {
+      return fmt::format("field '{}' is not valid JSON: {}", key, simdjson::error_message(err));
+    }
+    FieldValue v;
+    switch (type) {
+      case json_type::string: {
+        v.kind = ValueKind::kString;
+        std::string_view token = value.raw_json_token();
+        while (!token.empty() && token.back() != '"') token.remove_suffix(1);
+        if (token.size() >= 2 && token.substr(1, token.size() - 2).find('\\') == std::string_view::npos) {
+          v.text = token.substr(1, token.size() - 2);
+        } else {
+          std::string_view unescaped;
+          if (auto err = value.get_string().get(unescaped)) {
+            return fmt::format("field '{}' is not a valid string: {}", key, simdjson::error_message(err));
+          }
+          v.text = arena.Copy(unescaped);
+        }
+        break;
+      }
+      case json_type::number: {
+        v.kind = ValueKind::kNumber;
+        std::string_view token = value.raw_json_token();
+        while (!token.empty() && (token.back() == ' ' || token.back() == '\n' || token.back() == '\t' ||
+                                  token.back() == '\r')) {
+          token.remove_suffix(1);
+        }
+        v.text = token;
+        break;
+      }
+      case json_type::boolean: {
+        bool b = false;
+        if (auto err = value.get_bool().get(b)) {
+          return fmt::format("field '{}' is not valid JSON: {}", key, simdjson::error_message(err));
+        }
+        v.kind = b ? ValueKind::kTrue : ValueKind::kFalse;
+        break;
+      }
+      case json_type::null: v.kind = ValueKind::kNull; break;
+      case json_type::array: v.kind = ValueKind::kArray; break;
+      case json_type::object: {
+        v.kind = ValueKind::kObject;
+        if (!child->children.empty()) {
+          simdjson::ondemand::object inner;
+          if (auto err = value.get_object().get(inner)) {
+            return fmt::format("field '{}' is not a valid object: {}", key, simdjson::error_message(err));
+          }
+          if (std::string why = WalkObject(inner, *child, arena, values); !why.empty()) return why;
+        }
+        break;
+      }
+    }
+    if (child->slot >= 0) values[child->slot] = v;
+  }
+  return {};
+}
+
+// Decodes one payload into a record's values. "" when it is a JSON object, else why not.
+std::string DecodeRecord(simdjson::ondemand::parser& parser, const char* data, size_t length, size_t capacity,
+                         const Decoder::PathNode& paths, StringArena& arena, FieldValue* values) {
+  if (length == 0) return "empty payload";
+  simdjson::ondemand::document doc;
+  if (auto err = parser.iterate(data, length, capacity).get(doc)) {
+    return fmt::format("payload is not JSON: {}", simdjson::error_message(err));
+  }
+  json_type doc_type;
+  if (auto err = doc.type().get(doc_type)) {
+    return fmt::format("payload is not JSON: {}", simdjson::error_message(err));
+  }
+  if (doc_type != json_type::object) return fmt::format("payload is {}, expected an object", TypeName(doc_type));
+  simdjson::ondemand::object obj;
+  if (auto err = doc.get_object().get(obj)) {
+    return fmt::format("payload is not a JSON object: {}", simdjson::error_message(err));
+  }
+  if (std::string why = WalkObject(obj, paths, arena, values); !why.empty()) return why;
+  if (const char* rest = nullptr; doc.current_location().get(rest) == simdjson::SUCCESS) {
+    return fmt::format("payload has bytes after the JSON object: '{}'",
+                       Excerpt(std::string_view(rest, data + length - rest)));
+  }
+  return {};
+}
+
 }  // namespace
+
+Decoder::Decoder(uint32_t fields, std::optional<uint16_t> page_class, EventCatalog catalog)
+    : fields_(fields | kFieldVisitedAt), page_class_(page_class), catalog_(std::move(catalog)) {
+  size_t column = 0;
+  for (size_t i = 0; i < catalog_.fields().size(); ++i) {
+    const FieldSource& f = catalog_.fields()[i];
+    if (f.column) {
+      column_slots_.push_back({static_cast<uint32_t>(i), column++});
+    } else {
+      AddPath(paths_, f.name, static_cast<int32_t>(i));
+    }
+  }
+}
 
 void Decoder::Decode(Batch& batch) const {
   thread_local simdjson::ondemand::parser parser;
   batch.visits.reserve(batch.raw.size());
   const size_t total = batch.payloads.size();
+  const size_t width = catalog_.fields().size();
+  const size_t ncolumns = column_slots_.size();
+  batch.width = width;
   for (const RawEvent& raw : batch.raw) {
+    bool failed = false;
+    if (catalog_.wants_records(raw.event_class)) {
+      EventRecord record{raw.id, raw.event_class, false, static_cast<uint32_t>(batch.values.size())};
+      batch.values.resize(batch.values.size() + width);
+      FieldValue* values = &batch.values[record.first_value];
+      std::string reason = DecodeRecord(parser, batch.payloads.data() + raw.offset, raw.length,
+                                        total - raw.offset, paths_, batch.strings, values);
+      record.decoded = reason.empty();
+      for (const auto& [slot, index] : column_slots_) {
+        const RawColumn& col = batch.raw_columns[raw.columns + index];
+        values[slot] = col.null ? FieldValue{ValueKind::kNull, {}}
+                                : FieldValue{ValueKind::kString,
+                                             std::string_view(batch.payloads.data() + col.offset, col.length)};
+      }
+      (void)ncolumns;
+      batch.records.push_back(record);
+      if (!reason.empty()) {
+        failed = true;
+        batch.failures.push_back(Failure{
+            raw.id, "decoder", std::move(reason),
+            std::string(batch.payloads.data() + raw.offset, std::min<size_t>(raw.length, 255))});
+      }
+    }
+    if (!page_class_ || raw.event_class != *page_class_) continue;
     PageVisit visit;
     visit.id = raw.id;
     std::string reason =
@@ -169,7 +330,7 @@ void Decoder::Decode(Batch& batch) const {
     } else {
       batch.dropped.push_back(raw.id);
     }
-    if (!reason.empty()) {
+    if (!reason.empty() && !(failed && !(visit.fields_ok & kFieldVisitedAt))) {
       batch.failures.push_back(Failure{
           raw.id, "decoder", std::move(reason),
           std::string(batch.payloads.data() + raw.offset, std::min<size_t>(raw.length, 255))});

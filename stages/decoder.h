@@ -1,4 +1,10 @@
-// Decoder: turns a batch's raw JSON payloads into PageVisits with simdjson On-Demand.
+// Decoder: turns a batch's raw JSON payloads into PageVisits (for the compiled read
+// models) and EventRecords (for declared ones) with simdjson On-Demand.
+//
+// EventRecords: one per event of a class a declared read model reads, with the value of
+// every wanted payload path (dotted, "customer.id") and event-table column, found in one
+// walk of the payload. A payload that is not a JSON object is a Failure (stage "decoder")
+// and its record is marked undecoded (each read model counts it as failed).
 //
 // Reads only the fields asked for (always `visitedAt`). A payload that is not a JSON
 // object or has no usable `visitedAt` becomes a Failure in the batch, never a dropped
@@ -14,6 +20,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "stages/batch.h"
 
@@ -25,12 +35,27 @@ inline constexpr size_t kMaxUrlBytes = 1 << 20;
 
 class Decoder {
  public:
+  // PageVisits only, of every event (class 0): the compiled read models' decoder.
   explicit Decoder(uint32_t fields) : fields_(fields | kFieldVisitedAt) {}
+  // PageVisits for the events of class `page_class` (none without it), and EventRecords
+  // with the catalog's fields for the classes declared read models read.
+  Decoder(uint32_t fields, std::optional<uint16_t> page_class, EventCatalog catalog);
   // REQUIRES: batch.payloads ends with SIMDJSON_PADDING bytes (the reader does this).
   void Decode(Batch& batch) const;
 
+  // The payload paths wanted, as a tree of their dotted parts.
+  struct PathNode {
+    std::string key;
+    int32_t slot = -1;  // the value's slot when a path ends here
+    std::vector<PathNode> children;
+  };
+
  private:
   const uint32_t fields_;
+  std::optional<uint16_t> page_class_ = 0;
+  EventCatalog catalog_;
+  PathNode paths_;
+  std::vector<std::pair<uint32_t, size_t>> column_slots_;  // (slot, index among the read columns)
 };
 
 }  // namespace rw

@@ -42,14 +42,10 @@ double Seconds(std::chrono::steady_clock::time_point since) {
 
 UpsertBuilder::UpsertBuilder(Connection& connection, const TableSpec& spec,
                              std::string target_table, size_t statement_bytes)
-    : connection_(connection), statement_bytes_(statement_bytes) {
-  prefix_ = fmt::format("INSERT INTO {} (", QuoteIdentifier(target_table));
-  for (size_t i = 0; i < spec.columns.size(); ++i) {
-    prefix_ += (i ? ", " : "") + QuoteIdentifier(spec.columns[i].name);
-  }
-  prefix_ += ") VALUES ";
-  const std::string counter = QuoteIdentifier(spec.columns.back().name);
-  suffix_ = fmt::format(" ON DUPLICATE KEY UPDATE {0} = {0} + VALUES({0})", counter);
+    : connection_(connection), statement_bytes_(statement_bytes), hash_(spec) {
+  prefix_ = fmt::format("INSERT INTO {} ({}) VALUES ", QuoteIdentifier(target_table),
+                        table_schema::StoredColumnList(spec));
+  suffix_ = table_schema::MergeClause(spec);
 }
 
 void UpsertBuilder::Separator() {
@@ -67,40 +63,63 @@ void UpsertBuilder::Separator() {
   }
 }
 
-void UpsertBuilder::Int(int64_t value) {
-  Separator();
-  AppendInt(current_, value);
-}
-
-void UpsertBuilder::Date(int32_t days) {
-  Separator();
-  AppendDate(current_, days, /*quoted=*/true);
-}
-
-void UpsertBuilder::DateTime(int64_t epoch_seconds) {
-  Separator();
-  AppendDateTime(current_, epoch_seconds, /*quoted=*/true);
-}
-
-void UpsertBuilder::Text(std::string_view bytes) {
-  Separator();
-  connection_.AppendQuoted(current_, bytes);
-}
-
-void UpsertBuilder::Binary(std::string_view bytes) {
-  Separator();
+void UpsertBuilder::Hash(std::string_view text) {
+  if (!hash_.Next(text)) return;
+  current_ += ",X'";
   static constexpr char kHex[] = "0123456789ABCDEF";
-  current_ += "X'";
-  for (unsigned char c : bytes) {
+  for (unsigned char c : hash_.digest()) {
     current_ += kHex[c >> 4];
     current_ += kHex[c & 15];
   }
   current_ += '\'';
 }
 
+void UpsertBuilder::Int(int64_t value) {
+  Separator();
+  AppendInt(current_, value);
+  Hash();
+}
+
+void UpsertBuilder::Date(int32_t days) {
+  Separator();
+  AppendDate(current_, days, /*quoted=*/true);
+  Hash();
+}
+
+void UpsertBuilder::DateTime(int64_t epoch_seconds) {
+  Separator();
+  AppendDateTime(current_, epoch_seconds, /*quoted=*/true);
+  Hash();
+}
+
+void UpsertBuilder::Text(std::string_view bytes) {
+  Separator();
+  connection_.AppendQuoted(current_, bytes);
+  Hash(bytes);
+}
+
+void UpsertBuilder::Number(std::string_view literal) {
+  Separator();
+  current_.append(literal);
+  Hash();
+}
+
+void UpsertBuilder::Double(double value) {
+  Separator();
+  fmt::format_to(std::back_inserter(current_), "{}", value);
+  Hash();
+}
+
+void UpsertBuilder::Null() {
+  Separator();
+  current_ += "NULL";
+  Hash();
+}
+
 void UpsertBuilder::EndRow() {
   current_ += ')';
   row_open_ = false;
+  hash_.EndRow();
   ++rows_;
   if (current_.size() >= statement_bytes_) Close();
 }
@@ -122,23 +141,56 @@ void TsvBuilder::Separator() {
   row_open_ = true;
 }
 
+void TsvBuilder::Hash(std::string_view text) {
+  if (hash_.Next(text)) {
+    data_ += '\t';
+    Escaped(hash_.digest());
+  }
+}
+
 void TsvBuilder::Int(int64_t value) {
   Separator();
   AppendInt(data_, value);
+  Hash();
 }
 
 void TsvBuilder::Date(int32_t days) {
   Separator();
   AppendDate(data_, days, /*quoted=*/false);
+  Hash();
 }
 
 void TsvBuilder::DateTime(int64_t epoch_seconds) {
   Separator();
   AppendDateTime(data_, epoch_seconds, /*quoted=*/false);
+  Hash();
+}
+
+void TsvBuilder::Number(std::string_view literal) {
+  Separator();
+  data_.append(literal);
+  Hash();
+}
+
+void TsvBuilder::Double(double value) {
+  Separator();
+  fmt::format_to(std::back_inserter(data_), "{}", value);
+  Hash();
+}
+
+void TsvBuilder::Null() {
+  Separator();
+  data_ += "\\N";
+  Hash();
 }
 
 void TsvBuilder::Text(std::string_view bytes) {
   Separator();
+  Escaped(bytes);
+  Hash(bytes);
+}
+
+void TsvBuilder::Escaped(std::string_view bytes) {
   // Runs without a special byte are appended whole; only the specials are escaped.
   size_t run = 0;
   for (size_t i = 0; i < bytes.size(); ++i) {
@@ -161,6 +213,7 @@ void TsvBuilder::Text(std::string_view bytes) {
 void TsvBuilder::EndRow() {
   data_ += '\n';
   row_open_ = false;
+  hash_.EndRow();
   ++rows_;
 }
 
@@ -203,7 +256,57 @@ void ProjectorRunner::CountFailed(uint64_t events) {
   failed_since_flush_ += events;
 }
 
+void ProjectorRunner::ApplyRecords(const Batch& batch, bool late) {
+  std::span<const EventRecord> records(batch.records);
+  if (late) {
+    records_.clear();
+    for (const EventRecord& r : records) {
+      if (gaps_.Contains(r.id)) records_.push_back(r);
+    }
+    records = records_;
+  } else if (batch.after_id < applied_id_) {
+    const auto first_new = std::partition_point(records.begin(), records.end(),
+                                                [&](const EventRecord& r) { return r.id <= applied_id_; });
+    records = records.subspan(static_cast<size_t>(first_new - records.begin()));
+  }
+  if (records.empty()) return;
+  const auto start = std::chrono::steady_clock::now();
+  uint64_t mine = 0, undecoded = 0;
+  for (const EventRecord& r : records) {
+    if (!projector_->reads_class(r.event_class)) continue;
+    ++mine;
+    undecoded += r.decoded ? 0 : 1;
+  }
+  new_failures_.clear();
+  projector_->ApplyRecords(EventRecords{records, batch.values, batch.width}, new_failures_);
+  for (EventFailure& f : new_failures_) {
+    // The payload's first bytes, as the decoder's failures have them.
+    const auto raw = std::lower_bound(batch.raw.begin(), batch.raw.end(), f.id,
+                                      [](const RawEvent& r, EventId id) { return r.id < id; });
+    std::string excerpt;
+    if (raw != batch.raw.end() && raw->id == f.id) {
+      excerpt.assign(batch.payloads.data() + raw->offset, std::min<size_t>(raw->length, 255));
+    }
+    pending_failures_.push_back(Failure{f.id, std::string(projector_->name()), std::move(f.reason), std::move(excerpt)});
+  }
+  const uint64_t failed = undecoded + new_failures_.size();
+  CountFailed(failed);
+  stats_.events_applied += mine - failed;
+  events_since_flush_ += mine;
+  if (late) {
+    stats_.late_applied += mine - failed;
+    late_since_flush_ += mine - failed;
+  }
+  stats_.apply_seconds += Seconds(start);
+}
+
 Status ProjectorRunner::ApplyLate(const Batch& batch) {
+  if (projector_->reads_records()) {
+    ApplyRecords(batch, /*late=*/true);
+    for (const IdRange& r : batch.settled) gaps_.Subtract(r);
+    gaps_changed_ = gaps_changed_ || !batch.settled.empty();
+    return Status::Ok();
+  }
   // Only the ids still open for this runner: one it applied before a crash is not in its
   // gaps any more (the checkpoint moved with it), so nothing counts twice.
   const uint32_t needed = projector_->fields();
@@ -247,6 +350,20 @@ Status ProjectorRunner::Consume(const Batch& batch) {
     gaps_.Add({std::max(g.lo, applied_id_ + 1), g.hi});
     gaps_changed_ = true;
   }
+  if (projector_->reads_records()) {
+    ApplyRecords(batch, /*late=*/false);
+    if (options_.stop_on_failure && !pending_failures_.empty()) {
+      const Failure& f = pending_failures_.front();
+      return Status::InvalidInput(fmt::format("event {} failed in {}: {} (stopping because of --stop-on-failure)",
+                                              IdText(f.event_id), f.stage, f.reason));
+    }
+    applied_id_ = batch.last_id;
+    if (events_since_flush_ >= options_.flush_every_events ||
+        projector_->pending_rows() >= options_.flush_max_rows || pending_failures_.size() >= kMaxPendingFailures) {
+      return Flush();
+    }
+    return Status::Ok();
+  }
   uint64_t failed = 0;
   for (EventId id : batch.dropped) failed += id > applied_id_ ? 1 : 0;
   if (batch.has_partial) {
@@ -279,13 +396,10 @@ Status ProjectorRunner::Flush() {
   std::vector<Step> steps;
   uint64_t rows = 0;
   if (target_empty_ && bulk_load_ok_) {
-    TsvBuilder tsv;
+    TsvBuilder tsv(projector_->table());
     projector_->Flush(tsv);
     rows = tsv.rows();
-    std::string columns;
-    for (const Column& col : projector_->table().columns) {
-      columns += (columns.empty() ? "" : ", ") + QuoteIdentifier(col.name);
-    }
+    const std::string columns = table_schema::StoredColumnList(projector_->table());
     steps.push_back(Step{fmt::format("INTO TABLE {} CHARACTER "
                                      "SET utf8mb4 FIELDS TERMINATED BY '\\t' ESCAPED BY '\\\\' "
                                      "LINES TERMINATED BY '\\n' ({})",
@@ -297,6 +411,10 @@ Status ProjectorRunner::Flush() {
     projector_->Flush(builder);
     rows = builder.rows();
     for (std::string& sql : builder.Take()) steps.push_back(Step{std::move(sql), {}, false});
+  }
+  if (std::string sql = checkpoint_store::InsertFailuresSql(*connection_, options_.run_id, pending_failures_);
+      !sql.empty()) {
+    steps.push_back(Step{std::move(sql), {}, false});
   }
   steps.push_back(Step{checkpoint_store::AdvanceSql(*connection_, std::string(projector_->name()),
                                                     options_.target_table, applied_id_, gaps_,
@@ -310,6 +428,8 @@ Status ProjectorRunner::Flush() {
   }
   committed_id_ = applied_id_;
   committed_gaps_ = gaps_.Text();
+  stats_.failures_recorded += pending_failures_.size();
+  pending_failures_.clear();
   gaps_changed_ = false;
   late_since_flush_ = 0;
   failed_since_flush_ = 0;

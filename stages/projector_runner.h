@@ -1,5 +1,9 @@
 // ProjectorRunner: runs one projector against its own MariaDB connection.
 //
+// Compiled read models get the batch's PageVisits; declared ones (reads_records()) get
+// its EventRecords, and the events they cannot apply are written to rewind_failures in
+// the flush's transaction, under their read model's name.
+//
 // It feeds batches to the projector in sequence order, and flushes the projector's
 // in-memory deltas as multi-row `INSERT ... ON DUPLICATE KEY UPDATE count = count + ...`
 // statements, in one transaction that also moves the projector's checkpoint (the last
@@ -26,6 +30,7 @@
 #include "stages/batch.h"
 #include "stages/connection.h"
 #include "stages/gaps.h"
+#include "stages/table_schema.h"
 
 namespace rw {
 
@@ -45,6 +50,11 @@ struct RunnerOptions {
   // Largest multi-row statement, in bytes (must stay below the server's max_allowed_packet).
   size_t statement_bytes = 8 << 20;
   int max_retries = 8;  // per flush, for lost connections and deadlocks (~30 s of backoff)
+  // The run the events a declared read model cannot apply are recorded under (in
+  // rewind_failures, in the flush's own transaction: each exactly once).
+  std::string run_id;
+  // The first event a declared read model cannot apply ends the run (--stop-on-failure).
+  bool stop_on_failure = false;
 };
 
 struct RunnerStats {
@@ -54,6 +64,7 @@ struct RunnerStats {
   uint64_t retries = 0;
   uint64_t late_applied = 0;  // events that committed after a higher id was applied
   uint64_t failed_events = 0; // events given to this read model that it could not apply
+  uint64_t failures_recorded = 0;  // of those, recorded by this runner (declared read models)
   double apply_seconds = 0;
   double flush_seconds = 0;
 };
@@ -73,6 +84,8 @@ class ProjectorRunner {
   // Writes into another table from now on, and keeps its checkpoint in that table's row
   // (follow mode: the live table after the swap). REQUIRES: nothing pending (after Flush()).
   void Retarget(const std::string& table) { options_.target_table = table; }
+  // The run its failures are recorded under (a resumed run keeps the first one's).
+  void SetRunId(const std::string& run_id) { options_.run_id = run_id; }
 
   const Projector& projector() const { return *projector_; }
   const RunnerStats& stats() const { return stats_; }
@@ -93,6 +106,9 @@ class ProjectorRunner {
   Status ApplyLate(const Batch& batch);
   void CountFailed(uint64_t events);
   void Apply(std::span<const PageVisit> visits);
+  // Declared read models: the records of the batch with ids above the checkpoint, or (late)
+  // in this runner's gaps.
+  void ApplyRecords(const Batch& batch, bool late);
 
   std::unique_ptr<Projector> projector_;
   std::unique_ptr<Connection> connection_;
@@ -109,18 +125,27 @@ class ProjectorRunner {
   bool bulk_load_ok_ = true;  // the server allows LOAD DATA LOCAL INFILE
   uint64_t events_since_flush_ = 0;
   std::vector<PageVisit> usable_;  // scratch for batches with partial visits
+  std::vector<EventRecord> records_;  // scratch for late records
+  std::vector<EventFailure> new_failures_;  // scratch
+  std::vector<Failure> pending_failures_;   // recorded with the next flush
+  static constexpr size_t kMaxPendingFailures = 5000;  // then flush: bounds memory and the INSERT
   RunnerStats stats_;
 };
 
 // Builds the rows of a flush as LOAD DATA's default text format (tab-separated,
-// backslash-escaped, one row a line). Exposed for tests.
+// backslash-escaped, one row a line). With a spec, it adds the hash of text keys where
+// the table stores it. Exposed for tests (and ingest's event rows).
 class TsvBuilder final : public RowSink {
  public:
+  TsvBuilder() = default;
+  explicit TsvBuilder(const TableSpec& spec) : hash_(spec) {}
   void Int(int64_t value) override;
   void Date(int32_t days) override;
   void DateTime(int64_t epoch_seconds) override;
   void Text(std::string_view bytes) override;
-  void Binary(std::string_view bytes) override { Text(bytes); }  // same escapes
+  void Number(std::string_view literal) override;
+  void Double(double value) override;
+  void Null() override;
   void EndRow() override;
   std::string Take() { return std::exchange(data_, std::string()); }
   uint64_t rows() const { return rows_; }
@@ -128,7 +153,10 @@ class TsvBuilder final : public RowSink {
 
  private:
   void Separator();
+  void Escaped(std::string_view bytes);
+  void Hash(std::string_view text = {});
   std::string data_;
+  table_schema::KeyHash hash_;
   bool row_open_ = false;
   uint64_t rows_ = 0;
 };
@@ -142,7 +170,9 @@ class UpsertBuilder final : public RowSink {
   void Date(int32_t days) override;
   void DateTime(int64_t epoch_seconds) override;
   void Text(std::string_view bytes) override;
-  void Binary(std::string_view bytes) override;  // as a hex literal, X'...'
+  void Number(std::string_view literal) override;
+  void Double(double value) override;
+  void Null() override;
   void EndRow() override;
   // The finished statements; the builder is empty afterwards.
   std::vector<std::string> Take();
@@ -151,12 +181,14 @@ class UpsertBuilder final : public RowSink {
  private:
   void Separator();
   void Close();
+  void Hash(std::string_view text = {});
 
   Connection& connection_;
   std::string prefix_, suffix_;
   const size_t statement_bytes_;
   std::string current_;
   std::vector<std::string> done_;
+  table_schema::KeyHash hash_;
   bool row_open_ = false;
   uint64_t rows_ = 0;
 };

@@ -74,16 +74,31 @@ Status CheckEventTable(Connection& c, const EventTableOptions& e, bool with_time
 
 namespace {
 
-// One row read: counted, and kept when its payload came (NULL: another class, skipped).
-void AddEvent(Batch& batch, EventId id, const char* payload, unsigned long length) {
+// One row read (id, payload-or-NULL, [class index], [columns...]): counted, and kept when
+// its payload came (NULL: another class, skipped).
+void AddEvent(Batch& batch, EventId id, char** values, unsigned long* lengths, bool with_class,
+              size_t columns) {
   ++batch.rows_read;
-  if (payload == nullptr) {
+  if (values[1] == nullptr) {
     ++batch.skipped;
     return;
   }
-  batch.raw.push_back(RawEvent{id, static_cast<uint32_t>(batch.payloads.size()),
-                               static_cast<uint32_t>(length)});
-  batch.payloads.append(payload, length);
+  RawEvent raw{id, static_cast<uint32_t>(batch.payloads.size()), static_cast<uint32_t>(lengths[1]), 0,
+               static_cast<uint32_t>(batch.raw_columns.size())};
+  batch.payloads.append(values[1], lengths[1]);
+  size_t at = 2;
+  if (with_class) {
+    unsigned cls = 0;
+    for (unsigned long i = 0; i < lengths[at]; ++i) cls = cls * 10 + static_cast<unsigned>(values[at][i] - '0');
+    raw.event_class = static_cast<uint16_t>(cls);
+    ++at;
+  }
+  for (size_t i = 0; i < columns; ++i, ++at) {
+    batch.raw_columns.push_back(RawColumn{static_cast<uint32_t>(batch.payloads.size()),
+                                          static_cast<uint32_t>(lengths[at]), values[at] == nullptr});
+    if (values[at] != nullptr) batch.payloads.append(values[at], lengths[at]);
+  }
+  batch.raw.push_back(raw);
 }
 
 }  // namespace
@@ -97,11 +112,29 @@ Reader::Reader(std::unique_ptr<Connection> c, const ReaderOptions& o)
       options_.until_time.empty()
           ? std::string()
           : fmt::format(" AND {} <= {}", QuoteIdentifier(e.time_column), connection_->Quote(options_.until_time));
-  select_ = fmt::format("SELECT {id}, CASE WHEN BINARY {type} = BINARY {cls}{until} THEN "
-                        "COALESCE({payload}, '') END FROM {table}",
+  const std::string type = QuoteIdentifier(e.type_column);
+  std::vector<std::string> classes = options_.scope.classes;
+  if (classes.empty()) classes.push_back(e.page_visited_class);
+  std::string match, index;
+  if (classes.size() == 1) {
+    match = fmt::format("BINARY {} = BINARY {}", type, connection_->Quote(classes[0]));
+  } else {
+    // Several classes: the payload for any of them, and which one it is as a small number.
+    for (size_t i = 0; i < classes.size(); ++i) {
+      const std::string cls = "BINARY " + connection_->Quote(classes[i]);
+      match += (i ? ", " : "") + cls;
+      index += fmt::format(" WHEN {} THEN {}", cls, i);
+    }
+    match = fmt::format("BINARY {} IN ({})", type, match);
+    index = fmt::format(", CASE BINARY {}{} END", type, index);
+    with_class_ = true;
+  }
+  std::string columns;
+  for (const std::string& col : options_.scope.columns) columns += ", " + QuoteIdentifier(col);
+  select_ = fmt::format("SELECT {id}, CASE WHEN {match}{until} THEN COALESCE({payload}, '') END{index}{columns} "
+                        "FROM {table}",
                         fmt::arg("until", until), fmt::arg("id", QuoteIdentifier(e.id_column)),
-                        fmt::arg("type", QuoteIdentifier(e.type_column)),
-                        fmt::arg("cls", connection_->Quote(e.page_visited_class)),
+                        fmt::arg("match", match), fmt::arg("index", index), fmt::arg("columns", columns),
                         fmt::arg("payload", QuoteIdentifier(e.payload_column)),
                         fmt::arg("table", QuoteIdentifier(e.table)));
   const auto now = std::chrono::steady_clock::now();
@@ -114,6 +147,18 @@ Result<std::unique_ptr<Reader>> Reader::Make(std::unique_ptr<Connection> connect
   if (options.batch_size == 0) return Status::InvalidInput("batch size must be positive");
   if (Status s = CheckEventTable(*connection, options.events, !options.until_time.empty()); !s.ok()) {
     return s;
+  }
+  for (const std::string& col : options.scope.columns) {  // declared `field`s
+    Result<std::optional<std::string>> n = connection->QueryValue(fmt::format(
+        "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND "
+        "TABLE_NAME = {} AND COLUMN_NAME = {}",
+        connection->Quote(options.events.table), connection->Quote(col)));
+    if (!n.ok()) return n.status();
+    if (!*n || **n == "0") {
+      return Status::NotFound(fmt::format("a declared read model reads the field '{}', but the event "
+                                          "table '{}' has no such column",
+                                          col, options.events.table));
+    }
   }
   return std::unique_ptr<Reader>(new Reader(std::move(connection), options));
 }
@@ -165,6 +210,7 @@ Result<std::unique_ptr<Batch>> Reader::Next() {
         last_id = after_id_;
         batch->rows_read = batch->skipped = 0;
         batch->raw.clear();
+        batch->raw_columns.clear();
         batch->gaps.clear();
         batch->payloads.clear();
         return ReadPage(sql, *batch, last_id);
@@ -204,7 +250,7 @@ Status Reader::ReadPage(const std::string& sql, Batch& b, EventId& last_id) {
     }
     if (*id > last_id + 1) batch->gaps.push_back({last_id + 1, *id - 1});
     last_id = *id;
-    AddEvent(*batch, *id, values[1], lengths[1]);
+    AddEvent(*batch, *id, values, lengths, with_class_, options_.scope.columns.size());
   });
   return s.ok() ? bad_id : s;
 }
@@ -225,10 +271,12 @@ Result<std::unique_ptr<Batch>> Reader::ReadGaps(GapCheck kind) {
     }
     const std::string sql = fmt::format("{} WHERE {} ORDER BY {}", select_, where, id);
     const size_t raw_before = batch->raw.size(), found_before = found.size();
+    const size_t columns_before = batch->raw_columns.size();
     const size_t bytes_before = batch->payloads.size();
     const uint64_t rows_before = batch->rows_read, skipped_before = batch->skipped;
     Status s = RetryOnConnectionLoss(*connection_, [&] {
       batch->raw.resize(raw_before);
+      batch->raw_columns.resize(columns_before);
       found.resize(found_before);
       batch->payloads.resize(bytes_before);
       batch->rows_read = rows_before;
@@ -237,7 +285,7 @@ Result<std::unique_ptr<Batch>> Reader::ReadGaps(GapCheck kind) {
         const std::optional<EventId> got = ParseEventId(std::string_view(values[0], lengths[0]));
         if (!got) return;
         found.push_back(*got);
-        AddEvent(*batch, *got, values[1], lengths[1]);
+        AddEvent(*batch, *got, values, lengths, with_class_, options_.scope.columns.size());
       });
     });
     if (!s.ok()) return s.With("reading the ids watched for late commits");

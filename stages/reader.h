@@ -42,8 +42,16 @@ struct EventTableOptions {
   std::string page_visited_class = "App\\Analytics\\PageVisited";
 };
 
+// What a run reads of each event: the classes whose payloads it wants (each event comes
+// with its index in this list) and the event-table columns declared read models read.
+struct ReadScope {
+  std::vector<std::string> classes;  // empty: the page-visited class alone
+  std::vector<std::string> columns;
+};
+
 struct ReaderOptions {
   EventTableOptions events;
+  ReadScope scope;
   // Events per batch. Larger batches amortises per-batch work; memory in flight is
   // about batch_size x max_in_flight x payload size.
   size_t batch_size = 20000;
@@ -97,7 +105,8 @@ class Reader {
   std::unique_ptr<Connection> connection_;
   const ReaderOptions options_;
   EventId head_id_;
-  std::string select_;  // SELECT id, payload-or-NULL FROM table
+  std::string select_;  // SELECT id, payload-or-NULL[, class index][, columns] FROM table
+  bool with_class_ = false;  // the select returns the class index
   EventId after_id_;
   uint64_t next_sequence_ = 0;
   size_t last_payload_bytes_ = 0;  // to reserve the next batch's buffer in one go

@@ -1,5 +1,7 @@
 #include "stages/table_admin.h"
 
+#include "stages/table_schema.h"
+
 #include <fmt/core.h>
 
 #include "projectors/sha256.h"
@@ -48,22 +50,13 @@ Result<bool> Exists(Connection& c, const std::string& table) {
   return *v && **v != "0";
 }
 
-std::string CreateTableSql(const TableSpec& spec, const std::string& name) {
-  std::string sql = fmt::format("CREATE TABLE {} (", QuoteIdentifier(name));
-  for (const Column& col : spec.columns) {
-    sql += fmt::format("{} {}, ", QuoteIdentifier(col.name), col.sql_type);
-  }
-  sql += spec.key_definition + ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin";
-  return sql;
-}
-
 Status Drop(Connection& c, const std::string& name) {
   return c.Execute("DROP TABLE IF EXISTS " + QuoteIdentifier(name));
 }
 
 Status Recreate(Connection& c, const TableSpec& spec, const std::string& name) {
   if (Status s = Drop(c, name); !s.ok()) return s;
-  return c.Execute(CreateTableSql(spec, name));
+  return c.Execute(table_schema::CreateTableSql(spec, name));
 }
 
 Status HoldWriters(Connection& lock, const std::string& events_table) {

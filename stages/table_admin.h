@@ -28,7 +28,6 @@ Status Lock(Connection& c, const std::vector<std::string>& tables, const std::st
 Result<bool> IsFree(Connection& c, const std::string& prefix, const std::string& table);
 
 Result<bool> Exists(Connection& c, const std::string& table);
-std::string CreateTableSql(const TableSpec& spec, const std::string& name);
 // Drops `name` if it exists and creates it empty, of the shape `spec`.
 Status Recreate(Connection& c, const TableSpec& spec, const std::string& name);
 Status Drop(Connection& c, const std::string& name);

@@ -26,7 +26,7 @@ class ProbeProjector final : public Projector {
     int64_t throw_at_id = -1;
   };
   ProbeProjector(std::string name, std::vector<int64_t>* seen, Behaviour b)
-      : table_{std::move(name), {{"date", "DATE NOT NULL"}, {"count", "BIGINT NOT NULL"}}, "PRIMARY KEY (`date`)"},
+      : table_{std::move(name), {{"date", ColumnType::kDate}, {"count", ColumnType::kInt64, Merge::kAdd}}},
         seen_(seen),
         behaviour_(b) {}
   std::string_view name() const override { return table_.name; }

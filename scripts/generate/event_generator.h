@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "projectors/status.h"
+#include "errors/status.h"
 #include "stages/connection.h"
 
 namespace rw {

@@ -1,0 +1,405 @@
+#include "config/models.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <sstream>
+#include <toml++/toml.h>
+
+#include "projectors/projector.h"
+#include "stages/checkpoint_store.h"
+
+namespace rw {
+namespace {
+
+// A problem at a place in the file.
+struct Problem {
+  std::string message;
+};
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+class Parser {
+ public:
+  Parser(std::string file, std::string events_table) : file_(std::move(file)), events_table_(std::move(events_table)) {}
+
+  Result<std::vector<ModelPlan>> Parse(std::string_view text) {
+    toml::table root;
+    try {
+      root = toml::parse(text, file_);
+    } catch (const toml::parse_error& e) {
+      return Status::InvalidInput(fmt::format("{}:{}: {}", file_, e.source().begin.line, e.description()));
+    }
+    std::vector<ModelPlan> plans;
+    for (auto&& [k, node] : root) {
+      if (k.str() != "read_model") return Fail(node, fmt::format("unknown key '{}' (the file holds [[read_model]] tables)", k.str()));
+    }
+    const toml::node* models = root.get("read_model");
+    if (models == nullptr) return Status::InvalidInput(fmt::format("{}: no [[read_model]] declared", file_));
+    const toml::array* list = models->as_array();
+    if (list == nullptr) return Fail(*models, "read_model must be an array of tables: write [[read_model]]");
+    for (const toml::node& m : *list) {
+      const toml::table* t = m.as_table();
+      if (t == nullptr) return Fail(m, "each read_model must be a table");
+      Result<ModelPlan> plan = Model(*t);
+      if (!plan.ok()) return plan.status();
+      for (const ModelPlan& other : plans) {
+        if (Lower(other.name) == Lower(plan->name)) {
+          return Fail(*t, fmt::format("read model '{}' is declared twice (also at {})", plan->name, other.origin));
+        }
+      }
+      plans.push_back(std::move(*plan));
+    }
+    return plans;
+  }
+
+ private:
+  Status Fail(const toml::node& at, const std::string& what) const {
+    return Status::InvalidInput(fmt::format("{}:{}: {}", file_, at.source().begin.line, what));
+  }
+
+  static bool PlainIdentifier(const std::string& s) {
+    if (s.empty() || s.size() > 64) return false;
+    if (std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+    return std::all_of(s.begin(), s.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+    });
+  }
+
+  Status Unknown(const toml::table& t, std::initializer_list<std::string_view> allowed, const char* where) const {
+    for (auto&& [k, node] : t) {
+      if (std::find(allowed.begin(), allowed.end(), k.str()) == allowed.end()) {
+        std::string list;
+        for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+        return Fail(node, fmt::format("unknown key '{}' in {} (known: {})", k.str(), where, list));
+      }
+    }
+    return Status::Ok();
+  }
+
+  Result<std::string> String(const toml::table& t, std::string_view key, const char* where, bool required) const {
+    const toml::node* n = t.get(key);
+    if (n == nullptr) {
+      if (required) return Fail(t, fmt::format("{} needs '{}'", where, key));
+      return std::string();
+    }
+    const auto* s = n->as_string();
+    if (s == nullptr) return Fail(*n, fmt::format("'{}' in {} must be a string", key, where));
+    return s->get();
+  }
+
+  Result<std::vector<std::string>> Strings(const toml::node& n, std::string_view key) const {
+    const toml::array* a = n.as_array();
+    if (a == nullptr) return Fail(n, fmt::format("'{}' must be an array of strings", key));
+    std::vector<std::string> out;
+    for (const toml::node& e : *a) {
+      const auto* s = e.as_string();
+      if (s == nullptr || s->get().empty()) return Fail(e, fmt::format("'{}' must hold non-empty strings", key));
+      out.push_back(s->get());
+    }
+    if (out.empty()) return Fail(n, fmt::format("'{}' is empty: name at least one event class", key));
+    return out;
+  }
+
+  // path = "a.b" or field = "column": exactly one.
+  Result<FieldSource> Source(const toml::table& t, const char* where, bool required) const {
+    Result<std::string> path = String(t, "path", where, false);
+    if (!path.ok()) return path.status();
+    Result<std::string> field = String(t, "field", where, false);
+    if (!field.ok()) return field.status();
+    if (t.get("path") && t.get("field")) return Fail(t, fmt::format("{} has both 'path' and 'field': give one", where));
+    if (t.get("path")) {
+      size_t start = 0;
+      while (true) {
+        const size_t dot = path->find('.', start);
+        if ((dot == std::string::npos ? path->size() : dot) == start) {
+          return Fail(*t.get("path"), fmt::format("path '{}' has an empty part", *path));
+        }
+        if (dot == std::string::npos) break;
+        start = dot + 1;
+      }
+      return FieldSource{false, *path};
+    }
+    if (t.get("field")) {
+      if (!PlainIdentifier(*field)) {
+        return Fail(*t.get("field"), fmt::format("field '{}' is not a plain column name", *field));
+      }
+      return FieldSource{true, *field};
+    }
+    if (required) return Fail(t, fmt::format("{} needs a 'path' (into the payload) or a 'field' (a column)", where));
+    return FieldSource{};
+  }
+
+  Result<Bucket> BucketOf(const toml::table& t) const {
+    Result<std::string> b = String(t, "bucket", "a key", false);
+    if (!b.ok()) return b.status();
+    if (!t.get("bucket")) return Bucket::kNone;
+    static const std::pair<const char*, Bucket> kBuckets[] = {
+        {"minute", Bucket::kMinute}, {"hour", Bucket::kHour},   {"day", Bucket::kDay},
+        {"week", Bucket::kWeek},     {"month", Bucket::kMonth}, {"year", Bucket::kYear}};
+    for (const auto& [name, bucket] : kBuckets) {
+      if (*b == name) return bucket;
+    }
+    return Fail(*t.get("bucket"), fmt::format("unknown bucket '{}' (minute, hour, day, week, month or year)", *b));
+  }
+
+  struct Type {
+    ValueType type;
+    uint8_t precision = 0, scale = 0;
+  };
+  Result<Type> TypeOf(const toml::node& n, const std::string& text) const {
+    if (text == "bigint") return Type{ValueType::kBigInt};
+    if (text == "double") return Type{ValueType::kDouble};
+    if (text == "text") return Type{ValueType::kText};
+    if (text == "date") return Type{ValueType::kDate};
+    if (text == "datetime") return Type{ValueType::kDateTime};
+    unsigned p = 0, s = 0;
+    char close = 0;
+    if (text.rfind("decimal(", 0) == 0 && std::sscanf(text.c_str(), "decimal(%u,%u%c", &p, &s, &close) == 3 &&
+        close == ')' && text.back() == ')') {
+      if (p < 1 || p > 38 || s > p) {
+        return Fail(n, fmt::format("type '{}': rewind sums decimals exactly up to 38 digits: decimal(p,s) "
+                                   "with 1 <= p <= 38 and s <= p", text));
+      }
+      return Type{ValueType::kDecimal, static_cast<uint8_t>(p), static_cast<uint8_t>(s)};
+    }
+    return Fail(n, fmt::format("unknown type '{}' (bigint, decimal(p,s), double, text, date or datetime)", text));
+  }
+
+  Status Column(const toml::table& t, const std::string& name, std::vector<std::string>& seen) const {
+    if (!PlainIdentifier(name)) {
+      return Fail(t, fmt::format("column '{}' is not a plain identifier (letters, digits, _; at most 64)", name));
+    }
+    if (std::find(seen.begin(), seen.end(), Lower(name)) != seen.end()) {
+      return Fail(t, fmt::format("column '{}' is declared twice", name));
+    }
+    seen.push_back(Lower(name));
+    return Status::Ok();
+  }
+
+  Result<ModelPlan> Model(const toml::table& t) {
+    ModelPlan plan;
+    plan.origin = fmt::format("{}:{}", file_, t.source().begin.line);
+    if (Status s = Unknown(t, {"name", "events", "key", "values"}, "a read_model"); !s.ok()) return s;
+    Result<std::string> name = String(t, "name", "a read_model", true);
+    if (!name.ok()) return name.status();
+    plan.name = *name;
+    const toml::node& name_node = *t.get("name");
+    // Room for the longest suffix rewind adds ("__rewind_verify", 15 bytes) within 64.
+    if (!PlainIdentifier(plan.name) || plan.name.size() > 48) {
+      return Fail(name_node, fmt::format("read model name '{}' is not a plain identifier of at most 48 "
+                                         "characters (letters, digits, _): it is also the table name", plan.name));
+    }
+    if (Lower(plan.name) == Lower(events_table_)) {
+      return Fail(name_node, fmt::format("read model name '{}' is the event table's", plan.name));
+    }
+    if (Lower(plan.name).rfind("rewind_", 0) == 0) {
+      return Fail(name_node, fmt::format("read model name '{}' is reserved: rewind's own tables start with rewind_",
+                                         plan.name));
+    }
+    for (const ProjectorInfo& info : AllProjectors()) {
+      if (Lower(info.name) == Lower(plan.name)) {
+        return Fail(name_node, fmt::format("read model name '{}' is a compiled read model's", plan.name));
+      }
+    }
+    const toml::node* events = t.get("events");
+    if (events == nullptr) return Fail(t, "a read_model needs 'events' (the event classes it reads)");
+    Result<std::vector<std::string>> classes = Strings(*events, "events");
+    if (!classes.ok()) return classes.status();
+    plan.events = std::move(*classes);
+
+    std::vector<std::string> columns;
+    const toml::node* keys = t.get("key");
+    if (keys == nullptr) return Fail(t, "a read_model needs 'key' (one or more columns)");
+    const toml::array* key_list = keys->as_array();
+    if (key_list == nullptr || key_list->empty()) return Fail(*keys, "'key' must be a non-empty array of tables");
+    for (const toml::node& kn : *key_list) {
+      const toml::table* k = kn.as_table();
+      if (k == nullptr) return Fail(kn, "each key must be a table: { column = ..., path = ... }");
+      if (Status s = Unknown(*k, {"column", "path", "field", "bucket", "type"}, "a key"); !s.ok()) return s;
+      KeyPlan key;
+      Result<std::string> col = String(*k, "column", "a key", true);
+      if (!col.ok()) return col.status();
+      key.column = *col;
+      if (Status s = Column(*k, key.column, columns); !s.ok()) return s;
+      Result<FieldSource> src = Source(*k, "a key", true);
+      if (!src.ok()) return src.status();
+      key.source = *src;
+      Result<Bucket> bucket = BucketOf(*k);
+      if (!bucket.ok()) return bucket.status();
+      key.bucket = *bucket;
+      key.type = DefaultKeyType(key.bucket);
+      if (const toml::node* tn = k->get("type")) {
+        const auto* ts = tn->as_string();
+        if (ts == nullptr) return Fail(*tn, "'type' must be a string");
+        Result<Type> type = TypeOf(*tn, ts->get());
+        if (!type.ok()) return type.status();
+        if (type->type != ValueType::kText && type->type != ValueType::kBigInt && type->type != ValueType::kDate &&
+            type->type != ValueType::kDateTime) {
+          return Fail(*tn, fmt::format("a key's type is text, bigint, date or datetime, not '{}'", ts->get()));
+        }
+        key.type = type->type;
+      }
+      if (key.bucket != Bucket::kNone) {
+        if (key.type == ValueType::kText || key.type == ValueType::kBigInt) {
+          return Fail(kn, fmt::format("key '{}' has a bucket, so its type is date or datetime", key.column));
+        }
+        if (key.type == ValueType::kDate && (key.bucket == Bucket::kMinute || key.bucket == Bucket::kHour)) {
+          return Fail(kn, fmt::format("key '{}': a {} bucket needs type datetime", key.column, BucketName(key.bucket)));
+        }
+      }
+      plan.keys.push_back(std::move(key));
+    }
+
+    if (const toml::node* values = t.get("values")) {
+      const toml::array* value_list = values->as_array();
+      if (value_list == nullptr) return Fail(*values, "'values' must be an array of tables");
+      for (const toml::node& vn : *value_list) {
+        const toml::table* v = vn.as_table();
+        if (v == nullptr) return Fail(vn, "each value must be a table: { column = ..., op = ... }");
+        Result<ValuePlan> value = Value(*v, plan, columns);
+        if (!value.ok()) return value.status();
+        plan.values.push_back(std::move(*value));
+      }
+    }
+    // The storage column of text keys is rewind's: a declared column may not take its name.
+    TableSpec spec;
+    std::string hash;
+    for (const KeyPlan& k : plan.keys) {
+      if (k.type == ValueType::kText) hash += (hash.empty() ? "" : "_") + k.column;
+    }
+    if (!hash.empty()) {
+      hash += "_hash";
+      if (std::find(columns.begin(), columns.end(), Lower(hash)) != columns.end()) {
+        return Fail(t, fmt::format("column '{}' is reserved: rewind stores the hash of the text key there", hash));
+      }
+    }
+    return plan;
+  }
+
+  Result<ValuePlan> Value(const toml::table& v, const ModelPlan& plan, std::vector<std::string>& columns) const {
+    if (Status s = Unknown(v, {"column", "op", "path", "field", "value", "type", "on"}, "a value"); !s.ok()) return s;
+    ValuePlan value;
+    Result<std::string> col = String(v, "column", "a value", true);
+    if (!col.ok()) return col.status();
+    value.column = *col;
+    if (Status s = Column(v, value.column, columns); !s.ok()) return s;
+    Result<std::string> op = String(v, "op", "a value", true);
+    if (!op.ok()) return op.status();
+    static const std::pair<const char*, Op> kOps[] = {{"count", Op::kCount}, {"sum", Op::kSum},
+                                                      {"min", Op::kMin},     {"max", Op::kMax},
+                                                      {"first", Op::kFirst}, {"last", Op::kLast}};
+    bool known = false;
+    for (const auto& [name, o] : kOps) {
+      if (*op == name) {
+        value.op = o;
+        known = true;
+      }
+    }
+    if (!known) return Fail(*v.get("op"), fmt::format("unknown op '{}' (count, sum, min, max, first or last)", *op));
+    Result<FieldSource> src = Source(v, "a value", false);
+    if (!src.ok()) return src.status();
+    value.source = *src;
+    if (const toml::node* c = v.get("value")) {
+      if (!value.source.name.empty()) return Fail(*c, "a value takes 'path', 'field' or 'value', only one");
+      value.has_constant = true;
+      if (const auto* s = c->as_string()) {
+        value.constant = s->get();
+      } else if (const auto* i = c->as_integer()) {
+        value.constant = std::to_string(i->get());
+      } else if (const auto* f = c->as_floating_point()) {
+        value.constant = fmt::format("{}", f->get());
+      } else if (const auto* b = c->as_boolean()) {
+        value.constant = b->get() ? "true" : "false";
+      } else {
+        return Fail(*c, "'value' must be a string, a number or a boolean");
+      }
+    }
+    if (value.op == Op::kCount) {
+      if (!value.source.name.empty() || value.has_constant) {
+        return Fail(v, fmt::format("value '{}': op = \"count\" counts events and takes no path, field or value",
+                                   value.column));
+      }
+    } else if (value.source.name.empty() && !value.has_constant) {
+      return Fail(v, fmt::format("value '{}': op = \"{}\" needs a 'path', a 'field' or a constant 'value'",
+                                 value.column, OpName(value.op)));
+    }
+    if (const toml::node* on = v.get("on")) {
+      Result<std::vector<std::string>> classes = Strings(*on, "on");
+      if (!classes.ok()) return classes.status();
+      for (const std::string& c : *classes) {
+        if (std::find(plan.events.begin(), plan.events.end(), c) == plan.events.end()) {
+          return Fail(*on, fmt::format("value '{}': 'on' names '{}', which is not in the read model's events",
+                                       value.column, c));
+        }
+      }
+      value.on = std::move(*classes);
+    } else if (value.has_constant) {
+      return Fail(v, fmt::format("value '{}' is a constant: say which events it applies to with 'on'", value.column));
+    }
+    // Types: fixed before any event is read.
+    switch (value.op) {
+      case Op::kCount: value.type = ValueType::kBigInt; break;
+      case Op::kSum:
+      case Op::kMin:
+      case Op::kMax:
+        value.type = ValueType::kDecimal;
+        value.precision = 38;
+        value.scale = 10;
+        break;
+      case Op::kFirst:
+      case Op::kLast: value.type = ValueType::kText; break;
+    }
+    if (const toml::node* tn = v.get("type")) {
+      const auto* ts = tn->as_string();
+      if (ts == nullptr) return Fail(*tn, "'type' must be a string");
+      Result<Type> type = TypeOf(*tn, ts->get());
+      if (!type.ok()) return type.status();
+      const bool numeric = type->type == ValueType::kBigInt || type->type == ValueType::kDecimal ||
+                           type->type == ValueType::kDouble;
+      if ((value.op == Op::kCount || value.op == Op::kSum) && !numeric) {
+        return Fail(*tn, fmt::format("value '{}': a {} is bigint, decimal(p,s) or double, not '{}'", value.column,
+                                     OpName(value.op), ts->get()));
+      }
+      value.type = type->type;
+      value.precision = type->precision;
+      value.scale = type->scale;
+    }
+    if (value.has_constant && (value.type == ValueType::kDecimal || value.type == ValueType::kBigInt)) {
+      __int128 ignored;
+      const bool fits = value.type == ValueType::kDecimal
+                            ? ParseScaled(value.constant, value.precision, value.scale, ignored)
+                            : ParseScaled(value.constant, 19, 0, ignored);
+      if (!fits) {
+        return Fail(*v.get("value"), fmt::format("value '{}': the constant '{}' is not a {}", value.column,
+                                                 value.constant, ValueTypeName(value.type, value.precision, value.scale)));
+      }
+    }
+    return value;
+  }
+
+  const std::string file_;
+  const std::string events_table_;
+};
+
+}  // namespace
+
+Result<std::vector<ModelPlan>> ParseModels(std::string_view text, const std::string& file,
+                                           const std::string& events_table) {
+  return Parser(file, events_table).Parse(text);
+}
+
+Result<std::vector<ModelPlan>> LoadModels(const std::string& file, const std::string& events_table) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return Status::NotFound(fmt::format("cannot read the models file '{}'", file));
+  std::stringstream text;
+  text << in.rdbuf();
+  return ParseModels(text.str(), file, events_table);
+}
+
+}  // namespace rw

@@ -1,0 +1,590 @@
+#include "projectors/declared.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <optional>
+#include <unordered_map>
+
+#include "projectors/civil_time.h"
+#include "projectors/sha256.h"
+
+namespace rw {
+
+const char* BucketName(Bucket b) {
+  switch (b) {
+    case Bucket::kNone: return "none";
+    case Bucket::kMinute: return "minute";
+    case Bucket::kHour: return "hour";
+    case Bucket::kDay: return "day";
+    case Bucket::kWeek: return "week";
+    case Bucket::kMonth: return "month";
+    case Bucket::kYear: return "year";
+  }
+  return "?";
+}
+
+const char* OpName(Op op) {
+  switch (op) {
+    case Op::kCount: return "count";
+    case Op::kSum: return "sum";
+    case Op::kMin: return "min";
+    case Op::kMax: return "max";
+    case Op::kFirst: return "first";
+    case Op::kLast: return "last";
+  }
+  return "?";
+}
+
+std::string ValueTypeName(ValueType t, uint8_t precision, uint8_t scale) {
+  switch (t) {
+    case ValueType::kBigInt: return "bigint";
+    case ValueType::kDecimal: return fmt::format("decimal({},{})", precision, scale);
+    case ValueType::kDouble: return "double";
+    case ValueType::kText: return "text";
+    case ValueType::kDate: return "date";
+    case ValueType::kDateTime: return "datetime";
+  }
+  return "?";
+}
+
+ValueType DefaultKeyType(Bucket b) {
+  switch (b) {
+    case Bucket::kNone: return ValueType::kText;
+    case Bucket::kMinute:
+    case Bucket::kHour: return ValueType::kDateTime;
+    default: return ValueType::kDate;
+  }
+}
+
+namespace {
+
+std::string SourceText(const FieldSource& s) {
+  return s.name.empty() ? "-" : (s.column ? "field:" : "path:") + s.name;
+}
+
+}  // namespace
+
+std::string CanonicalForm(const ModelPlan& p) {
+  // Length-prefixed strings: no name or class can imitate a separator.
+  auto q = [](const std::string& s) { return fmt::format("{}:{}", s.size(), s); };
+  std::string out = "name " + q(p.name) + "\nevents";
+  std::vector<std::string> events = p.events;
+  std::sort(events.begin(), events.end());
+  for (const auto& e : events) out += " " + q(e);
+  for (const KeyPlan& k : p.keys) {
+    out += fmt::format("\nkey {} {} {} {}", q(k.column), q(SourceText(k.source)), BucketName(k.bucket),
+                       ValueTypeName(k.type));
+  }
+  for (const ValuePlan& v : p.values) {
+    std::vector<std::string> on = v.on.empty() ? events : v.on;
+    std::sort(on.begin(), on.end());
+    out += fmt::format("\nvalue {} {} {} {} {}", q(v.column), OpName(v.op), q(SourceText(v.source)),
+                       v.has_constant ? q(v.constant) : "-", ValueTypeName(v.type, v.precision, v.scale));
+    for (const auto& e : on) out += " " + q(e);
+  }
+  return out + "\n";
+}
+
+std::string PlanVersion(const ModelPlan& plan) { return Sha256Hex(CanonicalForm(plan), 16); }
+
+bool ParseScaled(std::string_view s, uint8_t precision, uint8_t scale, __int128& out) {
+  size_t i = 0;
+  const size_t n = s.size();
+  bool negative = false;
+  if (i < n && (s[i] == '-' || s[i] == '+')) negative = s[i++] == '-';
+  std::string digits;
+  long frac = 0;
+  bool dot = false, any = false;
+  for (; i < n; ++i) {
+    const char c = s[i];
+    if (c >= '0' && c <= '9') {
+      any = true;
+      if (dot) ++frac;
+      if (!(digits.empty() && c == '0')) digits += c;
+      else if (dot) digits += c;  // zeros after the point count for the scale
+    } else if (c == '.' && !dot) {
+      dot = true;
+    } else {
+      break;
+    }
+  }
+  if (!any) return false;
+  long exponent = 0;
+  if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    bool exp_negative = false;
+    if (i < n && (s[i] == '-' || s[i] == '+')) exp_negative = s[i++] == '-';
+    const size_t start = i;
+    while (i < n && s[i] >= '0' && s[i] <= '9' && i - start < 6) exponent = exponent * 10 + (s[i++] - '0');
+    if (i == start) return false;
+    if (exp_negative) exponent = -exponent;
+  }
+  if (i != n) return false;
+  // value = digits x 10^(exponent - frac); scaled = digits x 10^(scale + exponent - frac)
+  long shift = static_cast<long>(scale) + exponent - frac;
+  if (shift < 0) {
+    const size_t drop = static_cast<size_t>(-shift);
+    const size_t keep = digits.size() > drop ? digits.size() - drop : 0;
+    if (digits.find_first_not_of('0', keep) != std::string::npos) return false;  // decimals lost
+    digits.resize(keep);
+  } else {
+    if (digits.find_first_not_of('0') != std::string::npos) {
+      if (shift > 76) return false;
+      digits.append(static_cast<size_t>(shift), '0');
+    }
+  }
+  const size_t first = digits.find_first_not_of('0');
+  digits = first == std::string::npos ? "" : digits.substr(first);
+  if (digits.size() > precision) return false;
+  __int128 v = 0;
+  for (char c : digits) v = v * 10 + (c - '0');
+  out = negative ? -v : v;
+  return true;
+}
+
+std::string FormatScaled(__int128 value, uint8_t scale) {
+  const bool negative = value < 0;
+  unsigned __int128 v = negative ? static_cast<unsigned __int128>(-(value + 1)) + 1 : static_cast<unsigned __int128>(value);
+  std::string digits;
+  do {
+    digits += static_cast<char>('0' + static_cast<int>(v % 10));
+    v /= 10;
+  } while (v != 0);
+  while (digits.size() <= scale) digits += '0';
+  std::reverse(digits.begin(), digits.end());
+  if (scale > 0) digits.insert(digits.size() - scale, 1, '.');
+  return negative ? "-" + digits : digits;
+}
+
+namespace {
+
+const char* KindName(ValueKind k) {
+  switch (k) {
+    case ValueKind::kMissing: return "missing";
+    case ValueKind::kNull: return "null";
+    case ValueKind::kFalse:
+    case ValueKind::kTrue: return "a boolean";
+    case ValueKind::kNumber: return "a number";
+    case ValueKind::kString: return "a string";
+    case ValueKind::kObject: return "an object";
+    case ValueKind::kArray: return "an array";
+  }
+  return "?";
+}
+
+std::string Short(std::string_view s) {
+  std::string out(s.substr(0, 40));
+  if (s.size() > 40) out += "...";
+  return out;
+}
+
+std::optional<CivilTime> ParseWhen(std::string_view text) {
+  if (text.size() == 10) {  // a date alone: its midnight
+    char buf[19];
+    std::memcpy(buf, text.data(), 10);
+    std::memcpy(buf + 10, "T00:00:00", 9);
+    return ParseIsoTimestamp(std::string_view(buf, 19));
+  }
+  return ParseIsoTimestamp(text);
+}
+
+bool ParseInt(std::string_view s, int64_t& out) {
+  if (!s.empty() && s[0] == '+') s.remove_prefix(1);
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && end == s.data() + s.size() && !s.empty();
+}
+
+bool ParseDouble(std::string_view s, double& out) {
+  if (!s.empty() && s[0] == '+') s.remove_prefix(1);
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && end == s.data() + s.size() && !s.empty();
+}
+
+// One typed value: numbers and times in `n` (scaled decimals, days, epoch seconds), doubles
+// in `d`, text in `s`.
+struct Typed {
+  __int128 n = 0;
+  double d = 0;
+  std::string_view s;
+};
+
+// Converts a field's value to `type`. "" on success, else why not.
+std::string Convert(const FieldValue& v, ValueType type, uint8_t precision, uint8_t scale, Bucket bucket,
+                    Typed& out) {
+  const bool textual = v.kind == ValueKind::kString || v.kind == ValueKind::kNumber;
+  switch (type) {
+    case ValueType::kText:
+      if (!textual) return fmt::format("is {}, expected a string or a number", KindName(v.kind));
+      out.s = v.text;
+      return {};
+    case ValueType::kBigInt: {
+      int64_t i;
+      if (!textual || !ParseInt(v.text, i)) {
+        return textual ? fmt::format("'{}' is not an integer that fits a bigint", Short(v.text))
+                       : fmt::format("is {}, expected an integer", KindName(v.kind));
+      }
+      out.n = i;
+      return {};
+    }
+    case ValueType::kDecimal:
+      if (!textual) return fmt::format("is {}, expected a number", KindName(v.kind));
+      if (!ParseScaled(v.text, precision, scale, out.n)) {
+        return fmt::format("'{}' is not a number that fits decimal({},{})", Short(v.text), precision, scale);
+      }
+      return {};
+    case ValueType::kDouble:
+      if (!textual || !ParseDouble(v.text, out.d)) {
+        return textual ? fmt::format("'{}' is not a number", Short(v.text))
+                       : fmt::format("is {}, expected a number", KindName(v.kind));
+      }
+      return {};
+    case ValueType::kDate:
+    case ValueType::kDateTime: {
+      if (v.kind != ValueKind::kString) return fmt::format("is {}, expected a date-time string", KindName(v.kind));
+      std::optional<CivilTime> t = ParseWhen(v.text);
+      if (!t) {
+        return fmt::format("'{}' is not an ISO-8601 date or time from year 0001 to 9999", Short(v.text));
+      }
+      int64_t seconds = t->epoch_seconds();
+      int32_t days = t->days;
+      switch (bucket) {
+        case Bucket::kNone: break;
+        case Bucket::kMinute: seconds -= t->second_of_day % 60; break;
+        case Bucket::kHour: seconds -= t->second_of_day % 3600; break;
+        case Bucket::kDay: seconds = int64_t{days} * 86400; break;
+        case Bucket::kWeek: days = IsoWeekMonday(days); seconds = int64_t{days} * 86400; break;
+        case Bucket::kMonth: days = FirstOfMonth(days); seconds = int64_t{days} * 86400; break;
+        case Bucket::kYear: days = FirstOfYear(days); seconds = int64_t{days} * 86400; break;
+      }
+      if (type == ValueType::kDate) {
+        // A date from a time: its day (floor; seconds are never negative within a day).
+        out.n = seconds >= 0 ? seconds / 86400 : -((-seconds + 86399) / 86400);
+      } else {
+        out.n = seconds;
+      }
+      return {};
+    }
+  }
+  return "has an unknown type";
+}
+
+ColumnType StoredType(ValueType t) {
+  switch (t) {
+    case ValueType::kBigInt: return ColumnType::kInt64;
+    case ValueType::kDecimal: return ColumnType::kDecimal;
+    case ValueType::kDouble: return ColumnType::kDouble;
+    case ValueType::kText: return ColumnType::kText;
+    case ValueType::kDate: return ColumnType::kDate;
+    case ValueType::kDateTime: return ColumnType::kDateTime;
+  }
+  return ColumnType::kText;
+}
+
+Merge MergeOf(Op op) {
+  switch (op) {
+    case Op::kCount:
+    case Op::kSum: return Merge::kAdd;
+    case Op::kMin: return Merge::kMin;
+    case Op::kMax: return Merge::kMax;
+    case Op::kFirst: return Merge::kFirst;
+    case Op::kLast: return Merge::kLast;
+  }
+  return Merge::kLast;
+}
+
+__int128 Pow10(int n) {
+  __int128 v = 1;
+  while (n-- > 0) v *= 10;
+  return v;
+}
+
+// A value's state per key.
+struct Acc {
+  bool set = false;
+  __int128 n = 0;
+  double d = 0;
+  std::string s;
+};
+
+class DeclaredProjector final : public Projector {
+ public:
+  explicit DeclaredProjector(ModelPlan plan) : plan_(std::move(plan)), version_(PlanVersion(plan_)) {
+    table_.name = plan_.name;
+    for (const KeyPlan& k : plan_.keys) table_.columns.push_back({k.column, StoredType(k.type)});
+    for (const ValuePlan& v : plan_.values) {
+      table_.columns.push_back({v.column, StoredType(v.type), MergeOf(v.op), v.precision, v.scale});
+      limit_.push_back(v.type == ValueType::kDecimal ? Pow10(v.precision) : 0);
+    }
+    // Non-text keys first in the encoded key: sorted keys then come in index order.
+    for (size_t i = 0; i < plan_.keys.size(); ++i) {
+      if (plan_.keys[i].type != ValueType::kText) key_order_.push_back(i);
+    }
+    for (size_t i = 0; i < plan_.keys.size(); ++i) {
+      if (plan_.keys[i].type == ValueType::kText) key_order_.push_back(i);
+    }
+  }
+
+  std::string_view name() const override { return plan_.name; }
+  const TableSpec& table() const override { return table_; }
+  uint32_t fields() const override { return 0; }
+  bool reads_records() const override { return true; }
+  void Apply(std::span<const PageVisit>) override {}  // reads records, never visits
+  std::string version() const override { return version_; }
+  std::string origin() const override { return plan_.origin; }
+
+  void Bind(EventCatalog& catalog) override {
+    model_classes_.clear();
+    for (const std::string& e : plan_.events) {
+      const uint16_t c = catalog.ClassIndex(e);
+      catalog.WantRecords(c);
+      Mark(model_classes_, c);
+    }
+    key_slots_.clear();
+    for (const KeyPlan& k : plan_.keys) key_slots_.push_back(catalog.Slot(k.source));
+    value_slots_.clear();
+    value_on_.assign(plan_.values.size(), {});
+    for (size_t i = 0; i < plan_.values.size(); ++i) {
+      const ValuePlan& v = plan_.values[i];
+      value_slots_.push_back(v.source.name.empty() ? -1 : static_cast<int64_t>(catalog.Slot(v.source)));
+      for (const std::string& e : v.on.empty() ? plan_.events : v.on) Mark(value_on_[i], catalog.ClassIndex(e));
+    }
+  }
+
+  bool reads_class(uint16_t c) const override { return c < model_classes_.size() && model_classes_[c]; }
+
+  void ApplyRecords(const EventRecords& records, std::vector<EventFailure>& failures) override {
+    const size_t nvalues = plan_.values.size();
+    typed_.resize(nvalues);
+    present_.resize(nvalues);
+    for (const EventRecord& e : records.events) {
+      if (!reads_class(e.event_class) || !e.decoded) continue;
+      // The key.
+      key_.clear();
+      std::string reason;
+      for (size_t i : key_order_) {
+        const KeyPlan& k = plan_.keys[i];
+        const FieldValue& v = records.value(e, key_slots_[i]);
+        Typed t;
+        if (v.kind == ValueKind::kMissing) {
+          reason = fmt::format("key '{}': {} '{}' is missing", k.column, k.source.column ? "field" : "path", k.source.name);
+          break;
+        }
+        if (std::string why = Convert(v, k.type, 0, 0, k.bucket, t); !why.empty()) {
+          reason = fmt::format("key '{}' ({} '{}') {}", k.column, k.source.column ? "field" : "path", k.source.name, why);
+          break;
+        }
+        AppendKey(k.type, t);
+      }
+      // The values, each converted before any is applied: an event counts wholly or not at all.
+      for (size_t i = 0; reason.empty() && i < nvalues; ++i) {
+        const ValuePlan& p = plan_.values[i];
+        present_[i] = false;
+        if (!Marked(value_on_[i], e.event_class)) continue;
+        if (p.op == Op::kCount) {
+          present_[i] = true;
+          continue;
+        }
+        FieldValue v;
+        if (p.has_constant) {
+          v = FieldValue{ValueKind::kString, p.constant};
+        } else {
+          v = records.value(e, static_cast<size_t>(value_slots_[i]));
+        }
+        if (v.kind == ValueKind::kMissing || v.kind == ValueKind::kNull) continue;  // untouched
+        if (std::string why = Convert(v, p.type, p.precision, p.scale, Bucket::kNone, typed_[i]); !why.empty()) {
+          reason = fmt::format("value '{}' ({}) {}", p.column,
+                               p.has_constant ? "constant" : (p.source.column ? "field '" : "path '") + p.source.name + "'",
+                               why);
+          break;
+        }
+        present_[i] = true;
+      }
+      if (!reason.empty()) {
+        failures.push_back({e.id, std::move(reason)});
+        continue;
+      }
+      // Sums that would leave their type are refused before anything is applied.
+      auto found = rows_.find(key_);
+      Acc* accs = found == rows_.end() ? nullptr : &accs_[found->second * nvalues];
+      for (size_t i = 0; reason.empty() && i < nvalues; ++i) {
+        const ValuePlan& p = plan_.values[i];
+        if (!present_[i] || p.op != Op::kSum) continue;
+        const __int128 base = accs ? accs[i].n : 0;
+        if (p.type == ValueType::kDecimal) {
+          const __int128 sum = base + typed_[i].n;
+          if (sum >= limit_[i] || sum <= -limit_[i]) {
+            reason = fmt::format("value '{}': the sum leaves decimal({},{})", p.column, p.precision, p.scale);
+          }
+        } else if (p.type == ValueType::kBigInt) {
+          const __int128 sum = base + typed_[i].n;
+          if (sum > INT64_MAX || sum < INT64_MIN) reason = fmt::format("value '{}': the sum leaves bigint", p.column);
+        }
+      }
+      if (!reason.empty()) {
+        failures.push_back({e.id, std::move(reason)});
+        continue;
+      }
+      if (!accs) {
+        rows_.emplace(key_, static_cast<uint32_t>(rows_.size()));
+        accs_.resize(accs_.size() + nvalues);
+        accs = &accs_[accs_.size() - nvalues];
+      }
+      for (size_t i = 0; i < nvalues; ++i) {
+        if (present_[i]) Fold(plan_.values[i], typed_[i], accs[i]);
+      }
+    }
+  }
+
+  size_t pending_rows() const override { return rows_.size(); }
+
+  void Flush(RowSink& sink) override {
+    std::vector<const std::pair<const std::string, uint32_t>*> rows;
+    rows.reserve(rows_.size());
+    for (const auto& r : rows_) rows.push_back(&r);
+    std::sort(rows.begin(), rows.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
+    const size_t nvalues = plan_.values.size();
+    std::vector<Typed> keys(plan_.keys.size());
+    for (const auto* r : rows) {
+      DecodeKey(r->first, keys);
+      for (size_t i = 0; i < plan_.keys.size(); ++i) Emit(sink, plan_.keys[i].type, 0, keys[i]);
+      const Acc* accs = &accs_[r->second * nvalues];
+      for (size_t i = 0; i < nvalues; ++i) {
+        const ValuePlan& p = plan_.values[i];
+        const Acc& a = accs[i];
+        const bool added = p.op == Op::kCount || p.op == Op::kSum;
+        if (!a.set && !added) {
+          sink.Null();
+          continue;
+        }
+        Typed t;
+        t.n = a.n;
+        t.d = a.d;
+        t.s = a.s;
+        Emit(sink, p.type, p.scale, t);
+      }
+      sink.EndRow();
+    }
+    rows_.clear();
+    accs_.clear();
+  }
+
+ private:
+  static void Mark(std::vector<bool>& set, uint16_t c) {
+    if (set.size() <= c) set.resize(c + 1u, false);
+    set[c] = true;
+  }
+  static bool Marked(const std::vector<bool>& set, uint16_t c) { return c < set.size() && set[c]; }
+
+  // Integers big-endian with the sign flipped, so that encoded keys sort as numbers.
+  void AppendKey(ValueType type, const Typed& t) {
+    if (type == ValueType::kText) {
+      const uint32_t len = static_cast<uint32_t>(t.s.size());
+      for (int b = 3; b >= 0; --b) key_ += static_cast<char>((len >> (8 * b)) & 0xff);
+      key_.append(t.s);
+      return;
+    }
+    const uint64_t u = static_cast<uint64_t>(static_cast<int64_t>(t.n)) ^ (uint64_t{1} << 63);
+    for (int b = 7; b >= 0; --b) key_ += static_cast<char>((u >> (8 * b)) & 0xff);
+  }
+
+  void DecodeKey(std::string_view key, std::vector<Typed>& out) const {
+    size_t at = 0;
+    for (size_t i : key_order_) {
+      const auto byte = [&](size_t j) { return static_cast<uint64_t>(static_cast<unsigned char>(key[at + j])); };
+      if (plan_.keys[i].type == ValueType::kText) {
+        uint32_t len = 0;
+        for (size_t j = 0; j < 4; ++j) len = (len << 8) | static_cast<uint32_t>(byte(j));
+        out[i].s = key.substr(at + 4, len);
+        at += 4 + len;
+      } else {
+        uint64_t u = 0;
+        for (size_t j = 0; j < 8; ++j) u = (u << 8) | byte(j);
+        out[i].n = static_cast<int64_t>(u ^ (uint64_t{1} << 63));
+        at += 8;
+      }
+    }
+  }
+
+  static void Emit(RowSink& sink, ValueType type, uint8_t scale, const Typed& t) {
+    switch (type) {
+      case ValueType::kBigInt: sink.Int(static_cast<int64_t>(t.n)); break;
+      case ValueType::kDecimal: sink.Number(FormatScaled(t.n, scale)); break;
+      case ValueType::kDouble: sink.Double(t.d); break;
+      case ValueType::kText: sink.Text(t.s); break;
+      case ValueType::kDate: sink.Date(static_cast<int32_t>(t.n)); break;
+      case ValueType::kDateTime: sink.DateTime(static_cast<int64_t>(t.n)); break;
+    }
+  }
+
+  static int Compare(ValueType type, const Typed& t, const Acc& a) {
+    switch (type) {
+      case ValueType::kDouble: return t.d < a.d ? -1 : t.d > a.d ? 1 : 0;
+      case ValueType::kText: return t.s.compare(a.s);
+      default: return t.n < a.n ? -1 : t.n > a.n ? 1 : 0;
+    }
+  }
+
+  static void Store(const Typed& t, Acc& a) {
+    a.n = t.n;
+    a.d = t.d;
+    a.s.assign(t.s);
+    a.set = true;
+  }
+
+  static void Fold(const ValuePlan& p, const Typed& t, Acc& a) {
+    switch (p.op) {
+      case Op::kCount:
+        if (p.type == ValueType::kDecimal) {
+          a.n += Pow10(p.scale);
+        } else {
+          a.n += 1;
+          a.d += 1;
+        }
+        a.set = true;
+        break;
+      case Op::kSum:
+        a.n += t.n;
+        a.d += t.d;
+        a.set = true;
+        break;
+      case Op::kMin:
+        if (!a.set || Compare(p.type, t, a) < 0) Store(t, a);
+        break;
+      case Op::kMax:
+        if (!a.set || Compare(p.type, t, a) > 0) Store(t, a);
+        break;
+      case Op::kFirst:
+        if (!a.set) Store(t, a);
+        break;
+      case Op::kLast:
+        Store(t, a);
+        break;
+    }
+  }
+
+  const ModelPlan plan_;
+  const std::string version_;
+  TableSpec table_;
+  std::vector<__int128> limit_;   // per value: 10^precision for decimals
+  std::vector<size_t> key_order_;  // key columns in encoded order
+  std::vector<bool> model_classes_;
+  std::vector<uint32_t> key_slots_;
+  std::vector<int64_t> value_slots_;
+  std::vector<std::vector<bool>> value_on_;
+  std::string key_;  // scratch
+  std::vector<Typed> typed_;
+  std::vector<bool> present_;
+  std::unordered_map<std::string, uint32_t> rows_;  // encoded key -> row index
+  std::vector<Acc> accs_;                           // values of row r at [r * nvalues, ...)
+};
+
+}  // namespace
+
+std::unique_ptr<Projector> MakeDeclaredProjector(ModelPlan plan) {
+  return std::make_unique<DeclaredProjector>(std::move(plan));
+}
+
+}  // namespace rw

@@ -1,0 +1,70 @@
+// Declared read models: one generic projector driven by a plan, for the read models a
+// user declares in a TOML file (config/models.h parses and checks it) instead of C++.
+//
+// The shape: filter events by class -> a key from fields (optionally a time bucket) ->
+// fold values per key (count, sum, min, max, first, last) -> one row per key. Types never
+// depend on data: the plan fixes every column's type before the first event.
+//
+// Thread safety: none (see projector.h); a plan is an immutable value.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "projectors/event_record.h"
+#include "projectors/projector.h"
+
+namespace rw {
+
+enum class Bucket : uint8_t { kNone, kMinute, kHour, kDay, kWeek, kMonth, kYear };
+enum class Op : uint8_t { kCount, kSum, kMin, kMax, kFirst, kLast };
+enum class ValueType : uint8_t { kBigInt, kDecimal, kDouble, kText, kDate, kDateTime };
+
+struct KeyPlan {
+  std::string column;
+  FieldSource source;
+  Bucket bucket = Bucket::kNone;
+  ValueType type = ValueType::kText;  // kBigInt, kText, kDate or kDateTime
+};
+
+struct ValuePlan {
+  std::string column;
+  Op op = Op::kCount;
+  FieldSource source;            // empty name: none (count, or a constant)
+  bool has_constant = false;
+  std::string constant;          // `value`, as written
+  ValueType type = ValueType::kBigInt;
+  uint8_t precision = 0, scale = 0;  // kDecimal
+  std::vector<std::string> on;   // the classes it applies to (empty: every class of the model)
+};
+
+struct ModelPlan {
+  std::string name;                 // the read model and its table
+  std::vector<std::string> events;  // classes, compared byte for byte
+  std::vector<KeyPlan> keys;
+  std::vector<ValuePlan> values;
+  std::string origin;               // "file:line" of its declaration, for messages and `list`
+};
+
+// The plan in a canonical text form (every default spelled out, no file positions):
+// equal plans, however written, have equal forms. Its hash is the declaration's version.
+std::string CanonicalForm(const ModelPlan& plan);
+std::string PlanVersion(const ModelPlan& plan);
+const char* BucketName(Bucket b);
+const char* OpName(Op op);
+std::string ValueTypeName(ValueType t, uint8_t precision = 0, uint8_t scale = 0);
+// The type a key has without an explicit `type`: date for day..year, datetime for minute
+// and hour, text otherwise.
+ValueType DefaultKeyType(Bucket b);
+
+// Exact decimal arithmetic for sums: a literal ("12.5", "-3", "1e2", a numeric string's
+// bytes) scaled to `scale` decimals as an integer. False when it is not a number, has more
+// (non-zero) decimals than `scale`, or needs more than `precision` digits.
+bool ParseScaled(std::string_view literal, uint8_t precision, uint8_t scale, __int128& out);
+// The literal of a scaled integer, e.g. (1250, 2) -> "12.50".
+std::string FormatScaled(__int128 value, uint8_t scale);
+
+std::unique_ptr<Projector> MakeDeclaredProjector(ModelPlan plan);
+
+}  // namespace rw

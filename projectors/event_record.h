@@ -1,0 +1,90 @@
+// The decoded form of an event of any class, as declared read models see it: its class
+// and the values of the fields the run reads (payload paths and event-table columns), each
+// in the slot the run's EventCatalog gave it.
+//
+// Views: the strings point into the batch that carries the records, valid as long as it.
+// Immutable once decoded; safe to read from any number of threads.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "projectors/event_id.h"
+
+namespace rw {
+
+enum class ValueKind : uint8_t { kMissing, kNull, kFalse, kTrue, kNumber, kString, kObject, kArray };
+
+struct FieldValue {
+  ValueKind kind = ValueKind::kMissing;
+  // kString: the unescaped bytes; kNumber: the literal as written ("1.50", "-3e2").
+  std::string_view text;
+};
+
+struct EventRecord {
+  EventId id = 0;
+  uint16_t event_class = 0;  // index into EventCatalog::classes()
+  bool decoded = false;      // false: the payload was not a JSON object (the decoder recorded why)
+  uint32_t first_value = 0;  // this event's values are values[first_value, first_value + width)
+};
+
+// The records of one batch (or part of it), in id order.
+struct EventRecords {
+  std::span<const EventRecord> events;
+  std::span<const FieldValue> values;
+  size_t width = 0;
+  const FieldValue& value(const EventRecord& e, size_t slot) const { return values[e.first_value + slot]; }
+};
+
+// Where a field comes from: a dotted path into the JSON payload, or an event-table column.
+struct FieldSource {
+  bool column = false;
+  std::string name;  // "customer.id" or "createdAt"; empty: none
+  friend bool operator==(const FieldSource&, const FieldSource&) = default;
+};
+
+// The classes and fields a run reads, each given a dense index once, before the run.
+// Read models register what they need (Projector::Bind); stages read the lists.
+class EventCatalog {
+ public:
+  uint16_t ClassIndex(const std::string& event_class) {
+    for (size_t i = 0; i < classes_.size(); ++i) {
+      if (classes_[i] == event_class) return static_cast<uint16_t>(i);
+    }
+    classes_.push_back(event_class);
+    return static_cast<uint16_t>(classes_.size() - 1);
+  }
+  uint32_t Slot(const FieldSource& field) {
+    for (size_t i = 0; i < fields_.size(); ++i) {
+      if (fields_[i] == field) return static_cast<uint32_t>(i);
+    }
+    fields_.push_back(field);
+    return static_cast<uint32_t>(fields_.size() - 1);
+  }
+  // Marks a class as read by a record reader (a declared read model).
+  void WantRecords(uint16_t event_class) {
+    if (record_classes_.size() <= event_class) record_classes_.resize(event_class + 1u, false);
+    record_classes_[event_class] = true;
+  }
+  const std::vector<std::string>& classes() const { return classes_; }
+  const std::vector<FieldSource>& fields() const { return fields_; }
+  bool wants_records(uint16_t event_class) const {
+    return event_class < record_classes_.size() && record_classes_[event_class];
+  }
+
+ private:
+  std::vector<std::string> classes_;
+  std::vector<FieldSource> fields_;
+  std::vector<bool> record_classes_;
+};
+
+// Why one event could not be applied to one read model.
+struct EventFailure {
+  EventId id;
+  std::string reason;
+};
+
+}  // namespace rw

@@ -1,0 +1,83 @@
+// How a described table is stored: the DDL, the hash of text keys, the merge rules.
+#include <gtest/gtest.h>
+
+#include <fmt/core.h>
+
+#include "projectors/sha256.h"
+#include "stages/projector_runner.h"
+#include "stages/table_schema.h"
+
+namespace rw {
+namespace {
+
+const TableSpec kUrlTable{"visits_per_post_per_day",
+                          {{"uri", ColumnType::kText}, {"date", ColumnType::kDate},
+                           {"count", ColumnType::kUInt64, Merge::kAdd}}};
+
+TEST(TableSchema, TheUrlTablesKeepTheBlogsLayout) {
+  // The layout the URL tables always had: existing live tables and the application's own
+  // inserts (which rely on the hash column's DEFAULT) keep working.
+  EXPECT_EQ(table_schema::CreateTableSql(kUrlTable, "t"),
+            "CREATE TABLE `t` (`uri` MEDIUMTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL, "
+            "`date` DATE NOT NULL, `uri_hash` BINARY(32) NOT NULL DEFAULT (UNHEX(SHA2(`uri`, 256))), "
+            "`count` BIGINT UNSIGNED NOT NULL, UNIQUE KEY `date_uri` (`date`, `uri_hash`)) "
+            "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin");
+  EXPECT_EQ(table_schema::StoredColumnList(kUrlTable), "`uri`, `date`, `uri_hash`, `count`");
+  EXPECT_EQ(table_schema::MergeClause(kUrlTable), " ON DUPLICATE KEY UPDATE `count` = `count` + VALUES(`count`)");
+}
+
+TEST(TableSchema, AKeyWithoutTextIsThePrimaryKey) {
+  const TableSpec spec{"m", {{"customer", ColumnType::kInt64}, {"month", ColumnType::kDate},
+                             {"total", ColumnType::kDecimal, Merge::kAdd, 18, 2},
+                             {"last_at", ColumnType::kDateTime, Merge::kMax}}};
+  EXPECT_EQ(table_schema::HashColumn(spec), "");
+  EXPECT_EQ(table_schema::CreateTableSql(spec, "m"),
+            "CREATE TABLE `m` (`customer` BIGINT NOT NULL, `month` DATE NOT NULL, `total` DECIMAL(18,2) NOT NULL, "
+            "`last_at` DATETIME NULL, PRIMARY KEY (`customer`, `month`)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 "
+            "COLLATE=utf8mb4_bin");
+  EXPECT_EQ(table_schema::MergeClause(spec),
+            " ON DUPLICATE KEY UPDATE `total` = `total` + VALUES(`total`), `last_at` = "
+            "COALESCE(GREATEST(`last_at`, VALUES(`last_at`)), `last_at`, VALUES(`last_at`))");
+}
+
+TEST(TableSchema, TheWriterAddsTheHashOfTextKeysAfterTheLastKey) {
+  TsvBuilder tsv(kUrlTable);
+  tsv.Text("/a\tb");
+  tsv.Date(0);
+  tsv.Int(3);
+  tsv.EndRow();
+  tsv.Text("/c");
+  tsv.Date(1);
+  tsv.Int(4);
+  tsv.EndRow();
+  const Sha256Digest a = Sha256("/a\tb"), c = Sha256("/c");
+  TsvBuilder expected;  // no spec: no hash; the digests escaped as any bytes are
+  expected.Text("/a\tb");
+  expected.Date(0);
+  expected.Text(std::string_view(reinterpret_cast<const char*>(a.data()), a.size()));
+  expected.Int(3);
+  expected.EndRow();
+  expected.Text("/c");
+  expected.Date(1);
+  expected.Text(std::string_view(reinterpret_cast<const char*>(c.data()), c.size()));
+  expected.Int(4);
+  expected.EndRow();
+  EXPECT_EQ(tsv.Take(), expected.Take());
+}
+
+TEST(TableSchema, SeveralTextKeysHashAsLengthPrefixedParts) {
+  const TableSpec spec{"t", {{"a", ColumnType::kText}, {"b", ColumnType::kText},
+                             {"n", ColumnType::kInt64, Merge::kAdd}}};
+  EXPECT_EQ(table_schema::HashColumn(spec), "a_b_hash");
+  EXPECT_NE(table_schema::CreateTableSql(spec, "t").find(
+                "DEFAULT (UNHEX(SHA2(CONCAT(LENGTH(`a`), ':', `a`, LENGTH(`b`), ':', `b`), 256)))"),
+            std::string::npos);
+  table_schema::KeyHash h(spec);
+  EXPECT_FALSE(h.Next("x:"));
+  EXPECT_TRUE(h.Next("y"));
+  const Sha256Digest want = Sha256("2:x:1:y");
+  EXPECT_EQ(h.digest(), std::string_view(reinterpret_cast<const char*>(want.data()), want.size()));
+}
+
+}  // namespace
+}  // namespace rw
