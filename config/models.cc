@@ -221,7 +221,7 @@ class Parser {
     for (const toml::node& kn : *key_list) {
       const toml::table* k = kn.as_table();
       if (k == nullptr) return Fail(kn, "each key must be a table: { column = ..., path = ... }");
-      if (Status s = Unknown(*k, {"column", "path", "field", "bucket", "type"}, "a key"); !s.ok()) return s;
+      if (Status s = Unknown(*k, {"column", "path", "field", "bucket", "type", "strict"}, "a key"); !s.ok()) return s;
       KeyPlan key;
       Result<std::string> col = String(*k, "column", "a key", true);
       if (!col.ok()) return col.status();
@@ -244,6 +244,12 @@ class Parser {
           return Fail(*tn, fmt::format("a key's type is text, bigint, date or datetime, not '{}'", ts->get()));
         }
         key.type = type->type;
+      }
+      if (const toml::node* sn = k->get("strict")) {
+        const auto* b = sn->as_boolean();
+        if (b == nullptr) return Fail(*sn, "'strict' must be true or false");
+        if (key.type != ValueType::kText) return Fail(*sn, "'strict' applies to text keys only");
+        key.strict = b->get();
       }
       if (key.bucket != Bucket::kNone) {
         if (key.type == ValueType::kText || key.type == ValueType::kBigInt) {

@@ -75,8 +75,8 @@ std::string CanonicalForm(const ModelPlan& p) {
   std::sort(events.begin(), events.end());
   for (const auto& e : events) out += " " + q(e);
   for (const KeyPlan& k : p.keys) {
-    out += fmt::format("\nkey {} {} {} {}", q(k.column), q(SourceText(k.source)), BucketName(k.bucket),
-                       ValueTypeName(k.type));
+    out += fmt::format("\nkey {} {} {} {}{}", q(k.column), q(SourceText(k.source)), BucketName(k.bucket),
+                       ValueTypeName(k.type), k.strict ? " strict" : "");
   }
   for (const ValuePlan& v : p.values) {
     std::vector<std::string> on = v.on.empty() ? events : v.on;
@@ -370,6 +370,11 @@ class DeclaredProjector final : public Projector {
         Typed t;
         if (v.kind == ValueKind::kMissing) {
           reason = fmt::format("key '{}': {} '{}' is missing", k.column, k.source.column ? "field" : "path", k.source.name);
+          break;
+        }
+        if (k.strict && v.kind != ValueKind::kString) {
+          reason = fmt::format("key '{}' ({} '{}') is {}, expected a string", k.column,
+                               k.source.column ? "field" : "path", k.source.name, KindName(v.kind));
           break;
         }
         if (std::string why = Convert(v, k.type, 0, 0, k.bucket, t); !why.empty()) {

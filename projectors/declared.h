@@ -26,6 +26,9 @@ struct KeyPlan {
   FieldSource source;
   Bucket bucket = Bucket::kNone;
   ValueType type = ValueType::kText;  // kBigInt, kText, kDate or kDateTime
+  // Text keys only: take JSON strings alone (a number is then a failure, as in the
+  // compiled URL read models) instead of a number's literal text.
+  bool strict = false;
 };
 
 struct ValuePlan {

@@ -1,0 +1,267 @@
+// Declared read models against a real MariaDB: the shop's declarations checked against a
+// reference computed here from the generator's facts (never from rewind), the blog's seven
+// counters declared in config/blog.toml against their compiled twins, verify, status and
+// resume with a changed declaration.
+#include <gtest/gtest.h>
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <fstream>
+#include <map>
+
+#include "pipeline/verify.h"
+#include "rewind_process.h"
+#include "scripts/generate/event_generator.h"
+#include "scripts/generate/shop_events.h"
+#include "subprocess.h"
+#include "test_db.h"
+
+namespace rw {
+namespace {
+
+using namespace rw::testing;
+
+const std::string kShopModels = std::string(REWIND_SOURCE_DIR) + "/config/shop.toml";
+const std::string kBlogModels = std::string(REWIND_SOURCE_DIR) + "/config/blog.toml";
+constexpr int kOrders = 3000;
+
+std::string Cents(int64_t c) { return fmt::format("{}{}.{:02d}", c < 0 ? "-" : "", std::abs(c) / 100, std::abs(c) % 100); }
+
+// The Monday of a 'YYYY-MM-DD ...' day, with the standard library's calendar.
+std::string MondayOf(const std::string& when) {
+  using namespace std::chrono;
+  const year_month_day ymd{year{std::stoi(when.substr(0, 4))}, month{static_cast<unsigned>(std::stoi(when.substr(5, 2)))},
+                           day{static_cast<unsigned>(std::stoi(when.substr(8, 2)))}};
+  const sys_days d{ymd};
+  const sys_days monday = d - (weekday{d} - std::chrono::Monday);
+  const year_month_day m{monday};
+  return fmt::format("{:04d}-{:02d}-{:02d}", static_cast<int>(m.year()), static_cast<unsigned>(m.month()),
+                     static_cast<unsigned>(m.day()));
+}
+
+// A table's rows as sorted "a|b|c" strings (NULL as "NULL").
+std::vector<std::string> TableRows(Connection& c, const std::string& sql) {
+  std::vector<std::string> out;
+  auto r = c.Query(sql);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  if (!r.ok()) return out;
+  for (const auto& row : r->rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) line += (i ? "|" : "") + row[i].value_or("NULL");
+    out.push_back(line);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+class DeclaredTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    options_ = FreshDatabase("rewind_test_declared");
+    auto c = Connect(options_);
+    ASSERT_TRUE(c);
+    ASSERT_TRUE(c->Execute(EventTableDdl("stored_events")).ok());
+    events_ = shop::Events(kOrders);
+    std::string sql;
+    for (const shop::Event& e : events_) {
+      sql += sql.empty() ? "INSERT INTO stored_events (uuid, eventClass, payload, createdAt) VALUES " : ",";
+      sql += "(UUID(), ";
+      c->AppendQuoted(sql, e.event_class);
+      sql += ", ";
+      c->AppendQuoted(sql, e.payload);
+      sql += ", ";
+      c->AppendQuoted(sql, e.created_at);
+      sql += ")";
+      if (sql.size() > (1 << 20)) {
+        ASSERT_TRUE(c->Execute(sql).ok());
+        sql.clear();
+      }
+    }
+    if (!sql.empty()) {
+      ASSERT_TRUE(c->Execute(sql).ok());
+    }
+    // One event that is not JSON: every model reading its class counts it as failed.
+    ASSERT_TRUE(c->Execute("INSERT INTO stored_events (uuid, eventClass, payload, createdAt) VALUES "
+                           "(UUID(), 'App\\\\Shop\\\\ItemAdded', '<html>', '2024-01-01 00:00:00')").ok());
+  }
+  static ConnectionOptions options_;
+  static std::vector<shop::Event> events_;
+};
+ConnectionOptions DeclaredTest::options_;
+std::vector<shop::Event> DeclaredTest::events_;
+
+TEST_F(DeclaredTest, TheShopsReadModelsEqualAReferenceComputedFromTheFacts) {
+  Outcome run = RunRewind({"replay", "--all", "--models", kShopModels, "--quiet"}, Env(options_));
+  ASSERT_EQ(run.code, 3) << run.err;  // swapped in, with the bad events recorded
+  auto c = Connect(options_);
+
+  // revenue_per_customer_per_month
+  struct Revenue {
+    int64_t orders = 0, revenue = 0, refunded = 0;
+    std::string last_at, status = "NULL";
+  };
+  std::map<std::pair<std::string, std::string>, Revenue> revenue;
+  int64_t revenue_failures = 0;
+  for (const shop::Event& e : events_) {
+    if (e.event_class != shop::kPlaced && e.event_class != shop::kRefunded) continue;
+    if (!e.has_customer || e.bad_amount) {
+      ++revenue_failures;
+      continue;
+    }
+    Revenue& r = revenue[{e.customer, e.when.substr(0, 7) + "-01"}];
+    if (e.event_class == shop::kPlaced) {
+      ++r.orders;
+      r.revenue += e.cents;
+    } else {
+      r.refunded += e.cents;
+      r.status = "refunded";
+    }
+    r.last_at = std::max(r.last_at, e.when);
+  }
+  std::vector<std::string> want;
+  for (const auto& [k, r] : revenue) {
+    want.push_back(fmt::format("{}|{}|{}|{}|{}|{}|{}", k.first, k.second, r.orders, Cents(r.revenue),
+                               Cents(r.refunded), r.last_at, r.status));
+  }
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(TableRows(*c, "SELECT customer, month, orders, revenue, refunded, last_order_at, status FROM "
+                          "revenue_per_customer_per_month"),
+            want);
+
+  // order_summary
+  struct Summary {
+    std::string placed_at = "NULL";
+    int64_t items = 0, quantity = 0, total = 0, discount = 0;
+    std::optional<int64_t> cheapest;
+    std::string first_sku = "NULL", last_sku = "NULL", status = "NULL", confirmed_at = "NULL";
+  };
+  std::map<int64_t, Summary> orders;
+  for (const shop::Event& e : events_) {
+    if (e.event_class == shop::kRefunded) continue;  // not among order_summary's events
+    Summary& s = orders[e.order];
+    if (e.event_class == shop::kPlaced) {
+      s.placed_at = e.when;
+    } else if (e.event_class == shop::kItemAdded) {
+      ++s.items;
+      s.quantity += e.quantity;
+      s.total += e.cents;
+      s.cheapest = std::min(s.cheapest.value_or(e.cents), e.cents);
+      if (s.first_sku == "NULL") s.first_sku = e.sku;
+      s.last_sku = e.sku;
+    } else if (e.event_class == shop::kDiscount) {
+      s.discount += e.cents;
+    } else if (e.event_class == shop::kConfirmed) {
+      s.status = "confirmed";
+      if (s.confirmed_at == "NULL") s.confirmed_at = e.when;
+    }
+  }
+  want.clear();
+  for (const auto& [id, s] : orders) {
+    want.push_back(fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", id, s.placed_at, s.items, s.quantity, Cents(s.total),
+                               s.cheapest ? Cents(*s.cheapest) : "NULL", s.first_sku, s.last_sku, Cents(s.discount),
+                               s.status, s.confirmed_at));
+  }
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(TableRows(*c, "SELECT order_id, placed_at, items, quantity, total, cheapest_line, first_sku, last_sku, "
+                          "discount_total, status, confirmed_at FROM order_summary"),
+            want);
+
+  // items_per_sku_per_week (its week from the event table's createdAt column)
+  std::map<std::pair<std::string, std::string>, std::pair<int64_t, int64_t>> items;
+  for (const shop::Event& e : events_) {
+    if (e.event_class != shop::kItemAdded) continue;
+    auto& v = items[{e.sku, MondayOf(e.created_at)}];
+    ++v.first;
+    v.second += e.quantity;
+  }
+  want.clear();
+  for (const auto& [k, v] : items) want.push_back(fmt::format("{}|{}|{}|{}", k.first, k.second, v.first, v.second));
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(TableRows(*c, "SELECT sku, week, `lines`, quantity FROM items_per_sku_per_week"), want);
+
+  // Each bad event is recorded once, for the read model it failed in; the payload that is
+  // not JSON once, by the decoder.
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM rewind_failures WHERE stage = 'revenue_per_customer_per_month'"),
+            revenue_failures);
+  EXPECT_GT(revenue_failures, 0);
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM rewind_failures WHERE stage = 'decoder'"), 1);
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM rewind_failures WHERE stage NOT IN ('decoder', "
+                      "'revenue_per_customer_per_month')"), 0);
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM rewind_failures WHERE stage = 'revenue_per_customer_per_month' AND "
+                      "reason LIKE '%path ''amount''%twelve%'"),
+            std::count_if(events_.begin(), events_.end(), [](const shop::Event& e) { return e.bad_amount && e.has_customer; }));
+
+  // verify rebuilds beside them and finds them identical.
+  Outcome verify = RunRewind({"verify", "--models", kShopModels, "revenue_per_customer_per_month", "order_summary",
+                              "items_per_sku_per_week"}, Env(options_));
+  EXPECT_EQ(verify.code, 0) << verify.err << verify.out;
+  // list and status know them.
+  Outcome list = RunRewind({"list", "--models", kShopModels}, Env(options_));
+  EXPECT_NE(list.out.find("order_summary"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("declared"), std::string::npos);
+  Outcome status = RunRewind({"status", "--models", kShopModels}, Env(options_));
+  EXPECT_EQ(status.code, 0) << status.err;
+  EXPECT_EQ(status.out.find("older declaration"), std::string::npos) << status.out;
+}
+
+TEST_F(DeclaredTest, AChangedDeclarationIsRefusedByResumeAndShownByStatus) {
+  // 3: swapped in, with the event that is not JSON recorded.
+  ASSERT_EQ(RunRewind({"replay", "order_summary", "--models", kShopModels, "--quiet"}, Env(options_)).code, 3);
+  // The same declarations, one changed.
+  std::ifstream in(kShopModels);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string from = R"(column = "cheapest_line",  op = "min")", to = R"(column = "cheapest_line",  op = "max")";
+  ASSERT_NE(text.find(from), std::string::npos);
+  text.replace(text.find(from), from.size(), to);
+  const std::string changed = ::testing::TempDir() + "/shop-changed.toml";
+  std::ofstream(changed) << text;
+
+  Outcome status = RunRewind({"status", "--models", changed}, Env(options_));
+  EXPECT_EQ(status.code, 0) << status.err;
+  EXPECT_NE(status.out.find("older declaration"), std::string::npos) << status.out;
+
+  // An interrupted build with the first declaration...
+  std::vector<std::string> env = Env(options_);
+  env.push_back("REWIND_FAULT=before-swap");
+  {
+    Subprocess run(Rewind({"replay", "order_summary", "--models", kShopModels, "--progress", "plain"}), env);
+    ASSERT_TRUE(run.started());
+    ASSERT_TRUE(run.WaitFor("fault point", 120)) << run.err();
+    run.Signal(SIGKILL);
+    EXPECT_EQ(run.Wait(), 128 + SIGKILL);
+  }
+  // ...is not continued with another.
+  Outcome resume = RunRewind({"replay", "order_summary", "--resume", "--models", changed, "--quiet"}, Env(options_));
+  EXPECT_NE(resume.code, 0);
+  EXPECT_NE(resume.err.find("another declaration"), std::string::npos) << resume.err;
+  // With its own declaration it is.
+  Outcome same = RunRewind({"replay", "order_summary", "--resume", "--models", kShopModels}, Env(options_));
+  EXPECT_EQ(same.code, 3) << same.err;
+  EXPECT_NE(same.err.find("order_summary resumes after event"), std::string::npos) << same.err;
+}
+
+TEST(DeclaredBlog, TheBlogsDeclaredCountersEqualTheCompiledOnes) {
+  // Generated blog events with odd URLs and bad payloads of every kind.
+  const ConnectionOptions o = Store("rewind_test_declared_blog", 60000, 101);
+  Outcome run = RunRewind({"replay", "--all", "--models", kBlogModels, "--quiet"}, Env(o));
+  ASSERT_EQ(run.code, 3) << run.err;
+  auto c = Connect(o);
+  const char* const kTwins[] = {"visits_per_minute", "visits_per_hour", "visits_per_day", "visits_per_month",
+                                "visits_per_year", "visits_per_post_per_day", "visits_per_post_per_week"};
+  for (const char* name : kTwins) {
+    SCOPED_TRACE(name);
+    const TableSpec spec = MakeProjector(name)->table();
+    auto diff = CompareTables(*c, spec, name, std::string("declared_") + name);
+    ASSERT_TRUE(diff.ok()) << diff.status().message();
+    EXPECT_TRUE(diff->identical()) << ::testing::PrintToString(diff->examples);
+    EXPECT_GT(diff->live_rows, 0u);
+    EXPECT_EQ(diff->live_rows, diff->rebuilt_rows);
+    EXPECT_EQ(diff->live_total, diff->rebuilt_total);
+  }
+}
+
+}  // namespace
+}  // namespace rw

@@ -1,0 +1,219 @@
+// The declared read models file: every mistake named with its line, the version a hash of
+// the parsed declaration, exact decimal sums, and the generic projector's folds on records
+// built here by hand.
+#include <gtest/gtest.h>
+
+#include <fmt/core.h>
+
+#include "config/models.h"
+#include "projectors/declared.h"
+
+namespace rw {
+namespace {
+
+Status Parse(const std::string& text) {
+  Result<std::vector<ModelPlan>> r = ParseModels(text, "m.toml", "stored_events");
+  return r.ok() ? Status::Ok() : r.status();
+}
+
+const char* const kGood = R"toml(
+[[read_model]]
+name   = "revenue"
+events = ['Shop\Placed', 'Shop\Refunded']
+key = [
+  { column = "customer", path = "customer.id" },
+  { column = "month",    path = "placedAt", bucket = "month" },
+]
+values = [
+  { column = "orders",  op = "count", on = ['Shop\Placed'] },
+  { column = "revenue", op = "sum", path = "amount", type = "decimal(18,2)", on = ['Shop\Placed'] },
+  { column = "status",  op = "last", value = "refunded", on = ['Shop\Refunded'] },
+]
+)toml";
+
+// `text` with the line that holds `from` replaced by `to`.
+std::string With(const std::string& from, const std::string& to) {
+  std::string s = kGood;
+  const size_t at = s.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return s.replace(at, from.size(), to);
+}
+
+void ExpectError(const std::string& text, const std::string& where, const std::string& what) {
+  Status s = Parse(text);
+  EXPECT_FALSE(s.ok()) << text;
+  EXPECT_NE(s.message().find(where), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find(what), std::string::npos) << s.message();
+}
+
+TEST(Models, AGoodFileParsesWithEveryDefaultSpelledOut) {
+  Result<std::vector<ModelPlan>> r = ParseModels(kGood, "m.toml", "stored_events");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->size(), 1u);
+  const ModelPlan& p = (*r)[0];
+  EXPECT_EQ(p.origin, "m.toml:2");
+  EXPECT_EQ(p.keys[0].type, ValueType::kText);
+  EXPECT_EQ(p.keys[1].type, ValueType::kDate);
+  EXPECT_EQ(p.values[0].type, ValueType::kBigInt);
+  EXPECT_EQ(p.values[1].precision, 18);
+  EXPECT_EQ(p.values[2].type, ValueType::kText);
+}
+
+TEST(Models, EveryMistakeIsNamedWithItsLine) {
+  ExpectError("[[read_model]\nname = 1", "m.toml:1", "");                            // TOML syntax
+  ExpectError(With("op = \"count\"", "op = \"avg\""), "m.toml:10", "unknown op 'avg'");
+  ExpectError(With("bucket = \"month\"", "bucket = \"fortnight\""), "m.toml:7", "unknown bucket 'fortnight'");
+  ExpectError(With("op = \"count\",", "op = \"count\", path = \"x\","), "m.toml:10", "takes no path");
+  ExpectError(With("value = \"refunded\", on = ['Shop\\Refunded']", "value = \"refunded\""), "m.toml:12",
+              "say which events it applies to with 'on'");
+  ExpectError(With("column = \"revenue\"", "column = \"orders\""), "m.toml:11", "column 'orders' is declared twice");
+  ExpectError(With("column = \"revenue\"", "column = \"Orders\""), "m.toml:11", "declared twice");
+  ExpectError(With("column = \"status\"", "column = \"customer_hash\""), "m.toml:2", "'customer_hash' is reserved");
+  ExpectError(With("name   = \"revenue\"", "name = \"stored_events\""), "m.toml:3", "the event table's");
+  ExpectError(With("name   = \"revenue\"", "name = \"rewind_checkpoints\""), "m.toml:3", "reserved");
+  ExpectError(With("name   = \"revenue\"", "name = \"visits_per_day\""), "m.toml:3", "compiled read model");
+  ExpectError(With("name   = \"revenue\"", "name = \"rev-enue\""), "m.toml:3", "not a plain identifier");
+  ExpectError(With("column = \"month\"", "column = \"mon th\""), "m.toml:7", "not a plain identifier");
+  ExpectError(With("events = ['Shop\\Placed', 'Shop\\Refunded']", "events = []"), "m.toml:4", "is empty");
+  ExpectError(With("type = \"decimal(18,2)\"", "type = \"money\""), "m.toml:11", "unknown type 'money'");
+  ExpectError(With("type = \"decimal(18,2)\"", "type = \"decimal(40,2)\""), "m.toml:11", "38 digits");
+  ExpectError(With("op = \"sum\",", "op = \"sum\", colour = \"red\","), "m.toml:11", "unknown key 'colour'");
+  ExpectError(With("name   = \"revenue\"", "name = \"revenue\"\nowner = \"me\""), "m.toml:4", "unknown key 'owner'");
+  ExpectError(std::string(kGood) + "\n[settings]\nx = 1\n", "m.toml:", "unknown key 'settings'");
+  ExpectError(With("on = ['Shop\\Placed'] },\n  { column = \"revenue\"", "on = ['Shop\\Other'] },\n  { column = \"revenue\""),
+              "m.toml:10", "not in the read model's events");
+  ExpectError(std::string(kGood) + kGood, "m.toml:15", "declared twice");
+  ExpectError(With("path = \"customer.id\"", "path = \"customer..id\""), "m.toml:6", "empty part");
+  ExpectError(With("bucket = \"month\"", "bucket = \"hour\", type = \"date\""), "m.toml:7", "needs type datetime");
+  ExpectError(With("{ column = \"status\",  op = \"last\", value = \"refunded\", on = ['Shop\\Refunded'] },",
+                   "{ column = \"status\",  op = \"sum\", value = \"abc\", on = ['Shop\\Refunded'] },"),
+              "m.toml:12", "is not a decimal(38,10)");
+}
+
+TEST(Models, TheVersionIsAHashOfTheDeclarationNotOfTheBytes) {
+  auto plans = [](const std::string& text) { return *ParseModels(text, "m.toml", "stored_events"); };
+  const std::string version = PlanVersion(plans(kGood)[0]);
+  // Reformatted, reordered classes, defaults written out: the same declaration.
+  std::string same = With("events = ['Shop\\Placed', 'Shop\\Refunded']", "events = [ 'Shop\\Refunded',\n  'Shop\\Placed' ] # a comment");
+  same = same.replace(same.find("op = \"count\","), 13, "op = \"count\", type = \"bigint\",");
+  EXPECT_EQ(PlanVersion(plans(same)[0]), version);
+  // A changed op or type is another version.
+  EXPECT_NE(PlanVersion(plans(With("op = \"last\"", "op = \"first\""))[0]), version);
+  EXPECT_NE(PlanVersion(plans(With("decimal(18,2)", "decimal(18,3)"))[0]), version);
+}
+
+TEST(Decimal, SumsAreExact) {
+  __int128 v = 0, sum = 0;
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(ParseScaled("0.1", 38, 10, v));
+    sum += v;
+  }
+  EXPECT_EQ(FormatScaled(sum, 10), "1.0000000000");
+  ASSERT_TRUE(ParseScaled("-12.5", 18, 2, v));
+  EXPECT_EQ(FormatScaled(v, 2), "-12.50");
+  ASSERT_TRUE(ParseScaled("1e2", 18, 2, v));
+  EXPECT_EQ(FormatScaled(v, 2), "100.00");
+  ASSERT_TRUE(ParseScaled("1.250", 18, 2, v));  // a trailing zero is not a lost decimal
+  EXPECT_EQ(FormatScaled(v, 2), "1.25");
+  EXPECT_FALSE(ParseScaled("1.234", 18, 2, v));          // more decimals than the type holds
+  EXPECT_FALSE(ParseScaled("12345678901234567", 18, 2, v));  // more digits than the type holds
+  EXPECT_FALSE(ParseScaled("12a", 18, 2, v));
+  EXPECT_FALSE(ParseScaled("", 18, 2, v));
+  EXPECT_FALSE(ParseScaled(".", 18, 2, v));
+  EXPECT_EQ(FormatScaled(5, 3), "0.005");
+  EXPECT_EQ(FormatScaled(0, 0), "0");
+}
+
+// Renders a flush as "v|v|v" rows.
+class TextSink final : public RowSink {
+ public:
+  void Int(int64_t v) override { Add(std::to_string(v)); }
+  void Date(int32_t days) override {
+    char buf[10];
+    Add(std::string(buf, FormatDate(days, buf)));
+  }
+  void DateTime(int64_t s) override {
+    char buf[19];
+    Add(std::string(buf, FormatDateTime(s, buf)));
+  }
+  void Text(std::string_view b) override { Add("'" + std::string(b) + "'"); }
+  void Number(std::string_view literal) override { Add(std::string(literal)); }
+  void Double(double v) override { Add(fmt::format("{}", v)); }
+  void Null() override { Add("NULL"); }
+  void EndRow() override {
+    rows.push_back(current);
+    current.clear();
+  }
+  std::vector<std::string> rows;
+
+ private:
+  void Add(const std::string& v) { current += (current.empty() ? "" : "|") + v; }
+  std::string current;
+};
+
+TEST(DeclaredProjector, FoldsEveryOpAndRecordsWhatItCannotApply) {
+  auto plans = ParseModels(R"toml(
+[[read_model]]
+name   = "m"
+events = ['A', 'B']
+key    = [{ column = "k", path = "k" }, { column = "week", path = "t", bucket = "week" }]
+values = [
+  { column = "n",     op = "count" },
+  { column = "total", op = "sum", path = "x", type = "decimal(10,2)" },
+  { column = "lo",    op = "min", path = "x", type = "double" },
+  { column = "hi",    op = "max", path = "t", type = "datetime" },
+  { column = "first", op = "first", path = "s" },
+  { column = "last",  op = "last", path = "s" },
+  { column = "b",     op = "count", on = ['B'] },
+  { column = "flag",  op = "last", value = "seen-b", on = ['B'] },
+]
+)toml", "m.toml", "stored_events");
+  ASSERT_TRUE(plans.ok()) << plans.status().message();
+  std::unique_ptr<Projector> p = MakeDeclaredProjector((*plans)[0]);
+  EventCatalog catalog;
+  catalog.ClassIndex("Other");  // classes the projector does not read keep their indexes
+  p->Bind(catalog);
+  const uint16_t a = catalog.ClassIndex("A"), b = catalog.ClassIndex("B"), other = 0;
+  const size_t width = catalog.fields().size();
+  auto slot = [&](const char* path) { return catalog.Slot(FieldSource{false, path}); };
+  std::vector<EventRecord> events;
+  std::vector<FieldValue> values;
+  auto add = [&](EventId id, uint16_t cls, std::map<std::string, FieldValue> fields) {
+    events.push_back({id, cls, true, static_cast<uint32_t>(values.size())});
+    values.resize(values.size() + width);
+    for (const auto& [path, v] : fields) values[events.back().first_value + slot(path.c_str())] = v;
+  };
+  using K = ValueKind;
+  add(1, a, {{"k", {K::kString, "x"}}, {"t", {K::kString, "2024-01-03T10:00:00+02:00"}}, {"x", {K::kNumber, "0.1"}},
+             {"s", {K::kString, "one"}}});
+  add(2, b, {{"k", {K::kString, "x"}}, {"t", {K::kString, "2024-01-07 23:59:59"}}, {"x", {K::kString, "0.2"}},
+             {"s", {K::kString, "two"}}});
+  add(3, a, {{"k", {K::kNumber, "7"}}, {"t", {K::kString, "2024-01-08"}}});                    // x, s missing: untouched
+  add(4, a, {{"t", {K::kString, "2024-01-08"}}});                                                // no key: failure
+  add(5, a, {{"k", {K::kString, "x"}}, {"t", {K::kString, "2024-01-04"}}, {"x", {K::kString, "1.005"}}});  // too many decimals
+  add(6, a, {{"k", {K::kObject, ""}}, {"t", {K::kString, "2024-01-04"}}});                      // wrong key type
+  add(7, other, {{"k", {K::kString, "x"}}, {"t", {K::kString, "2024-01-04"}}});                 // not its class
+  add(8, a, {{"k", {K::kString, "x"}}, {"t", {K::kString, "2024-01-05"}}, {"x", {K::kNull, ""}}, {"s", {K::kNumber, "3"}}});
+  std::vector<EventFailure> failures;
+  p->ApplyRecords(EventRecords{events, values, width}, failures);
+  ASSERT_EQ(failures.size(), 3u);
+  EXPECT_EQ(failures[0].id, 4);
+  EXPECT_NE(failures[0].reason.find("key 'k': path 'k' is missing"), std::string::npos) << failures[0].reason;
+  EXPECT_EQ(failures[1].id, 5);
+  EXPECT_NE(failures[1].reason.find("decimal(10,2)"), std::string::npos) << failures[1].reason;
+  EXPECT_EQ(failures[2].id, 6);
+  EXPECT_NE(failures[2].reason.find("an object"), std::string::npos) << failures[2].reason;
+  TextSink sink;
+  p->Flush(sink);
+  std::sort(sink.rows.begin(), sink.rows.end());
+  EXPECT_EQ(sink.rows, (std::vector<std::string>{
+                           // key 7 (a number as text) in the week of Monday 2024-01-08: nothing but the count
+                           "'7'|2024-01-08|1|0.00|NULL|2024-01-08 00:00:00|NULL|NULL|0|NULL",
+                           // key x, week of Monday 2024-01-01: events 1, 2 and 8 (8's x is null: untouched)
+                           "'x'|2024-01-01|3|0.30|0.1|2024-01-07 23:59:59|'one'|'3'|1|'seen-b'",
+                       }));
+  EXPECT_EQ(p->pending_rows(), 0u);
+}
+
+}  // namespace
+}  // namespace rw
