@@ -1,5 +1,7 @@
 #include "projectors/civil_time.h"
 
+#include <cstring>
+
 namespace rw {
 namespace {
 
@@ -87,6 +89,16 @@ int FormatDateTime(int64_t epoch_seconds, char* out) {
   out[16] = ':';
   Put(out + 17, static_cast<int>(sod % 60), 2);
   return 19;
+}
+
+std::optional<CivilTime> ParseDateOrTimestamp(std::string_view text) {
+  if (text.size() == 10) {
+    char buf[19];
+    std::memcpy(buf, text.data(), 10);
+    std::memcpy(buf + 10, "T00:00:00", 9);
+    return ParseIsoTimestamp(std::string_view(buf, 19));
+  }
+  return ParseIsoTimestamp(text);
 }
 
 }  // namespace rw

@@ -74,6 +74,8 @@ constexpr int32_t FirstOfYear(int32_t days) { return DaysFromCivil(CivilFromDays
 // optional offset (`Z`, `+HH:MM`, `+HHMM`, `+HH`). The offset is validated and ignored.
 // Returns nullopt for anything else, including impossible dates (2023-02-29) and times.
 std::optional<CivilTime> ParseIsoTimestamp(std::string_view text);
+// A timestamp as ParseIsoTimestamp reads it, or a date alone ('YYYY-MM-DD': its midnight).
+std::optional<CivilTime> ParseDateOrTimestamp(std::string_view text);
 
 // Writes "YYYY-MM-DD" (10 chars) / "YYYY-MM-DD HH:MM:SS" (19 chars) into `out`;
 // returns the number of characters written. REQUIRES: year in 0..9999.

@@ -181,16 +181,6 @@ std::string Short(std::string_view s) {
   return out;
 }
 
-std::optional<CivilTime> ParseWhen(std::string_view text) {
-  if (text.size() == 10) {  // a date alone: its midnight
-    char buf[19];
-    std::memcpy(buf, text.data(), 10);
-    std::memcpy(buf + 10, "T00:00:00", 9);
-    return ParseIsoTimestamp(std::string_view(buf, 19));
-  }
-  return ParseIsoTimestamp(text);
-}
-
 bool ParseInt(std::string_view s, int64_t& out) {
   if (!s.empty() && s[0] == '+') s.remove_prefix(1);
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
@@ -244,7 +234,12 @@ std::string Convert(const FieldValue& v, ValueType type, uint8_t precision, uint
     case ValueType::kDate:
     case ValueType::kDateTime: {
       if (v.kind != ValueKind::kString) return fmt::format("is {}, expected a date-time string", KindName(v.kind));
-      std::optional<CivilTime> t = ParseWhen(v.text);
+      std::optional<CivilTime> t;
+      if (v.time_state == TimeState::kOk) {
+        t = v.time;  // parsed once by the decoder
+      } else if (v.time_state == TimeState::kNotParsed) {
+        t = ParseDateOrTimestamp(v.text);
+      }
       if (!t) {
         return fmt::format("'{}' is not an ISO-8601 date or time from year 0001 to 9999", Short(v.text));
       }
@@ -325,6 +320,9 @@ class DeclaredProjector final : public Projector {
     for (size_t i = 0; i < plan_.keys.size(); ++i) {
       if (plan_.keys[i].type == ValueType::kText) key_order_.push_back(i);
     }
+    text_keys_ = key_order_.size() - std::count_if(plan_.keys.begin(), plan_.keys.end(), [](const KeyPlan& k) {
+                   return k.type != ValueType::kText;
+                 });
   }
 
   std::string_view name() const override { return plan_.name; }
@@ -342,13 +340,18 @@ class DeclaredProjector final : public Projector {
       catalog.WantRecords(c);
       Mark(model_classes_, c);
     }
+    auto is_time = [](ValueType t) { return t == ValueType::kDate || t == ValueType::kDateTime; };
     key_slots_.clear();
-    for (const KeyPlan& k : plan_.keys) key_slots_.push_back(catalog.Slot(k.source));
+    for (const KeyPlan& k : plan_.keys) {
+      key_slots_.push_back(catalog.Slot(k.source));
+      if (is_time(k.type)) catalog.WantTime(key_slots_.back());
+    }
     value_slots_.clear();
     value_on_.assign(plan_.values.size(), {});
     for (size_t i = 0; i < plan_.values.size(); ++i) {
       const ValuePlan& v = plan_.values[i];
       value_slots_.push_back(v.source.name.empty() ? -1 : static_cast<int64_t>(catalog.Slot(v.source)));
+      if (value_slots_.back() >= 0 && is_time(v.type)) catalog.WantTime(static_cast<uint32_t>(value_slots_.back()));
       for (const std::string& e : v.on.empty() ? plan_.events : v.on) Mark(value_on_[i], catalog.ClassIndex(e));
     }
   }
@@ -394,7 +397,8 @@ class DeclaredProjector final : public Projector {
         }
         FieldValue v;
         if (p.has_constant) {
-          v = FieldValue{ValueKind::kString, p.constant};
+          v.kind = ValueKind::kString;
+          v.text = p.constant;
         } else {
           v = records.value(e, static_cast<size_t>(value_slots_[i]));
         }
@@ -449,7 +453,14 @@ class DeclaredProjector final : public Projector {
     std::vector<const std::pair<const std::string, uint32_t>*> rows;
     rows.reserve(rows_.size());
     for (const auto& r : rows_) rows.push_back(&r);
-    std::sort(rows.begin(), rows.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
+    // In the order of the stored key's leading non-text columns (text keys are stored by
+    // their hash, which no order here can follow): comparing that fixed prefix is enough.
+    const size_t prefix = 8 * (key_order_.size() - text_keys_);
+    if (prefix > 0) {
+      std::sort(rows.begin(), rows.end(), [prefix](const auto* a, const auto* b) {
+        return std::memcmp(a->first.data(), b->first.data(), prefix) < 0;
+      });
+    }
     const size_t nvalues = plan_.values.size();
     std::vector<Typed> keys(plan_.keys.size());
     for (const auto* r : rows) {
@@ -575,6 +586,7 @@ class DeclaredProjector final : public Projector {
   TableSpec table_;
   std::vector<__int128> limit_;   // per value: 10^precision for decimals
   std::vector<size_t> key_order_;  // key columns in encoded order
+  size_t text_keys_ = 0;
   std::vector<bool> model_classes_;
   std::vector<uint32_t> key_slots_;
   std::vector<int64_t> value_slots_;

@@ -12,16 +12,23 @@
 #include <string_view>
 #include <vector>
 
+#include "projectors/civil_time.h"
 #include "projectors/event_id.h"
 
 namespace rw {
 
 enum class ValueKind : uint8_t { kMissing, kNull, kFalse, kTrue, kNumber, kString, kObject, kArray };
 
+enum class TimeState : uint8_t { kNotParsed, kOk, kBad };
+
 struct FieldValue {
   ValueKind kind = ValueKind::kMissing;
+  // For the fields read models read as times: parsed once by the decoder, not once per
+  // read model (ParseDateOrTimestamp).
+  TimeState time_state = TimeState::kNotParsed;
   // kString: the unescaped bytes; kNumber: the literal as written ("1.50", "-3e2").
   std::string_view text;
+  CivilTime time{};
 };
 
 struct EventRecord {
@@ -64,6 +71,12 @@ class EventCatalog {
     fields_.push_back(field);
     return static_cast<uint32_t>(fields_.size() - 1);
   }
+  // Marks a field that some read model reads as a date or time.
+  void WantTime(uint32_t slot) {
+    if (time_slots_.size() <= slot) time_slots_.resize(slot + 1u, false);
+    time_slots_[slot] = true;
+  }
+  bool wants_time(uint32_t slot) const { return slot < time_slots_.size() && time_slots_[slot]; }
   // Marks a class as read by a record reader (a declared read model).
   void WantRecords(uint16_t event_class) {
     if (record_classes_.size() <= event_class) record_classes_.resize(event_class + 1u, false);
@@ -79,6 +92,7 @@ class EventCatalog {
   std::vector<std::string> classes_;
   std::vector<FieldSource> fields_;
   std::vector<bool> record_classes_;
+  std::vector<bool> time_slots_;
 };
 
 // Why one event could not be applied to one read model.

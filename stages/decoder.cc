@@ -278,6 +278,7 @@ Decoder::Decoder(uint32_t fields, std::optional<uint16_t> page_class, EventCatal
     : fields_(fields | kFieldVisitedAt), page_class_(page_class), catalog_(std::move(catalog)) {
   size_t column = 0;
   for (size_t i = 0; i < catalog_.fields().size(); ++i) {
+    if (catalog_.wants_time(static_cast<uint32_t>(i))) time_slots_.push_back(static_cast<uint32_t>(i));
     const FieldSource& f = catalog_.fields()[i];
     if (f.column) {
       column_slots_.push_back({static_cast<uint32_t>(i), column++});
@@ -292,7 +293,6 @@ void Decoder::Decode(Batch& batch) const {
   batch.visits.reserve(batch.raw.size());
   const size_t total = batch.payloads.size();
   const size_t width = catalog_.fields().size();
-  const size_t ncolumns = column_slots_.size();
   batch.width = width;
   for (const RawEvent& raw : batch.raw) {
     bool failed = false;
@@ -305,11 +305,17 @@ void Decoder::Decode(Batch& batch) const {
       record.decoded = reason.empty();
       for (const auto& [slot, index] : column_slots_) {
         const RawColumn& col = batch.raw_columns[raw.columns + index];
-        values[slot] = col.null ? FieldValue{ValueKind::kNull, {}}
-                                : FieldValue{ValueKind::kString,
-                                             std::string_view(batch.payloads.data() + col.offset, col.length)};
+        FieldValue& v = values[slot];
+        v.kind = col.null ? ValueKind::kNull : ValueKind::kString;
+        if (!col.null) v.text = std::string_view(batch.payloads.data() + col.offset, col.length);
       }
-      (void)ncolumns;
+      for (uint32_t slot : time_slots_) {  // once here, not once per read model
+        FieldValue& v = values[slot];
+        if (v.kind != ValueKind::kString) continue;
+        const std::optional<CivilTime> t = ParseDateOrTimestamp(v.text);
+        v.time_state = t ? TimeState::kOk : TimeState::kBad;
+        if (t) v.time = *t;
+      }
       batch.records.push_back(record);
       if (!reason.empty()) {
         failed = true;

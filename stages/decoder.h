@@ -56,6 +56,7 @@ class Decoder {
   EventCatalog catalog_;
   PathNode paths_;
   std::vector<std::pair<uint32_t, size_t>> column_slots_;  // (slot, index among the read columns)
+  std::vector<uint32_t> time_slots_;  // slots read as dates or times: parsed once per event
 };
 
 }  // namespace rw

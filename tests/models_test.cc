@@ -184,16 +184,22 @@ values = [
     for (const auto& [path, v] : fields) values[events.back().first_value + slot(path.c_str())] = v;
   };
   using K = ValueKind;
-  add(1, a, {{"k", {K::kString, "x"}}, {"t", {K::kString, "2024-01-03T10:00:00+02:00"}}, {"x", {K::kNumber, "0.1"}},
-             {"s", {K::kString, "one"}}});
-  add(2, b, {{"k", {K::kString, "x"}}, {"t", {K::kString, "2024-01-07 23:59:59"}}, {"x", {K::kString, "0.2"}},
-             {"s", {K::kString, "two"}}});
-  add(3, a, {{"k", {K::kNumber, "7"}}, {"t", {K::kString, "2024-01-08"}}});                    // x, s missing: untouched
-  add(4, a, {{"t", {K::kString, "2024-01-08"}}});                                                // no key: failure
-  add(5, a, {{"k", {K::kString, "x"}}, {"t", {K::kString, "2024-01-04"}}, {"x", {K::kString, "1.005"}}});  // too many decimals
-  add(6, a, {{"k", {K::kObject, ""}}, {"t", {K::kString, "2024-01-04"}}});                      // wrong key type
-  add(7, other, {{"k", {K::kString, "x"}}, {"t", {K::kString, "2024-01-04"}}});                 // not its class
-  add(8, a, {{"k", {K::kString, "x"}}, {"t", {K::kString, "2024-01-05"}}, {"x", {K::kNull, ""}}, {"s", {K::kNumber, "3"}}});
+  auto F = [](ValueKind kind, std::string_view text) {
+    FieldValue v;
+    v.kind = kind;
+    v.text = text;
+    return v;
+  };
+  add(1, a, {{"k", F(K::kString, "x")}, {"t", F(K::kString, "2024-01-03T10:00:00+02:00")}, {"x", F(K::kNumber, "0.1")},
+             {"s", F(K::kString, "one")}});
+  add(2, b, {{"k", F(K::kString, "x")}, {"t", F(K::kString, "2024-01-07 23:59:59")}, {"x", F(K::kString, "0.2")},
+             {"s", F(K::kString, "two")}});
+  add(3, a, {{"k", F(K::kNumber, "7")}, {"t", F(K::kString, "2024-01-08")}});                    // x, s missing: untouched
+  add(4, a, {{"t", F(K::kString, "2024-01-08")}});                                                // no key: failure
+  add(5, a, {{"k", F(K::kString, "x")}, {"t", F(K::kString, "2024-01-04")}, {"x", F(K::kString, "1.005")}});  // too many decimals
+  add(6, a, {{"k", F(K::kObject, "")}, {"t", F(K::kString, "2024-01-04")}});                      // wrong key type
+  add(7, other, {{"k", F(K::kString, "x")}, {"t", F(K::kString, "2024-01-04")}});                 // not its class
+  add(8, a, {{"k", F(K::kString, "x")}, {"t", F(K::kString, "2024-01-05")}, {"x", F(K::kNull, "")}, {"s", F(K::kNumber, "3")}});
   std::vector<EventFailure> failures;
   p->ApplyRecords(EventRecords{events, values, width}, failures);
   ASSERT_EQ(failures.size(), 3u);
