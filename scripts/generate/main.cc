@@ -7,24 +7,29 @@
 
 #include "config/options.h"
 #include "scripts/generate/event_generator.h"
+#include "scripts/generate/shop_events.h"
 
 int main(int argc, char** argv) {
   using namespace rw;
   GeneratorOptions g;
   std::vector<std::string> rest;
   bool append = false;
+  int shop_orders = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
     if (a == "--help") {
       fmt::print(
           "rewind-gen [--events N] [--bad-every N] [--append] [--seed N] [connection options]\n"
+          "rewind-gen --shop ORDERS [connection options]\n"
           "Creates the event table (default stored_events) if missing and appends N sample\n"
           "PageVisited events (default 1,000,000). Without --append an existing table is\n"
-          "dropped first. --bad-every N makes every Nth payload bad (for testing).\n");
+          "dropped first. --bad-every N makes every Nth payload bad (for testing).\n"
+          "--shop ORDERS fills it instead with a small shop's events (config/shop.toml reads them).\n");
       return 0;
     }
     if (a == "--events") g.events = std::stoull(next());
+    else if (a == "--shop") shop_orders = std::stoi(next());
     else if (a == "--bad-every") g.bad_every = std::stoull(next());
     else if (a == "--seed") g.seed = std::stoull(next());
     else if (a == "--append") append = true;
@@ -59,6 +64,36 @@ int main(int argc, char** argv) {
   } else if (Status s = (*c)->Execute("DROP TABLE IF EXISTS " + QuoteIdentifier(table)); !s.ok()) {
     fmt::print(stderr, "rewind-gen: {}\n", s.message());
     return 1;
+  }
+  if (shop_orders > 0) {
+    if (Status s = (*c)->Execute(EventTableDdl(table)); !s.ok()) {
+      fmt::print(stderr, "rewind-gen: {}\n", s.message());
+      return 1;
+    }
+    const std::vector<shop::Event> events = shop::Events(shop_orders);
+    std::string sql;
+    for (size_t i = 0; i <= events.size(); ++i) {
+      if (i == events.size() || sql.size() > (1 << 20)) {
+        if (Status s = (*c)->Execute(sql); !sql.empty() && !s.ok()) {
+          fmt::print(stderr, "rewind-gen: {}\n", s.message());
+          return 1;
+        }
+        sql.clear();
+        if (i == events.size()) break;
+      }
+      const shop::Event& e = events[i];
+      sql += sql.empty() ? "INSERT INTO " + QuoteIdentifier(table) + " (uuid, eventClass, payload, createdAt) VALUES " : ",";
+      sql += "(UUID(), ";
+      (*c)->AppendQuoted(sql, e.event_class);
+      sql += ", ";
+      (*c)->AppendQuoted(sql, e.payload);
+      sql += ", ";
+      (*c)->AppendQuoted(sql, e.created_at);
+      sql += ")";
+    }
+    fmt::print("rewind-gen: {} shop events ({} orders) in {}.{}\n", events.size(), shop_orders,
+               cl->options.connection.database, table);
+    return 0;
   }
   if (Status s = LoadEvents(**c, table, g, *log); !s.ok()) {
     fmt::print(stderr, "rewind-gen: {}\n", s.message());
