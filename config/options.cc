@@ -67,7 +67,7 @@ Result<bool> Boolean(const std::string& key, const std::string& text) {
   return Status::InvalidInput(fmt::format("--{} is true or false, got '{}'", key, text));
 }
 
-enum class Group { kConnection, kEvents, kReplay, kControl, kOutput };
+enum class Group { kConnection, kEvents, kReplay, kControl, kStress, kOutput };
 
 // A table-name suffix of an --into build: a plain identifier that does not end like
 // rewind's own tables (the whole name's length is checked against each read model).
@@ -241,6 +241,42 @@ const std::vector<OptionSpec>& Table() {
        nullptr},
       {"json", "", Group::kOutput, true, {}, "status and --dry-run: print JSON", Flag("json", &ReplayOptions::json), nullptr},
       // Migration-day controls
+      {"quick", "", Group::kStress, true, {}, "stress: smaller volumes and fewer loads (minutes, not tens of minutes)",
+       Flag("quick", &ReplayOptions::stress_quick), nullptr},
+      {"only", "", Group::kStress, false, {}, "stress: the questions to answer, e.g. 1,3 (default: 1,2,3,4)",
+       [](ReplayOptions& o, const std::string& v) {
+         o.stress_only.clear();
+         size_t at = 0;
+         while (at <= v.size()) {
+           const size_t comma = std::min(v.find(',', at), v.size());
+           const std::string q = v.substr(at, comma - at);
+           if (q != "1" && q != "2" && q != "3" && q != "4") {
+             return Status::InvalidInput(fmt::format("--only takes question numbers 1 to 4, comma-separated, not '{}'", v));
+           }
+           o.stress_only.push_back(q[0] - '0');
+           at = comma + 1;
+         }
+         return Status::Ok();
+       },
+       nullptr},
+      {"stress-database", "", Group::kStress, false, {}, "stress: the database it creates and works in (default rewind_stress)",
+       [](ReplayOptions& o, const std::string& v) {
+         if (v.empty() || v.size() > 64 || v.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != std::string::npos) {
+           return Status::InvalidInput(fmt::format("--stress-database '{}' is not a plain database name", v));
+         }
+         o.stress_database = v;
+         return Status::Ok();
+       },
+       nullptr},
+      {"out", "", Group::kStress, false, {}, "stress: the directory for report.md, results.csv and the PNGs (default stress-out)",
+       [](ReplayOptions& o, const std::string& v) {
+         if (v.empty()) return Status::InvalidInput("--out needs a directory");
+         o.stress_out = v;
+         return Status::Ok();
+       },
+       nullptr},
+      {"keep", "", Group::kStress, true, {}, "stress: keep its database at the end (default: dropped)",
+       Flag("keep", &ReplayOptions::stress_keep), nullptr},
       {"dry-run", "", Group::kControl, true, {}, "print what the run would read, write and need; touch nothing",
        Flag("dry-run", &ReplayOptions::dry_run), nullptr},
       {"max-events-per-second", "", Group::kControl, false, {}, "never read faster than N events/s",
@@ -342,12 +378,13 @@ const char* GroupName(Group g) {
     case Group::kEvents: return "Event table (defaults: the blog's schema)";
     case Group::kReplay: return "Replay";
     case Group::kControl: return "Migration-day controls";
+    case Group::kStress: return "rewind stress";
     case Group::kOutput: return "Output";
   }
   return "";
 }
 
-constexpr const char* kCommands[] = {"replay", "list", "status", "verify", "ingest", "help"};
+constexpr const char* kCommands[] = {"replay", "list", "status", "verify", "ingest", "stress", "help"};
 
 // A value parsed from one source, and how strongly it was given.
 enum Level { kDefault = 0, kConfigFile = 1, kEnvironment = 2, kCommandLine = 3 };
@@ -646,6 +683,10 @@ std::string HelpText() {
   rewind replay --all --dry-run     what a run would read, write and need; touches nothing
   rewind ingest FILE...             append the visits of access logs to the event table
                                     (resumable; --from-start, --dry-run; no --follow yet)
+  rewind stress [--quick] [--only 1,2,3,4] [--out DIR] [--keep]
+                                    the four event-store questions answered on this server
+                                    (in its own database, --stress-database, default
+                                    rewind_stress; never the event table)
 
 How a replay works: one reader pages through the event table by id; every selected read
 model is rebuilt concurrently into a shadow table (<table>__rewind_new) on its own
@@ -668,6 +709,7 @@ Exit codes:
   4    verify found differences
   5    over the failure budget (--max-failures): nothing swapped in, shadow tables kept
   6    the cut-over gave up: live tables untouched, resumable with --resume
+       (stress: 1 also when its own check found a lost or duplicated append)
   130  stopped by SIGINT, 143 by SIGTERM: resumable with --resume
 )");
   return d.app.help();

@@ -51,6 +51,13 @@ struct ReplayOptions {
   std::vector<std::string> projectors;  // names; every projector when `all`
   // A TOML file of declared read models (config/models.h): they join the compiled ones.
   std::string models_file;
+
+  // `rewind stress` (pipeline/stress.h).
+  bool stress_quick = false;           // smaller volumes, fewer loads
+  std::vector<int> stress_only;        // questions 1..4 (empty: all)
+  std::string stress_database = "rewind_stress";  // its own; --database is ignored
+  std::string stress_out = "stress-out";
+  bool stress_keep = false;            // keep the database at the end
   bool all = false;
   // Continue an interrupted rebuild from its checkpoints instead of starting over.
   bool resume = false;
@@ -107,7 +114,7 @@ struct ReplayOptions {
 };
 
 struct CommandLine {
-  std::string command;  // "replay", "list", "status", "verify", "ingest", "help"
+  std::string command;  // "replay", "list", "status", "verify", "ingest", "stress", "help"
   ReplayOptions options;
   std::string config_path;       // the config file that was read ("" when none)
   bool prompt_password = false;  // -p / --password without a value: ask on the terminal

@@ -18,6 +18,7 @@
 #include "pipeline/dry_run.h"
 #include "pipeline/ingest.h"
 #include "pipeline/replay.h"
+#include "pipeline/stress.h"
 
 namespace {
 
@@ -122,6 +123,13 @@ int main(int argc, char** argv) {
   sigaction(SIGTERM, &sa, nullptr);
   if (cl->command == "status") return StatusCommand(o, stdout);
   if (cl->command == "ingest") return IngestCommand(o, o.projectors, g_stop, stdout);
+  if (cl->command == "stress") {
+    if (!o.projectors.empty()) {
+      fmt::print(stderr, "rewind: stress takes no names (its options: --quick, --only, --stress-database, --out, --keep)\n");
+      return exit_code::kUsage;
+    }
+    return StressCommand(o, g_stop, stdout);
+  }
 
   ReplayOptions selection = o;
   if (cl->command == "verify" && selection.projectors.empty()) selection.all = true;
