@@ -1,0 +1,49 @@
+// The report of `rewind stress`: its measurements (results.csv's rows), the published
+// figures they are set beside, report.md with the machine, the server and why ours differs,
+// and one PNG per question (gnuplot).
+//
+// Thread safety: StressResults is filled by one thread; the report reads it after.
+#pragma once
+
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "errors/status.h"
+
+namespace rw {
+
+struct StressRow {
+  std::string question, case_name, metric;
+  double value;
+  std::string unit;
+};
+
+class StressResults {
+ public:
+  void Add(const std::string& question, const std::string& case_name, const std::string& metric, double value,
+           const std::string& unit);
+  std::optional<double> Get(const std::string& question, const std::string& case_name, const std::string& metric) const;
+  const std::vector<StressRow>& rows() const { return rows_; }
+
+ private:
+  std::vector<StressRow> rows_;
+};
+
+// What the report says besides the measurements.
+struct StressContext {
+  bool quick = false;
+  std::string server_settings;    // version and the settings that decide the figures
+  std::string durability;         // how appends are made durable (question 4)
+  std::string crossover_note;     // where the crossover was found (question 2)
+  std::vector<std::string> problems;  // failed checks, in words
+  bool consistent = true;         // no lost or duplicated append; the rebuilds agree
+};
+
+// Writes report.md, results.csv and the plots into `out_dir` (created) and prints ours beside
+// the published figures to `out`. False when the files could not be written.
+bool WriteStressReport(const std::string& out_dir, const StressResults& results, const StressContext& ctx,
+                       const Status& status, std::FILE* out);
+
+}  // namespace rw
