@@ -16,6 +16,7 @@
 #include "projectors/civil_time.h"
 #include "projectors/sha256.h"
 #include "stages/access_log.h"
+#include "stages/retry.h"
 #include "stages/checkpoint_store.h"
 #include "stages/connection.h"
 #include "stages/fault.h"

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <ctime>
 #include <thread>
 
@@ -18,6 +19,7 @@
 #include "stages/progress.h"
 #include "stages/projector_runner.h"
 #include "stages/reader.h"
+#include "stages/retry.h"
 #include "stages/table_admin.h"
 #include "stages/table_schema.h"
 #include "stages/throttle.h"
@@ -438,74 +440,71 @@ class Run {
     return Status::Ok();
   }
 
+  // One try of the cut-over: hold writers off, apply the last events, swap, release.
+  // kRetryable when a lock wait timed out (nothing swapped; try again).
+  Status CutOverOnce(Connection& lock) {
+    if (stop_.load()) {
+      sum_.interrupted = true;
+      return Status::Error(Status::Code::kCancelled, "stopped before the swap");
+    }
+    ++sum_.cutover_attempts;
+    Status held = table_admin::HoldWriters(lock, o_.events.table);
+    if (held.code() == Status::Code::kRetryable) {
+      return Status::Error(Status::Code::kRetryable,
+                           fmt::format("open transactions on the event table {} kept the lock waiting", o_.events.table));
+    }
+    if (!held.ok()) {
+      return held.With(fmt::format("holding inserts into {} off for the cut-over (needs the LOCK "
+                                   "TABLES grant)", o_.events.table));
+    }
+    const auto held_since = std::chrono::steady_clock::now();
+    FaultPoint("writers-held");
+    // No insert is open now: read to the final head, and settle every gap.
+    Result<EventId> head = ReadHeadId(*admin_, o_.events);
+    Status s = head.ok() ? Status::Ok() : head.status();
+    if (s.ok()) {
+      const uint64_t before = sum_.events_read;
+      if (*head > reader_->head()) reader_->ExtendHead(*head);
+      reader_->QueueGapCheck(GapCheck::kFinal);
+      s = QuietPass();
+      sum_.catch_up_events += sum_.events_read - before;
+      sum_.head_id = reader_->head();
+    }
+    if (s.ok()) s = CheckBudget();
+    if (s.ok()) {
+      FaultPoint("before-swap");
+      s = EnsureAdmin(*admin_, lock_tables_, plan_.lock_prefix);
+    }
+    if (s.ok()) s = table_admin::SwapIn(*admin_, live_tables_, plan_.table_suffix);
+    (void)table_admin::ReleaseWriters(lock);
+    sum_.writers_held_seconds += Since(held_since);
+    if (s.code() == Status::Code::kRetryable) {
+      return Status::Error(Status::Code::kRetryable, "open transactions on the live tables kept the swap waiting");
+    }
+    return s;
+  }
+
   Status CutOver() {
     Result<std::unique_ptr<Connection>> lock = Connection::Open(o_.connection);
     if (!lock.ok()) return lock.status();
-    const auto deadline = std::chrono::steady_clock::now() +
-                          std::chrono::duration<double>(o_.cutover_timeout_seconds);
-    auto give_up_or_wait = [&](int attempt, const std::string& why) -> Status {
-      if (std::chrono::steady_clock::now() >= deadline) {
-        sum_.cutover_gave_up = true;
-        return Status::Error(Status::Code::kBusy,
-                             fmt::format("the cut-over gave up after {:.0f} s: {}",
-                                         o_.cutover_timeout_seconds, why));
-      }
-      fmt::print(stderr, "rewind: cut-over: {}; trying again (attempt {})\n", why, attempt + 2);
-      std::this_thread::sleep_for(std::min(BackoffDelay(attempt), std::chrono::milliseconds(2000)));
-      return Status::Ok();
+    // Every wait for a lock is bounded (about a second); a wait that timed out is retried
+    // with backoff until the cut-over's own deadline.
+    RetryPolicy policy;
+    policy.max_retries = std::numeric_limits<int>::max();
+    policy.deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                             std::chrono::duration<double>(o_.cutover_timeout_seconds));
+    policy.max_delay = std::chrono::milliseconds(2000);
+    RetryHooks hooks;
+    hooks.before_retry = [](const Status& why, int retry) {
+      fmt::print(stderr, "rewind: cut-over: {}; trying again (attempt {})\n", why.message(), retry + 1);
     };
-    for (int attempt = 0;; ++attempt) {
-      if (stop_.load()) {
-        sum_.interrupted = true;
-        return Status::Error(Status::Code::kCancelled, "stopped before the swap");
-      }
-      ++sum_.cutover_attempts;
-      Status held = table_admin::HoldWriters(**lock, o_.events.table);
-      if (held.code() == Status::Code::kRetryable) {
-        if (Status s = give_up_or_wait(attempt, fmt::format("open transactions on the event table {} "
-                                                            "kept the lock waiting", o_.events.table));
-            !s.ok())
-          return s;
-        continue;
-      }
-      if (!held.ok()) {
-        return held.With(fmt::format("holding inserts into {} off for the cut-over (needs the LOCK "
-                                     "TABLES grant)", o_.events.table));
-      }
-      const auto held_since = std::chrono::steady_clock::now();
-      auto release = [&] {
-        (void)table_admin::ReleaseWriters(**lock);
-        sum_.writers_held_seconds += Since(held_since);
-      };
-      FaultPoint("writers-held");
-      // No insert is open now: read to the final head, and settle every gap.
-      Result<EventId> head = ReadHeadId(*admin_, o_.events);
-      Status s = head.ok() ? Status::Ok() : head.status();
-      if (s.ok()) {
-        const uint64_t before = sum_.events_read;
-        if (*head > reader_->head()) reader_->ExtendHead(*head);
-        reader_->QueueGapCheck(GapCheck::kFinal);
-        s = QuietPass();
-        sum_.catch_up_events += sum_.events_read - before;
-        sum_.head_id = reader_->head();
-      }
-      if (s.ok()) s = CheckBudget();
-      if (s.ok()) {
-        FaultPoint("before-swap");
-        s = EnsureAdmin(*admin_, lock_tables_, plan_.lock_prefix);
-      }
-      if (s.ok()) s = table_admin::SwapIn(*admin_, live_tables_, plan_.table_suffix);
-      release();
-      if (s.code() == Status::Code::kRetryable) {
-        if (Status g = give_up_or_wait(attempt, "open transactions on the live tables kept the "
-                                                "swap waiting");
-            !g.ok())
-          return g;
-        continue;
-      }
-      if (!s.ok()) return s;
-      break;
+    Status s = Retry(policy, nullptr, [&] { return CutOverOnce(**lock); }, hooks);
+    if (s.code() == Status::Code::kRetryable) {
+      sum_.cutover_gave_up = true;
+      return Status::Error(Status::Code::kBusy, fmt::format("the cut-over gave up after {:.0f} s: {}",
+                                                            o_.cutover_timeout_seconds, s.message()));
     }
+    if (!s.ok()) return s;
     sum_.swapped = true;
     const double seconds = Since(started_);
     const double rate = seconds > 0 ? static_cast<double>(sum_.events_read) / seconds : 0;

@@ -155,30 +155,6 @@ Status Connection::Connect() {
 
 Status Connection::Reconnect() { return Connect(); }
 
-std::chrono::milliseconds BackoffDelay(int attempt) {
-  return std::chrono::milliseconds(250 << std::min(std::max(attempt, 0), 5));
-}
-
-Status Connection::ReconnectAfterBackoff(int attempt) {
-  std::this_thread::sleep_for(BackoffDelay(attempt));
-  return Reconnect();
-}
-
-Status RetryOnConnectionLoss(Connection& c, const std::function<Status()>& attempt,
-                             const std::function<void(const Status&, int)>& on_retry,
-                             int max_retries) {
-  Status s = attempt();
-  for (int retry = 0; s.code() == Status::Code::kConnection && retry < max_retries; ++retry) {
-    if (on_retry) on_retry(s, retry + 1);
-    if (Status r = c.ReconnectAfterBackoff(retry); !r.ok()) {
-      s = r;
-      continue;
-    }
-    s = attempt();
-  }
-  return s;
-}
-
 Status Connection::LastError(std::string_view what) {
   const unsigned err = mysql_errno(mysql_);
   return Status::Error(Classify(err), fmt::format("{}: {} (error {})", what, mysql_error(mysql_), err));

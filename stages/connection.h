@@ -83,10 +83,8 @@ class Connection {
   std::string Quote(std::string_view bytes);
 
   // Re-establishes a lost connection with the same options.
+  // Reconnects (stages/retry.h decides when).
   Status Reconnect();
-  // Waits BackoffDelay(attempt), then reconnects: every stage's retry loop after a lost
-  // server (restart, network) uses this one policy.
-  Status ReconnectAfterBackoff(int attempt);
   const ConnectionOptions& options() const { return options_; }
   st_mysql* raw() { return mysql_; }
   // The server's id of this connection (0 before it connects).
@@ -104,18 +102,6 @@ class Connection {
   std::atomic<unsigned long> thread_id_{0};
   InfileSource infile_;
 };
-
-// How long retry `attempt` (0, 1, 2, ...) waits: 250 ms doubling up to 8 s, so eight
-// attempts span about half a minute, enough for a server restart.
-std::chrono::milliseconds BackoffDelay(int attempt);
-
-// The one policy for a lost server: runs `attempt`; while it fails with a lost connection
-// (kConnection), tells `on_retry`, waits BackoffDelay, reconnects `c` and runs it again, up
-// to `max_retries` times (8: about half a minute, enough for a server restart). Any other
-// outcome is returned as it is. `attempt` must be safe to redo (it resets what it fills).
-Status RetryOnConnectionLoss(Connection& c, const std::function<Status()>& attempt,
-                             const std::function<void(const Status&, int)>& on_retry = {},
-                             int max_retries = 8);
 
 // `name` quoted as an SQL identifier: `name` with backticks doubled.
 std::string QuoteIdentifier(std::string_view name);

@@ -1,4 +1,5 @@
 #include "stages/failure_recorder.h"
+#include "stages/retry.h"
 
 #include <fmt/core.h>
 

@@ -10,6 +10,7 @@
 #include "projectors/civil_time.h"
 #include "stages/checkpoint_store.h"
 #include "stages/fault.h"
+#include "stages/retry.h"
 
 namespace rw {
 namespace {
@@ -442,49 +443,38 @@ Status ProjectorRunner::Flush() {
 }
 
 Status ProjectorRunner::RunTransaction(const std::vector<Step>& steps) {
-  Status last;
-  for (int attempt = 0; attempt <= options_.max_retries; ++attempt) {
-    if (attempt > 0) {
-      ++stats_.retries;
-      fmt::print(stderr, "rewind: {}: {}; retrying the flush, attempt {}\n", projector_->name(),
-                 last.message(), attempt);
-      if (last.code() != Status::Code::kConnection) {
-        std::this_thread::sleep_for(BackoffDelay(attempt - 1));  // deadlock: let it clear
-      } else {
-        if (Status s = connection_->ReconnectAfterBackoff(attempt - 1); !s.ok()) {
-          last = s;
-          continue;
-        }
-        // The connection may have died after the server committed but before it said so.
-        // The checkpoint moves in the same transaction, so it tells which happened.
-        Result<std::optional<Checkpoint>> cp = checkpoint_store::Load(
-            *connection_, std::string(projector_->name()), options_.target_table);
-        if (!cp.ok()) {
-          last = cp.status();
-          continue;
-        }
-        const std::string gaps = gaps_.Text();
-        if (*cp && (*cp)->last_event_id == applied_id_ && (*cp)->gaps.Text() == gaps &&
-            (applied_id_ != committed_id_ || gaps != committed_gaps_)) {
-          return Status::Ok();  // it landed: the row holds this flush's checkpoint
-        }
-      }
-    }
-    last = connection_->Execute("START TRANSACTION");
+  RetryPolicy policy;
+  policy.max_retries = options_.max_retries;
+  RetryHooks hooks;
+  hooks.before_retry = [&](const Status& last, int retry) {
+    ++stats_.retries;
+    fmt::print(stderr, "rewind: {}: {}; retrying the flush, attempt {}\n", projector_->name(), last.message(), retry);
+  };
+  // The connection may have died after the server committed but before it said so. The
+  // checkpoint moves in the same transaction, so it tells which happened.
+  hooks.after_reconnect = [&]() -> Result<bool> {
+    Result<std::optional<Checkpoint>> cp =
+        checkpoint_store::Load(*connection_, std::string(projector_->name()), options_.target_table);
+    if (!cp.ok()) return cp.status();
+    const std::string gaps = gaps_.Text();
+    return *cp && (*cp)->last_event_id == applied_id_ && (*cp)->gaps.Text() == gaps &&
+           (applied_id_ != committed_id_ || gaps != committed_gaps_);
+  };
+  Status s = Retry(policy, connection_.get(), [&] {
+    Status last = connection_->Execute("START TRANSACTION");
     for (size_t i = 0; last.ok() && i < steps.size(); ++i) {
       last = steps[i].load ? connection_->LoadData(steps[i].sql, steps[i].data)
                            : connection_->Execute(steps[i].sql);
     }
     if (last.ok()) FaultPoint("mid-flush");  // statements sent, transaction still open
     if (last.ok()) last = connection_->Execute("COMMIT");
-    if (last.ok()) return last;
-    if (last.code() != Status::Code::kConnection && last.code() != Status::Code::kRetryable) {
-      (void)connection_->Execute("ROLLBACK");
-      return last;
-    }
-    if (last.code() == Status::Code::kRetryable) (void)connection_->Execute("ROLLBACK");
+    if (!last.ok() && last.code() != Status::Code::kConnection) (void)connection_->Execute("ROLLBACK");
+    return last;
+  }, hooks);
+  if (s.code() == Status::Code::kConnection || s.code() == Status::Code::kRetryable) {
+    return s.With(fmt::format("gave up after {} retries", options_.max_retries));
   }
-  return last.With(fmt::format("gave up after {} retries", options_.max_retries));
+  return s;
 }
 
 }  // namespace rw

@@ -1,4 +1,5 @@
 #include "stages/reader.h"
+#include "stages/retry.h"
 
 #include <fmt/core.h>
 #include <simdjson.h>

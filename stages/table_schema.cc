@@ -152,7 +152,13 @@ bool KeyHash::Next(std::string_view text) {
   const size_t i = column_++;
   if (i < text_key_.size() && text_key_[i]) {
     if (text_keys_ == 1) {
-      digest_ = Sha256(text);
+      // Once per distinct text, not once per row.
+      if (auto it = seen_.find(text); it != seen_.end()) {
+        digest_ = it->second;
+      } else {
+        digest_ = Sha256(text);
+        if (seen_.size() < kMaxSeen) seen_.emplace(std::string(text), digest_);
+      }
     } else {
       joined_ += fmt::format("{}:", text.size());
       joined_.append(text);

@@ -14,6 +14,7 @@
 
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "projectors/projector.h"
@@ -56,6 +57,13 @@ class KeyHash {
   size_t column_ = 0;
   std::string joined_;  // several text keys: length-prefixed, so no two keys collide
   Sha256Digest digest_{};
+  // Digests of the texts seen (a URL is on many rows: one per day or week), up to a bound.
+  struct TextHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, Sha256Digest, TextHash, std::equal_to<>> seen_;
+  static constexpr size_t kMaxSeen = 200'000;
 };
 
 }  // namespace rw::table_schema
