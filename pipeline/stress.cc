@@ -3,17 +3,12 @@
 #include "pipeline/stress_report.h"
 
 #include <fmt/core.h>
-#include <sys/utsname.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <ctime>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <mutex>
-#include <set>
 #include <thread>
 
 #include "config/models.h"
@@ -203,7 +198,6 @@ class Stress {
                                       QuoteIdentifier(table)),
                           tsv.Take());
     };
-    TsvBuilder empty;
     for (const auto& [stream, length, confirm_at] : streams) {
       for (int64_t v = 1; v <= length; ++v) {
         const order::Event e = order::Generate(stream, v, confirm_at);
@@ -440,7 +434,7 @@ class Stress {
         ++per_day[e->at.substr(0, 10)];
       }
     }
-    if (Status s = c_->Execute(fmt::format("DROP TABLE IF EXISTS {0}; ", QuoteIdentifier(table))); !s.ok()) return s;
+    if (Status s = c_->Execute("DROP TABLE IF EXISTS " + QuoteIdentifier(table)); !s.ok()) return s;
     if (Status s = c_->Execute(fmt::format("CREATE TABLE {} (day DATE PRIMARY KEY, confirmed BIGINT NOT NULL)",
                                            QuoteIdentifier(table)));
         !s.ok()) {
