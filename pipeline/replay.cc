@@ -208,6 +208,9 @@ class Run {
     admin_ = std::move(*admin);
     Connection& c = *admin_;
     if (Status s = CheckEventTable(c, o_.events, !o_.until_time.empty()); !s.ok()) return s;
+    // What to read and decode (binds the declared read models), checked before any work.
+    read_plan_ = PlanReads(o_.events, projectors);
+    if (Status s = CheckReadColumns(c, o_.events, read_plan_.scope.columns); !s.ok()) return s;
     if (Status s = checkpoint_store::Ensure(c); !s.ok()) return s;
     for (const auto& p : projectors) {
       live_tables_.push_back(p->table().name);
@@ -227,8 +230,6 @@ class Run {
     if (!head.ok()) return head.status();
     sum_.head_id = o_.until_id ? std::min(*head, *o_.until_id) : *head;
 
-    // What to read and decode; binds the declared read models to the catalog.
-    read_plan_ = PlanReads(o_.events, projectors);
     // Prepare every projector, then give it its own connection.
     EventId start_after = sum_.head_id;
     GapSet watched;

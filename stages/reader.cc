@@ -73,6 +73,22 @@ Status CheckEventTable(Connection& c, const EventTableOptions& e, bool with_time
   return Status::Ok();
 }
 
+Status CheckReadColumns(Connection& c, const EventTableOptions& events, const std::vector<std::string>& columns) {
+  for (const std::string& col : columns) {
+    Result<std::optional<std::string>> n = c.QueryValue(fmt::format(
+        "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND "
+        "TABLE_NAME = {} AND COLUMN_NAME = {}",
+        c.Quote(events.table), c.Quote(col)));
+    if (!n.ok()) return n.status();
+    if (!*n || **n == "0") {
+      return Status::NotFound(fmt::format("a declared read model reads the field '{}', but the event "
+                                          "table '{}' has no such column",
+                                          col, events.table));
+    }
+  }
+  return Status::Ok();
+}
+
 namespace {
 
 // One row read (id, payload-or-NULL, [class index], [columns...]): counted, and kept when
@@ -149,18 +165,7 @@ Result<std::unique_ptr<Reader>> Reader::Make(std::unique_ptr<Connection> connect
   if (Status s = CheckEventTable(*connection, options.events, !options.until_time.empty()); !s.ok()) {
     return s;
   }
-  for (const std::string& col : options.scope.columns) {  // declared `field`s
-    Result<std::optional<std::string>> n = connection->QueryValue(fmt::format(
-        "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND "
-        "TABLE_NAME = {} AND COLUMN_NAME = {}",
-        connection->Quote(options.events.table), connection->Quote(col)));
-    if (!n.ok()) return n.status();
-    if (!*n || **n == "0") {
-      return Status::NotFound(fmt::format("a declared read model reads the field '{}', but the event "
-                                          "table '{}' has no such column",
-                                          col, options.events.table));
-    }
-  }
+  if (Status s = CheckReadColumns(*connection, options.events, options.scope.columns); !s.ok()) return s;
   return std::unique_ptr<Reader>(new Reader(std::move(connection), options));
 }
 

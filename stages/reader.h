@@ -128,4 +128,8 @@ Result<EventId> ReadHeadId(Connection& connection, const EventTableOptions& even
 Status CheckEventTable(Connection& connection, const EventTableOptions& events,
                        bool with_time_column = false);
 
+// Checks that the event table has each of `columns` (the fields declared read models read).
+Status CheckReadColumns(Connection& connection, const EventTableOptions& events,
+                        const std::vector<std::string>& columns);
+
 }  // namespace rw

@@ -243,6 +243,63 @@ TEST_F(DeclaredTest, AChangedDeclarationIsRefusedByResumeAndShownByStatus) {
   EXPECT_NE(same.err.find("order_summary resumes after event"), std::string::npos) << same.err;
 }
 
+TEST_F(DeclaredTest, AFieldTheEventTableLacksIsRefusedBeforeAnyWork) {
+  const std::string file = ::testing::TempDir() + "/no-such-field.toml";
+  std::ofstream(file) << R"toml(
+[[read_model]]
+name   = "lines_per_tenant"
+events = ['App\Shop\ItemAdded']
+key    = [{ column = "tenant", field = "tenantId" }]
+values = [{ column = "lines", op = "count" }]
+)toml";
+  Outcome run = RunRewind({"replay", "lines_per_tenant", "--models", file, "--quiet"}, Env(options_));
+  EXPECT_EQ(run.code, 1);
+  EXPECT_NE(run.err.find("reads the field 'tenantId', but the event table 'stored_events' has no such column"),
+            std::string::npos)
+      << run.err;
+  auto c = Connect(options_);
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND "
+                      "TABLE_NAME LIKE 'lines_per_tenant%'"),
+            0);
+}
+
+TEST(DeclaredFollow, FollowKeepsADeclaredReadModelExact) {
+  ConnectionOptions o = FreshDatabase("rewind_test_declared_follow");
+  auto c = Connect(o);
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(c->Execute(EventTableDdl("stored_events")).ok());
+  auto insert = [&](const std::string& cls, const std::string& payload) {
+    std::string sql = "INSERT INTO stored_events (uuid, eventClass, payload, createdAt) VALUES (UUID(), ";
+    c->AppendQuoted(sql, cls);
+    sql += ", ";
+    c->AppendQuoted(sql, payload);
+    sql += ", '2024-05-01 10:00:00')";
+    ASSERT_TRUE(c->Execute(sql).ok());
+  };
+  insert(shop::kPlaced, R"({"orderId":1,"customer":{"id":"anna"},"placedAt":"2024-05-01T10:00:00Z","amount":10})");
+  insert(shop::kItemAdded, R"({"orderId":1,"sku":"pen","quantity":2,"lineTotal":"3.50"})");
+  ReplayOptions ro;
+  ro.connection = o;
+  ro.models_file = kShopModels;
+  ro.projectors = {"order_summary"};
+  Follower follower(ro);
+  ASSERT_TRUE(follower.following());
+  // Appended while it follows: another item and a confirmation of order 1, and a new order.
+  insert(shop::kItemAdded, R"({"orderId":1,"sku":"mug","quantity":1,"lineTotal":0.25})");
+  insert(shop::kConfirmed, R"({"orderId":1,"confirmedAt":"2024-05-02T09:00:00+02:00"})");
+  insert(shop::kPlaced, R"({"orderId":2,"customer":{"id":"zoë"},"placedAt":"2024-05-03T10:00:00Z","amount":"1.10"})");
+  EXPECT_TRUE(WaitUntil(*c, "SELECT COUNT(*) FROM order_summary WHERE order_id = 2", 1));
+  EXPECT_TRUE(WaitUntil(*c, "SELECT COUNT(*) FROM order_summary WHERE order_id = 1 AND status = 'confirmed'", 1));
+  const ReplaySummary& sum = follower.Stop();
+  EXPECT_TRUE(sum.status.ok()) << sum.status.message();
+  EXPECT_EQ(TableRows(*c, "SELECT order_id, placed_at, items, quantity, total, cheapest_line, first_sku, last_sku, "
+                          "discount_total, status, confirmed_at FROM order_summary"),
+            (std::vector<std::string>{
+                "1|2024-05-01 10:00:00|2|3|3.75|0.25|pen|mug|0.00|confirmed|2024-05-02 09:00:00",
+                "2|2024-05-03 10:00:00|0|0|0.00|NULL|NULL|NULL|0.00|NULL|NULL",
+            }));
+}
+
 TEST(DeclaredBlog, TheBlogsDeclaredCountersEqualTheCompiledOnes) {
   // Generated blog events with odd URLs and bad payloads of every kind.
   const ConnectionOptions o = Store("rewind_test_declared_blog", 60000, 101);
