@@ -417,7 +417,7 @@ class DeclaredProjector final : public Projector {
       }
       // Sums that would leave their type are refused before anything is applied.
       auto found = rows_.find(key_);
-      Acc* accs = found == rows_.end() ? nullptr : &accs_[found->second * nvalues];
+      Acc* accs = found == rows_.end() ? nullptr : accs_.data() + found->second * nvalues;
       for (size_t i = 0; reason.empty() && i < nvalues; ++i) {
         const ValuePlan& p = plan_.values[i];
         if (!present_[i] || p.op != Op::kSum) continue;
@@ -439,7 +439,7 @@ class DeclaredProjector final : public Projector {
       if (!accs) {
         rows_.emplace(key_, static_cast<uint32_t>(rows_.size()));
         accs_.resize(accs_.size() + nvalues);
-        accs = &accs_[accs_.size() - nvalues];
+        accs = accs_.data() + (accs_.size() - nvalues);
       }
       for (size_t i = 0; i < nvalues; ++i) {
         if (present_[i]) Fold(plan_.values[i], typed_[i], accs[i]);
@@ -466,7 +466,7 @@ class DeclaredProjector final : public Projector {
     for (const auto* r : rows) {
       DecodeKey(r->first, keys);
       for (size_t i = 0; i < plan_.keys.size(); ++i) Emit(sink, plan_.keys[i].type, 0, keys[i]);
-      const Acc* accs = &accs_[r->second * nvalues];
+      const Acc* accs = accs_.data() + r->second * nvalues;
       for (size_t i = 0; i < nvalues; ++i) {
         const ValuePlan& p = plan_.values[i];
         const Acc& a = accs[i];

@@ -223,3 +223,32 @@ values = [
 
 }  // namespace
 }  // namespace rw
+
+namespace rw {
+namespace {
+
+TEST(DeclaredProjector, AReadModelOfKeysAloneHasOneRowPerKey) {
+  auto plans = ParseModels("[[read_model]]\nname = \"skus\"\nevents = ['A']\nkey = [{ column = \"sku\", path = \"sku\" }]\n",
+                           "m.toml", "stored_events");
+  ASSERT_TRUE(plans.ok()) << plans.status().message();
+  std::unique_ptr<Projector> p = MakeDeclaredProjector((*plans)[0]);
+  EventCatalog catalog;
+  p->Bind(catalog);
+  std::vector<EventRecord> events;
+  std::vector<FieldValue> values(3);
+  for (uint32_t i = 0; i < 3; ++i) {
+    events.push_back({i + 1, catalog.ClassIndex("A"), true, i});
+    values[i].kind = ValueKind::kString;
+    values[i].text = i == 1 ? "mug" : "pen";
+  }
+  std::vector<EventFailure> failures;
+  p->ApplyRecords(EventRecords{events, values, 1}, failures);
+  EXPECT_TRUE(failures.empty());
+  TextSink sink;
+  p->Flush(sink);
+  std::sort(sink.rows.begin(), sink.rows.end());
+  EXPECT_EQ(sink.rows, (std::vector<std::string>{"'mug'", "'pen'"}));
+}
+
+}  // namespace
+}  // namespace rw
