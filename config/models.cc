@@ -14,11 +14,6 @@
 namespace rw {
 namespace {
 
-// A problem at a place in the file.
-struct Problem {
-  std::string message;
-};
-
 std::string Lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
@@ -274,7 +269,6 @@ class Parser {
       }
     }
     // The storage column of text keys is rewind's: a declared column may not take its name.
-    TableSpec spec;
     std::string hash;
     for (const KeyPlan& k : plan.keys) {
       if (k.type == ValueType::kText) hash += (hash.empty() ? "" : "_") + k.column;

@@ -34,6 +34,50 @@ std::string Excerpt(std::string_view s) {
   return out;
 }
 
+// Opens a payload as one JSON object. "" on success, else why it is not one.
+std::string OpenObject(simdjson::ondemand::parser& parser, const char* data, size_t length, size_t capacity,
+                       simdjson::ondemand::document& doc, simdjson::ondemand::object& obj) {
+  if (length == 0) return "empty payload";
+  if (auto err = parser.iterate(data, length, capacity).get(doc)) {
+    return fmt::format("payload is not JSON: {}", simdjson::error_message(err));
+  }
+  json_type doc_type;
+  if (auto err = doc.type().get(doc_type)) {
+    return fmt::format("payload is not JSON: {}", simdjson::error_message(err));
+  }
+  if (doc_type != json_type::object) return fmt::format("payload is {}, expected an object", TypeName(doc_type));
+  if (auto err = doc.get_object().get(obj)) {
+    return fmt::format("payload is not a JSON object: {}", simdjson::error_message(err));
+  }
+  return {};
+}
+
+// After the object is read to its closing brace: a value after it (two objects glued
+// together, a write appended to another) means the payload is not one JSON object and its
+// fields cannot be trusted. (Stray text is already refused by simdjson's first pass.)
+std::string TrailingBytes(simdjson::ondemand::document& doc, const char* data, size_t length) {
+  if (const char* rest = nullptr; doc.current_location().get(rest) == simdjson::SUCCESS) {
+    return fmt::format("payload has bytes after the JSON object: '{}'",
+                       Excerpt(std::string_view(rest, data + length - rest)));
+  }
+  return {};
+}
+
+// A string value. Fast path: one without escapes is used in place (the token includes its
+// quotes and any whitespace up to the next token); an escaped one is unescaped into the arena.
+simdjson::error_code ReadString(simdjson::ondemand::value& value, StringArena& arena, std::string_view& out) {
+  std::string_view token = value.raw_json_token();
+  while (!token.empty() && token.back() != '"') token.remove_suffix(1);
+  if (token.size() >= 2 && token.substr(1, token.size() - 2).find('\\') == std::string_view::npos) {
+    out = token.substr(1, token.size() - 2);
+    return simdjson::SUCCESS;
+  }
+  std::string_view unescaped;
+  if (auto err = value.get_string().get(unescaped)) return err;
+  out = arena.Copy(unescaped);
+  return simdjson::SUCCESS;
+}
+
 struct Wanted {
   std::string_view key;
   uint32_t field;
@@ -49,22 +93,9 @@ constexpr Wanted kWanted[] = {{"visitedAt", kFieldVisitedAt},
 std::string DecodeOne(simdjson::ondemand::parser& parser, const char* data, size_t length,
                       size_t capacity, uint32_t fields, StringArena& arena, PageVisit& out) {
   out.fields_ok = 0;
-  if (length == 0) return "empty payload";
   simdjson::ondemand::document doc;
-  if (auto err = parser.iterate(data, length, capacity).get(doc)) {
-    return fmt::format("payload is not JSON: {}", simdjson::error_message(err));
-  }
-  json_type doc_type;
-  if (auto err = doc.type().get(doc_type)) {
-    return fmt::format("payload is not JSON: {}", simdjson::error_message(err));
-  }
-  if (doc_type != json_type::object) {
-    return fmt::format("payload is {}, expected an object", TypeName(doc_type));
-  }
   simdjson::ondemand::object obj;
-  if (auto err = doc.get_object().get(obj)) {
-    return fmt::format("payload is not a JSON object: {}", simdjson::error_message(err));
-  }
+  if (std::string why = OpenObject(parser, data, length, capacity, doc, obj); !why.empty()) return why;
   std::string_view values[4];
   uint32_t seen = 0;
   std::string field_errors;  // bad fields other than visitedAt
@@ -96,21 +127,11 @@ std::string DecodeOne(simdjson::ondemand::parser& parser, const char* data, size
         if (!field_error(i, reason)) return reason;
         continue;
       }
-      // Fast path: a string without escapes is used in place (the token includes its
-      // quotes and any whitespace up to the next token).
-      std::string_view token = value.raw_json_token();
-      while (!token.empty() && token.back() != '"') token.remove_suffix(1);
-      if (token.size() >= 2 && token.substr(1, token.size() - 2).find('\\') == std::string_view::npos) {
-        values[i] = token.substr(1, token.size() - 2);
-      } else {
-        std::string_view unescaped;
-        if (auto err = value.get_string().get(unescaped)) {
-          std::string reason = fmt::format("field '{}' is not a valid string: {}", kWanted[i].key,
-                                           simdjson::error_message(err));
-          if (!field_error(i, reason)) return reason;
-          continue;
-        }
-        values[i] = arena.Copy(unescaped);
+      if (auto err = ReadString(value, arena, values[i])) {
+        std::string reason = fmt::format("field '{}' is not a valid string: {}", kWanted[i].key,
+                                         simdjson::error_message(err));
+        if (!field_error(i, reason)) return reason;
+        continue;
       }
       if (kWanted[i].field == kFieldUrl && values[i].size() > kMaxUrlBytes) {
         // Stored whole or not at all: never cut (two URLs would then share a row).
@@ -125,13 +146,7 @@ std::string DecodeOne(simdjson::ondemand::parser& parser, const char* data, size
       if (kWanted[i].field != kFieldVisitedAt) out.fields_ok |= kWanted[i].field;
     }
   }
-  // The object is read to its closing brace; a value after it (two objects glued
-  // together, a write appended to another) means the payload is not one JSON object and
-  // its fields cannot be trusted. (Stray text is already refused by simdjson's first pass.)
-  if (const char* rest = nullptr; doc.current_location().get(rest) == simdjson::SUCCESS) {
-    return fmt::format("payload has bytes after the JSON object: '{}'",
-                       Excerpt(std::string_view(rest, data + length - rest)));
-  }
+  if (std::string why = TrailingBytes(doc, data, length); !why.empty()) return why;
   for (size_t i = 0; i < std::size(kWanted); ++i) {
     if ((fields & kWanted[i].field) && !(seen & kWanted[i].field)) {
       std::string reason = fmt::format("missing field '{}'", kWanted[i].key);
@@ -197,16 +212,8 @@ std::string WalkObject(simdjson::ondemand::object obj, const Decoder::PathNode& 
     switch (type) {
       case json_type::string: {
         v.kind = ValueKind::kString;
-        std::string_view token = value.raw_json_token();
-        while (!token.empty() && token.back() != '"') token.remove_suffix(1);
-        if (token.size() >= 2 && token.substr(1, token.size() - 2).find('\\') == std::string_view::npos) {
-          v.text = token.substr(1, token.size() - 2);
-        } else {
-          std::string_view unescaped;
-          if (auto err = value.get_string().get(unescaped)) {
-            return fmt::format("field '{}' is not a valid string: {}", key, simdjson::error_message(err));
-          }
-          v.text = arena.Copy(unescaped);
+        if (auto err = ReadString(value, arena, v.text)) {
+          return fmt::format("field '{}' is not a valid string: {}", key, simdjson::error_message(err));
         }
         break;
       }
@@ -250,26 +257,11 @@ std::string WalkObject(simdjson::ondemand::object obj, const Decoder::PathNode& 
 // Decodes one payload into a record's values. "" when it is a JSON object, else why not.
 std::string DecodeRecord(simdjson::ondemand::parser& parser, const char* data, size_t length, size_t capacity,
                          const Decoder::PathNode& paths, StringArena& arena, FieldValue* values) {
-  if (length == 0) return "empty payload";
   simdjson::ondemand::document doc;
-  if (auto err = parser.iterate(data, length, capacity).get(doc)) {
-    return fmt::format("payload is not JSON: {}", simdjson::error_message(err));
-  }
-  json_type doc_type;
-  if (auto err = doc.type().get(doc_type)) {
-    return fmt::format("payload is not JSON: {}", simdjson::error_message(err));
-  }
-  if (doc_type != json_type::object) return fmt::format("payload is {}, expected an object", TypeName(doc_type));
   simdjson::ondemand::object obj;
-  if (auto err = doc.get_object().get(obj)) {
-    return fmt::format("payload is not a JSON object: {}", simdjson::error_message(err));
-  }
+  if (std::string why = OpenObject(parser, data, length, capacity, doc, obj); !why.empty()) return why;
   if (std::string why = WalkObject(obj, paths, arena, values); !why.empty()) return why;
-  if (const char* rest = nullptr; doc.current_location().get(rest) == simdjson::SUCCESS) {
-    return fmt::format("payload has bytes after the JSON object: '{}'",
-                       Excerpt(std::string_view(rest, data + length - rest)));
-  }
-  return {};
+  return TrailingBytes(doc, data, length);
 }
 
 }  // namespace

@@ -7,6 +7,8 @@
 
 #include <chrono>
 
+#include "projectors/declared.h"
+
 namespace rw {
 
 Status EventStore::Create() {
@@ -60,8 +62,12 @@ Status EventStore::ReadStream(const std::string& stream, int64_t from_version, s
   return c_.Stream(fmt::format("SELECT version, type, payload FROM {} WHERE stream = {} AND version >= {} ORDER BY version",
                                QuoteIdentifier(t_.events), c_.Quote(stream), from_version),
                    [&](char** v, unsigned long* len) {
+                     // Room for simdjson's padding: decoding then parses the payload in place.
+                     std::string payload;
+                     payload.reserve(len[2] + simdjson::SIMDJSON_PADDING);
+                     payload.assign(v[2], len[2]);
                      out.push_back(StreamEvent{std::strtoll(v[0], nullptr, 10), std::string(v[1], len[1]),
-                                               std::string(v[2], len[2])});
+                                               std::move(payload)});
                    });
 }
 
@@ -123,29 +129,16 @@ namespace {
 
 using simdjson::ondemand::object;
 
-// Cents from a decimal literal with at most two decimals ("12.5", "3", "0.07").
-bool Cents(std::string_view s, int64_t& out) {
-  int64_t whole = 0, frac = 0;
-  int decimals = 0;
-  bool dot = false, any = false;
-  for (char ch : s) {
-    if (ch >= '0' && ch <= '9') {
-      any = true;
-      if (dot) {
-        if (++decimals > 2) return false;
-        frac = frac * 10 + (ch - '0');
-      } else {
-        whole = whole * 10 + (ch - '0');
-      }
-    } else if (ch == '.' && !dot) {
-      dot = true;
-    } else {
-      return false;
-    }
+// `text` for simdjson: in place when its string has room for the padding, else copied
+// into a buffer of this thread's that keeps its capacity.
+simdjson::padded_string_view Padded(const std::string& text) {
+  if (text.capacity() >= text.size() + simdjson::SIMDJSON_PADDING) {
+    return simdjson::padded_string_view(text.data(), text.size(), text.capacity());
   }
-  if (decimals == 1) frac *= 10;
-  out = whole * 100 + frac;
-  return any;
+  thread_local std::string copy;
+  copy.reserve(text.size() + simdjson::SIMDJSON_PADDING);
+  copy.assign(text);
+  return simdjson::padded_string_view(copy.data(), copy.size(), copy.capacity());
 }
 
 std::string_view Trim(std::string_view t) {
@@ -160,10 +153,9 @@ Result<order::Event> DecodeOrderEvent(const std::string& type, const std::string
   order::Event e;
   e.kind = order::KindOf(type);
   if (e.kind == order::Kind::kUnknown) return Status::InvalidInput(fmt::format("unknown event type '{}'", type));
-  simdjson::padded_string json(payload);
   simdjson::ondemand::document doc;
   object obj;
-  if (parser.iterate(json).get(doc) || doc.get_object().get(obj)) {
+  if (parser.iterate(Padded(payload)).get(doc) || doc.get_object().get(obj)) {
     return Status::InvalidInput("payload is not a JSON object");
   }
   for (auto field : obj) {
@@ -189,9 +181,11 @@ Result<order::Event> DecodeOrderEvent(const std::string& type, const std::string
       if (value.get_int64().get(e.quantity)) return Status::InvalidInput("quantity is not an integer");
     } else if ((key == "lineTotal" && e.kind == order::Kind::kItemAdded) ||
                (key == "amount" && e.kind == order::Kind::kDiscountApplied)) {
-      if (!Cents(Trim(value.raw_json_token()), e.cents)) {
+      __int128 cents = 0;  // an exact amount in cents, as declared read models sum decimals
+      if (!ParseScaled(Trim(value.raw_json_token()), 18, 2, cents)) {
         return Status::InvalidInput(fmt::format("'{}' is not an amount", key));
       }
+      e.cents = static_cast<int64_t>(cents);
     }
   }
   return e;
@@ -199,10 +193,11 @@ Result<order::Event> DecodeOrderEvent(const std::string& type, const std::string
 
 Result<order::State> DecodeOrderSnapshot(const std::string& json_text) {
   thread_local simdjson::ondemand::parser parser;
-  simdjson::padded_string json(json_text);
   simdjson::ondemand::document doc;
   object obj;
-  if (parser.iterate(json).get(doc) || doc.get_object().get(obj)) return Status::InvalidInput("snapshot is not a JSON object");
+  if (parser.iterate(Padded(json_text)).get(doc) || doc.get_object().get(obj)) {
+    return Status::InvalidInput("snapshot is not a JSON object");
+  }
   order::State s;
   for (auto field : obj) {
     std::string_view key, text;

@@ -65,24 +65,7 @@ class DeclaredTest : public ::testing::Test {
     ASSERT_TRUE(c);
     ASSERT_TRUE(c->Execute(EventTableDdl("stored_events")).ok());
     events_ = shop::Events(kOrders);
-    std::string sql;
-    for (const shop::Event& e : events_) {
-      sql += sql.empty() ? "INSERT INTO stored_events (uuid, eventClass, payload, createdAt) VALUES " : ",";
-      sql += "(UUID(), ";
-      c->AppendQuoted(sql, e.event_class);
-      sql += ", ";
-      c->AppendQuoted(sql, e.payload);
-      sql += ", ";
-      c->AppendQuoted(sql, e.created_at);
-      sql += ")";
-      if (sql.size() > (1 << 20)) {
-        ASSERT_TRUE(c->Execute(sql).ok());
-        sql.clear();
-      }
-    }
-    if (!sql.empty()) {
-      ASSERT_TRUE(c->Execute(sql).ok());
-    }
+    ASSERT_TRUE(InsertShopEvents(*c, "stored_events", events_).ok());
     // One event that is not JSON: every model reading its class counts it as failed.
     ASSERT_TRUE(c->Execute("INSERT INTO stored_events (uuid, eventClass, payload, createdAt) VALUES "
                            "(UUID(), 'App\\\\Shop\\\\ItemAdded', '<html>', '2024-01-01 00:00:00')").ok());

@@ -7,6 +7,7 @@
 
 #include "config/models.h"
 #include "projectors/declared.h"
+#include "text_sink.h"
 
 namespace rw {
 namespace {
@@ -124,32 +125,7 @@ TEST(Decimal, SumsAreExact) {
   EXPECT_EQ(FormatScaled(0, 0), "0");
 }
 
-// Renders a flush as "v|v|v" rows.
-class TextSink final : public RowSink {
- public:
-  void Int(int64_t v) override { Add(std::to_string(v)); }
-  void Date(int32_t days) override {
-    char buf[10];
-    Add(std::string(buf, FormatDate(days, buf)));
-  }
-  void DateTime(int64_t s) override {
-    char buf[19];
-    Add(std::string(buf, FormatDateTime(s, buf)));
-  }
-  void Text(std::string_view b) override { Add("'" + std::string(b) + "'"); }
-  void Number(std::string_view literal) override { Add(std::string(literal)); }
-  void Double(double v) override { Add(fmt::format("{}", v)); }
-  void Null() override { Add("NULL"); }
-  void EndRow() override {
-    rows.push_back(current);
-    current.clear();
-  }
-  std::vector<std::string> rows;
-
- private:
-  void Add(const std::string& v) { current += (current.empty() ? "" : "|") + v; }
-  std::string current;
-};
+using testing::TextSink;
 
 TEST(DeclaredProjector, FoldsEveryOpAndRecordsWhatItCannotApply) {
   auto plans = ParseModels(R"toml(
@@ -209,7 +185,7 @@ values = [
   EXPECT_NE(failures[1].reason.find("decimal(10,2)"), std::string::npos) << failures[1].reason;
   EXPECT_EQ(failures[2].id, 6);
   EXPECT_NE(failures[2].reason.find("an object"), std::string::npos) << failures[2].reason;
-  TextSink sink;
+  TextSink sink(/*quote_text=*/true);
   p->Flush(sink);
   std::sort(sink.rows.begin(), sink.rows.end());
   EXPECT_EQ(sink.rows, (std::vector<std::string>{
@@ -244,7 +220,7 @@ TEST(DeclaredProjector, AReadModelOfKeysAloneHasOneRowPerKey) {
   std::vector<EventFailure> failures;
   p->ApplyRecords(EventRecords{events, values, 1}, failures);
   EXPECT_TRUE(failures.empty());
-  TextSink sink;
+  TextSink sink(/*quote_text=*/true);
   p->Flush(sink);
   std::sort(sink.rows.begin(), sink.rows.end());
   EXPECT_EQ(sink.rows, (std::vector<std::string>{"'mug'", "'pen'"}));

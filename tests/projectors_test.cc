@@ -10,37 +10,13 @@
 #include <algorithm>
 
 #include "projectors/projector.h"
+#include "text_sink.h"
 #include "projectors/sha256.h"
 
 namespace rw {
 namespace {
 
-// Renders a flush as text rows: "v1|v2|count".
-class TextSink final : public RowSink {
- public:
-  void Int(int64_t v) override { Add(std::to_string(v)); }
-  void Date(int32_t days) override {
-    char buf[10];
-    Add(std::string(buf, FormatDate(days, buf)));
-  }
-  void DateTime(int64_t s) override {
-    char buf[19];
-    Add(std::string(buf, FormatDateTime(s, buf)));
-  }
-  void Text(std::string_view b) override { Add(std::string(b)); }
-  void Number(std::string_view literal) override { Add(std::string(literal)); }
-  void Double(double v) override { Add(fmt::format("{}", v)); }
-  void Null() override { Add("NULL"); }
-  void EndRow() override {
-    rows.push_back(current);
-    current.clear();
-  }
-  std::vector<std::string> rows;
-
- private:
-  void Add(const std::string& v) { current += (current.empty() ? "" : "|") + v; }
-  std::string current;
-};
+using testing::TextSink;
 
 std::unique_ptr<Projector> Make(const std::string& name) {
   for (const auto& info : AllProjectors()) {

@@ -225,4 +225,27 @@ std::string FindAccessLog() {
   return std::string(REWIND_SOURCE_DIR) + "/tests/data/apache-combined/access.log";
 }
 
+Status InsertShopEvents(Connection& c, const std::string& table, const std::vector<shop::Event>& events) {
+  std::string sql;
+  for (size_t i = 0; i <= events.size(); ++i) {
+    if (i == events.size() || sql.size() > (1 << 20)) {
+      if (!sql.empty()) {
+        if (Status s = c.Execute(sql); !s.ok()) return s;
+      }
+      sql.clear();
+      if (i == events.size()) break;
+    }
+    const shop::Event& e = events[i];
+    sql += sql.empty() ? "INSERT INTO " + QuoteIdentifier(table) + " (uuid, eventClass, payload, createdAt) VALUES " : ",";
+    sql += "(UUID(), ";
+    c.AppendQuoted(sql, e.event_class);
+    sql += ", ";
+    c.AppendQuoted(sql, e.payload);
+    sql += ", ";
+    c.AppendQuoted(sql, e.created_at);
+    sql += ")";
+  }
+  return Status::Ok();
+}
+
 }  // namespace rw

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "errors/status.h"
+#include "scripts/generate/shop_events.h"
 #include "stages/connection.h"
 
 namespace rw {
@@ -50,6 +51,10 @@ std::string EventTableDdl(const std::string& table);
 // Creates the table if missing and appends the events (LOAD DATA LOCAL INFILE).
 Status LoadEvents(Connection& connection, const std::string& table,
                   const GeneratorOptions& options, const std::vector<AccessLogLine>& log);
+
+// Appends shop events (scripts/generate/shop_events.h) to an existing event table, in
+// multi-row INSERTs of about 1 MiB.
+Status InsertShopEvents(Connection& connection, const std::string& table, const std::vector<shop::Event>& events);
 
 // The access log fixture: $REWIND_ACCESS_LOG, else the copy inside this repository
 // (tests/data/apache-combined/access.log, see SOURCE.md there for its origin and licence).

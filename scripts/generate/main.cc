@@ -7,7 +7,6 @@
 
 #include "config/options.h"
 #include "scripts/generate/event_generator.h"
-#include "scripts/generate/shop_events.h"
 
 int main(int argc, char** argv) {
   using namespace rw;
@@ -71,25 +70,9 @@ int main(int argc, char** argv) {
       return 1;
     }
     const std::vector<shop::Event> events = shop::Events(shop_orders);
-    std::string sql;
-    for (size_t i = 0; i <= events.size(); ++i) {
-      if (i == events.size() || sql.size() > (1 << 20)) {
-        if (Status s = (*c)->Execute(sql); !sql.empty() && !s.ok()) {
-          fmt::print(stderr, "rewind-gen: {}\n", s.message());
-          return 1;
-        }
-        sql.clear();
-        if (i == events.size()) break;
-      }
-      const shop::Event& e = events[i];
-      sql += sql.empty() ? "INSERT INTO " + QuoteIdentifier(table) + " (uuid, eventClass, payload, createdAt) VALUES " : ",";
-      sql += "(UUID(), ";
-      (*c)->AppendQuoted(sql, e.event_class);
-      sql += ", ";
-      (*c)->AppendQuoted(sql, e.payload);
-      sql += ", ";
-      (*c)->AppendQuoted(sql, e.created_at);
-      sql += ")";
+    if (Status s = InsertShopEvents(**c, table, events); !s.ok()) {
+      fmt::print(stderr, "rewind-gen: {}\n", s.message());
+      return 1;
     }
     fmt::print("rewind-gen: {} shop events ({} orders) in {}.{}\n", events.size(), shop_orders,
                cl->options.connection.database, table);
