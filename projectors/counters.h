@@ -7,10 +7,10 @@
 
 #include <algorithm>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "projectors/flat_map.h"
 #include "projectors/projector.h"
 
 namespace rw {
@@ -35,10 +35,10 @@ class TimeBucketCounter final : public Projector {
 
   void Apply(std::span<const PageVisit> visits) override {
     // Neighbouring events mostly share a bucket (a month, a day): the last bucket's counter
-    // is kept at hand, and the map is searched only when the bucket changes (node
-    // addresses are stable in std::unordered_map).
+    // is kept at hand, and the map is searched only when the bucket changes (a new key may
+    // move the map's slots, and it only ever comes with a new bucket).
     for (const PageVisit& v : visits) {
-      const int64_t key = Bucket{}(v.visited_at);
+      const uint64_t key = OrderedKey(Bucket{}(v.visited_at));
       if (last_ == nullptr || key != last_key_) {
         last_key_ = key;
         last_ = &counts_[key];
@@ -48,31 +48,35 @@ class TimeBucketCounter final : public Projector {
   }
   size_t pending_rows() const override { return counts_.size(); }
   void Flush(RowSink& sink) override {
-    std::vector<std::pair<int64_t, int64_t>> rows(counts_.begin(), counts_.end());
-    std::sort(rows.begin(), rows.end());  // key order: cheapest for a clustered index
-    for (const auto& [key, count] : rows) {
+    for (const auto& [key, count] : counts_.Sorted()) {  // key order: cheapest for a clustered index
+      const int64_t bucket = FromOrderedKey(key);
       if (type_ == BucketType::kDate) {
-        sink.Date(static_cast<int32_t>(key));
+        sink.Date(static_cast<int32_t>(bucket));
       } else {
-        sink.DateTime(key);
+        sink.DateTime(bucket);
       }
       sink.Int(count);
       sink.EndRow();
     }
-    counts_.clear();
+    counts_.Clear();
     last_ = nullptr;
   }
 
  private:
+  // Signed buckets as unsigned keys in the same order (days before 1970 are negative).
+  static uint64_t OrderedKey(int64_t bucket) { return static_cast<uint64_t>(bucket) ^ (uint64_t{1} << 63); }
+  static int64_t FromOrderedKey(uint64_t key) { return static_cast<int64_t>(key ^ (uint64_t{1} << 63)); }
+
   const std::string name_;
   const BucketType type_;
-  int64_t last_key_ = 0;
+  uint64_t last_key_ = 0;
   int64_t* last_ = nullptr;  // counts_[last_key_], or null
   TableSpec table_;
-  std::unordered_map<int64_t, int64_t> counts_;
+  FlatMap<int64_t> counts_;
 };
 
-// Counts events per (url, day bucket). URLs are compared and stored byte for byte.
+// Counts events per (url, day bucket). URLs are compared byte for byte (by the decoder's
+// dense ids, PageVisit::url_id) and stored byte for byte.
 template <typename DayBucket>
 class UrlDayCounter final : public Projector {
  public:
@@ -91,61 +95,39 @@ class UrlDayCounter final : public Projector {
 
   void Apply(std::span<const PageVisit> visits) override {
     for (const PageVisit& v : visits) {
-      const int32_t day = DayBucket{}(v.visited_at);
-      auto it = counts_.find(KeyView{v.url, day});
-      if (it == counts_.end()) {
-        counts_.emplace(Key{std::string(v.url), day}, 1);
-      } else {
-        ++it->second;
+      const uint32_t id = v.url_id;
+      if (id >= known_.size()) {
+        known_.resize(std::max<size_t>(id + 1, known_.size() * 2), 0);
+        urls_.resize(known_.size());
       }
+      if (!known_[id]) {  // the first visit of this URL: its text is kept for the writes
+        urls_[id] = std::string(v.url);
+        known_[id] = 1;
+      }
+      ++counts_[(OrderedDay(DayBucket{}(v.visited_at)) << 32) | id];
     }
   }
   size_t pending_rows() const override { return counts_.size(); }
   void Flush(RowSink& sink) override {
-    std::vector<std::pair<const Key*, int64_t>> rows;
-    rows.reserve(counts_.size());
-    for (const auto& [key, count] : counts_) rows.emplace_back(&key, count);
     // Day order: the stored key starts with the date.
-    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first->day < b.first->day; });
-    for (const auto& [key, count] : rows) {
-      sink.Text(key->url);
-      sink.Date(key->day);
+    for (const auto& [key, count] : counts_.Sorted()) {
+      sink.Text(urls_[static_cast<uint32_t>(key)]);
+      sink.Date(static_cast<int32_t>(static_cast<uint32_t>(key >> 32) ^ (uint32_t{1} << 31)));
       sink.Int(count);
       sink.EndRow();
     }
-    counts_.clear();
+    counts_.Clear();
   }
 
  private:
-  struct Key {
-    std::string url;
-    int32_t day;
-  };
-  struct KeyView {
-    std::string_view url;
-    int32_t day;
-  };
-  struct Hash {
-    using is_transparent = void;
-    size_t operator()(const KeyView& k) const {
-      return std::hash<std::string_view>{}(k.url) ^ (static_cast<size_t>(k.day) * 0x9E3779B97F4A7C15ull);
-    }
-    size_t operator()(const Key& k) const { return (*this)(KeyView{k.url, k.day}); }
-  };
-  struct Equal {
-    using is_transparent = void;
-    static KeyView View(const Key& k) { return {k.url, k.day}; }
-    static KeyView View(const KeyView& k) { return k; }
-    template <typename A, typename B>
-    bool operator()(const A& a, const B& b) const {
-      const KeyView x = View(a), y = View(b);
-      return x.day == y.day && x.url == y.url;
-    }
-  };
+  // Signed days as unsigned in the same order, above the URL's id in one 64-bit key.
+  static uint64_t OrderedDay(int32_t day) { return static_cast<uint32_t>(day) ^ (uint32_t{1} << 31); }
 
   const std::string name_;
   TableSpec table_;
-  std::unordered_map<Key, int64_t, Hash, Equal> counts_;
+  FlatMap<int64_t> counts_;        // (day, url id) -> visits
+  std::vector<std::string> urls_;  // by url id: the URLs seen (bounded by distinct URLs)
+  std::vector<uint8_t> known_;     // by url id: whether urls_ holds it
 };
 
 }  // namespace rw

@@ -28,6 +28,12 @@ struct PageVisit {
   std::string_view url;      // empty unless kFieldUrl was requested
   std::string_view ip;       // empty unless kFieldIp was requested
   std::string_view user_agent;  // empty unless kFieldUserAgent was requested
+  // Dense run-wide ids (0, 1, 2...): equal bytes have equal ids and different bytes
+  // different ids, for the whole run. `url_id` is set when kFieldUrl is requested and
+  // well-formed, `visitor_id` for the pair (ip, user_agent) when both are. Read models key
+  // on these and keep the text only to write it.
+  uint32_t url_id = 0;
+  uint32_t visitor_id = 0;
   // The requested fields that were present and well-formed. A projector only ever sees
   // visits that have every field it needs (the runner filters the others out).
   uint32_t fields_ok = 0;

@@ -6,7 +6,9 @@
 // of the event that starts it. Because "latest seen so far" depends on the order of the
 // events, this read model proves the pipeline keeps id order.
 #include <algorithm>
+#include <climits>
 #include <string>
+#include <vector>
 #include <unordered_map>
 
 #include "projectors/projector.h"
@@ -15,11 +17,6 @@ namespace rw {
 namespace {
 
 constexpr int64_t kSessionGapSeconds = 30 * 60;
-
-struct StringHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-};
 
 class SessionsPerDay final : public Projector {
  public:
@@ -34,22 +31,16 @@ class SessionsPerDay final : public Projector {
 
   void Apply(std::span<const PageVisit> visits) override {
     for (const PageVisit& v : visits) {
-      // The visitor key is length-prefixed so that no (ip, userAgent) pair can collide
-      // with another, whatever bytes they contain.
-      key_.clear();
-      const uint32_t ip_len = static_cast<uint32_t>(v.ip.size());
-      key_.append(reinterpret_cast<const char*>(&ip_len), sizeof ip_len);
-      key_.append(v.ip);
-      key_.append(v.user_agent);
-      const int64_t t = v.visited_at.epoch_seconds();
-      auto it = last_seen_.find(std::string_view(key_));
-      if (it == last_seen_.end()) {
-        last_seen_.emplace(key_, t);
-        ++started_per_day_[v.visited_at.days];
-      } else {
-        if (t - it->second > kSessionGapSeconds) ++started_per_day_[v.visited_at.days];
-        it->second = std::max(it->second, t);
+      // The visitor is (ip, userAgent) compared byte for byte: the decoder's dense id of the
+      // pair (PageVisit::visitor_id), so no two pairs share one whatever bytes they hold.
+      const uint32_t visitor = v.visitor_id;
+      if (visitor >= last_seen_.size()) {
+        last_seen_.resize(std::max<size_t>(visitor + 1, last_seen_.size() * 2), kNever);
       }
+      const int64_t t = v.visited_at.epoch_seconds();
+      int64_t& last = last_seen_[visitor];
+      if (last == kNever || t - last > kSessionGapSeconds) ++started_per_day_[v.visited_at.days];
+      if (last == kNever || t > last) last = t;
     }
   }
 
@@ -69,8 +60,8 @@ class SessionsPerDay final : public Projector {
 
  private:
   const TableSpec table_;
-  std::string key_;  // scratch, reused to avoid an allocation per event
-  std::unordered_map<std::string, int64_t, StringHash, std::equal_to<>> last_seen_;
+  static constexpr int64_t kNever = INT64_MIN;
+  std::vector<int64_t> last_seen_;  // by visitor id: the latest visitedAt seen, or kNever
   std::unordered_map<int32_t, int64_t> started_per_day_;
 };
 

@@ -282,6 +282,12 @@ Decoder::Decoder(uint32_t fields, std::optional<uint16_t> page_class, EventCatal
 
 void Decoder::Decode(Batch& batch) const {
   thread_local simdjson::ondemand::parser parser;
+  // The batch's distinct URLs and visitors (views into the batch), made run-wide at the end.
+  thread_local TextTable urls, visitors;
+  thread_local std::vector<uint32_t> run_ids;
+  urls.Clear();
+  visitors.Clear();
+  constexpr uint32_t kVisitor = kFieldIp | kFieldUserAgent;
   batch.visits.reserve(batch.raw.size());
   const size_t total = batch.payloads.size();
   const size_t width = catalog_.fields().size();
@@ -323,6 +329,12 @@ void Decoder::Decode(Batch& batch) const {
         DecodeOne(parser, batch.payloads.data() + raw.offset, raw.length, total - raw.offset,
                   fields_, batch.strings, visit);
     if (visit.fields_ok & kFieldVisitedAt) {  // usable, at least by some projectors
+      if (visit.fields_ok & kFieldUrl) {
+        visit.url_id = urls.Intern(visit.url, {}, TextTable::HashOf(visit.url, {}));
+      }
+      if ((visit.fields_ok & kVisitor) == kVisitor) {
+        visit.visitor_id = visitors.Intern(visit.ip, visit.user_agent, TextTable::HashOf(visit.ip, visit.user_agent));
+      }
       batch.visits.push_back(visit);
       if ((visit.fields_ok & fields_) != fields_) batch.has_partial = true;
     } else {
@@ -332,6 +344,19 @@ void Decoder::Decode(Batch& batch) const {
       batch.failures.push_back(Failure{
           raw.id, "decoder", std::move(reason),
           std::string(batch.payloads.data() + raw.offset, std::min<size_t>(raw.length, 255))});
+    }
+  }
+  // The batch's ids become the run's: one lock per batch, a lookup per distinct text.
+  if (urls.size() > 0) {
+    urls_->Resolve(urls, run_ids);
+    for (PageVisit& v : batch.visits) {
+      if (v.fields_ok & kFieldUrl) v.url_id = run_ids[v.url_id];
+    }
+  }
+  if (visitors.size() > 0) {
+    visitors_->Resolve(visitors, run_ids);
+    for (PageVisit& v : batch.visits) {
+      if ((v.fields_ok & kVisitor) == kVisitor) v.visitor_id = run_ids[v.visitor_id];
     }
   }
 }

@@ -15,17 +15,22 @@
 // escapes are viewed in place in the batch's payload bytes; escaped ones (`\/`, `\uXXXX`)
 // are unescaped into the batch's arena.
 //
+// URLs and visitors (ip, user agent) get run-wide dense ids (PageVisit::url_id,
+// visitor_id; stages/interner.h): one lookup per event here, for every read model.
+//
 // Thread safety: Decode() may run concurrently on different batches; each thread keeps
-// its own parser.
+// its own parser and batch dictionaries.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "stages/batch.h"
+#include "stages/interner.h"
 
 namespace rw {
 
@@ -57,6 +62,9 @@ class Decoder {
   PathNode paths_;
   std::vector<std::pair<uint32_t, size_t>> column_slots_;  // (slot, index among the read columns)
   std::vector<uint32_t> time_slots_;  // slots read as dates or times: parsed once per event
+  // Run-wide ids of URLs and of visitors: one instance per run, shared by every batch.
+  std::unique_ptr<Interner> urls_ = std::make_unique<Interner>();
+  std::unique_ptr<Interner> visitors_ = std::make_unique<Interner>();
 };
 
 }  // namespace rw

@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <map>
+#include <thread>
+
 namespace rw {
 namespace {
 
@@ -58,6 +61,53 @@ TEST(Decoder, KeepsLongUrlsWhole) {
   ASSERT_EQ(b->visits.size(), 2u);
   EXPECT_EQ(b->visits[0].url, url);
   EXPECT_EQ(b->visits[1].url, "/" + std::string(3000, 'y'));
+}
+
+// Read models key on PageVisit::url_id and visitor_id: equal bytes must get equal ids
+// and different bytes different ids, across batches and decoding threads, whatever the
+// encoding of the payload.
+TEST(Decoder, GivesEqualTextsOneIdForTheWholeRun) {
+  std::vector<std::vector<std::string>> batches(4);
+  for (int i = 0; i < 6000; ++i) {  // enough distinct texts per batch to grow the tables
+    const std::string url = "/p/" + std::to_string(i % 1700);
+    const bool escaped = i % 3 == 0;  // "\/p\/12" is "/p/12"
+    batches[i % 4].push_back(R"({"url":")" + (escaped ? "\\/p\\/" + std::to_string(i % 1700) : url) +
+                             R"(","visitedAt":"2024-01-19T12:34:56Z","ip":")" + std::to_string(i % 7) +
+                             R"(","userAgent":"ua)" + std::to_string(i % 900) + R"("})");
+  }
+  // A pair whose concatenations are equal: two visitors, never one.
+  batches[0].push_back(R"({"url":"/","visitedAt":"2024-01-19T12:34:56Z","ip":"1.1","userAgent":"1.1A"})");
+  batches[1].push_back(R"({"url":"/","visitedAt":"2024-01-19T12:34:56Z","ip":"1.11","userAgent":".1A"})");
+  std::vector<std::unique_ptr<Batch>> decoded;
+  for (const auto& payloads : batches) decoded.push_back(MakeBatch(payloads));
+  const Decoder decoder(kAll);
+  std::vector<std::thread> threads;
+  for (auto& b : decoded) threads.emplace_back([&decoder, &b] { decoder.Decode(*b); });
+  for (auto& t : threads) t.join();
+
+  std::map<uint32_t, std::string> url_of_id;
+  std::map<std::string, uint32_t> id_of_url;
+  std::map<uint32_t, std::pair<std::string, std::string>> visitor_of_id;
+  std::map<std::pair<std::string, std::string>, uint32_t> id_of_visitor;
+  size_t visits = 0;
+  for (const auto& b : decoded) {
+    ASSERT_TRUE(b->failures.empty()) << b->failures[0].reason;
+    for (const PageVisit& v : b->visits) {
+      ++visits;
+      const std::string url(v.url);
+      const std::pair<std::string, std::string> visitor{std::string(v.ip), std::string(v.user_agent)};
+      EXPECT_EQ(url_of_id.try_emplace(v.url_id, url).first->second, url);
+      EXPECT_EQ(id_of_url.try_emplace(url, v.url_id).first->second, v.url_id);
+      EXPECT_EQ(visitor_of_id.try_emplace(v.visitor_id, visitor).first->second, visitor);
+      EXPECT_EQ(id_of_visitor.try_emplace(visitor, v.visitor_id).first->second, v.visitor_id);
+    }
+  }
+  EXPECT_EQ(visits, 6002u);
+  EXPECT_EQ(id_of_url.size(), 1701u);
+  EXPECT_EQ(id_of_visitor.size(), 6000u + 2u);  // (i % 7, i % 900) repeats only after 6300
+  // Dense: the ids are 0..n-1.
+  EXPECT_EQ(url_of_id.rbegin()->first, 1700u);
+  EXPECT_EQ(visitor_of_id.rbegin()->first, 6001u);
 }
 
 TEST(Decoder, EveryBadPayloadBecomesAFailureWithAReason) {

@@ -34,6 +34,12 @@ PageVisit Visit(int64_t id, const char* when, std::string_view url, std::string_
   v.url = url;
   v.ip = ip;
   v.user_agent = ua;
+  // Dense ids as the decoder gives them: the same bytes, the same id.
+  static std::map<std::string, uint32_t> urls;
+  static std::map<std::pair<std::string, std::string>, uint32_t> visitors;
+  v.url_id = urls.try_emplace(std::string(url), static_cast<uint32_t>(urls.size())).first->second;
+  v.visitor_id = visitors.try_emplace({std::string(ip), std::string(ua)}, static_cast<uint32_t>(visitors.size()))
+                     .first->second;
   return v;
 }
 
