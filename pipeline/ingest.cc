@@ -312,7 +312,7 @@ class FileIngest {
     pos_.throttle = ThrottleText(throttle_);
     if (c_ != nullptr) {
       const std::string position_sql = checkpoint_store::SaveIngestPositionSql(*c_, pos_);
-      const std::string rows = tsv_.Take();
+      const std::vector<std::string> rows = tsv_.Take();
       bool lost = false;  // only then can the batch have landed without our knowing
       Status s = RetryOnConnectionLoss(*c_, [&]() -> Status {
         if (lost) {

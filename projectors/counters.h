@@ -48,7 +48,7 @@ class TimeBucketCounter final : public Projector {
   }
   size_t pending_rows() const override { return counts_.size(); }
   void Flush(RowSink& sink) override {
-    for (const auto& [key, count] : counts_.Sorted()) {  // key order: cheapest for a clustered index
+    for (const auto& [key, count] : counts_.TakeSorted()) {  // key order: cheapest for a clustered index
       const int64_t bucket = FromOrderedKey(key);
       if (type_ == BucketType::kDate) {
         sink.Date(static_cast<int32_t>(bucket));
@@ -58,7 +58,6 @@ class TimeBucketCounter final : public Projector {
       sink.Int(count);
       sink.EndRow();
     }
-    counts_.Clear();
     last_ = nullptr;
   }
 
@@ -110,13 +109,12 @@ class UrlDayCounter final : public Projector {
   size_t pending_rows() const override { return counts_.size(); }
   void Flush(RowSink& sink) override {
     // Day order: the stored key starts with the date.
-    for (const auto& [key, count] : counts_.Sorted()) {
+    for (const auto& [key, count] : counts_.TakeSorted()) {
       sink.Text(urls_[static_cast<uint32_t>(key)]);
       sink.Date(static_cast<int32_t>(static_cast<uint32_t>(key >> 32) ^ (uint32_t{1} << 31)));
       sink.Int(count);
       sink.EndRow();
     }
-    counts_.Clear();
   }
 
  private:

@@ -45,15 +45,23 @@ class FlatMap {
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
 
-  // Every (key, value), sorted by key.
-  std::vector<std::pair<uint64_t, V>> Sorted() const {
-    std::vector<std::pair<uint64_t, V>> out;
-    out.reserve(size_);
-    for (const Slot& s : slots_) {
-      if (s.key != kEmpty) out.emplace_back(s.key, s.value);
+  struct Entry {
+    uint64_t key;
+    V value;
+  };
+  // Every (key, value), sorted by key, moved out in the map's own array (no copy); the map
+  // is left empty.
+  std::vector<Entry> TakeSorted() {
+    std::vector<Entry> out;
+    out.swap(slots_);
+    size_t n = 0;
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (out[i].key != kEmpty) out[n++] = out[i];
     }
-    if (has_empty_key_) out.emplace_back(kEmpty, empty_key_value_);
-    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    out.resize(n);
+    std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) { return a.key < b.key; });
+    if (has_empty_key_) out.push_back({kEmpty, empty_key_value_});  // the largest key
+    Clear();
     return out;
   }
 
@@ -66,10 +74,7 @@ class FlatMap {
 
  private:
   static constexpr uint64_t kEmpty = ~uint64_t{0};
-  struct Slot {
-    uint64_t key = kEmpty;
-    V value{};
-  };
+  using Slot = Entry;
 
   // Fibonacci hashing: the product's top bits index the table, so keys that differ only
   // in their high bits (a day packed above a text id) or are multiples of 60 still spread.
@@ -78,7 +83,7 @@ class FlatMap {
   void Grow() {
     std::vector<Slot> old;
     old.swap(slots_);
-    slots_.assign(old.empty() ? 16 : old.size() * 2, Slot{});
+    slots_.assign(old.empty() ? 16 : old.size() * 2, Slot{kEmpty, V{}});
     shift_ = 64 - std::countr_zero(slots_.size());
     const size_t mask = slots_.size() - 1;
     for (const Slot& s : old) {

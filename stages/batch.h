@@ -68,6 +68,7 @@ class BufferPool {
   // An empty string, with the capacity of a recycled buffer when there is one.
   std::string Take() {
     std::lock_guard<std::mutex> lock(mu_);
+    keep_ = true;
     if (free_.empty()) return {};
     std::string s = std::move(free_.back());
     free_.pop_back();
@@ -76,13 +77,22 @@ class BufferPool {
   void Give(std::string s) {
     s.clear();
     std::lock_guard<std::mutex> lock(mu_);
-    if (free_.size() < kMaxKept) free_.push_back(std::move(s));
+    if (keep_ && free_.size() < kMaxKept) free_.push_back(std::move(s));
+  }
+  // Reading is done for now: the buffers kept and those still in flight are freed (the
+  // final flushes reuse the memory), until the next Take().
+  void Drain() {
+    std::vector<std::string> dropped;
+    std::lock_guard<std::mutex> lock(mu_);
+    keep_ = false;
+    dropped.swap(free_);
   }
 
  private:
   // More than the batches alive at once (max_in_flight + 2 by default): a bound, not a target.
   static constexpr size_t kMaxKept = 16;
   std::mutex mu_;
+  bool keep_ = true;
   std::vector<std::string> free_;
 };
 

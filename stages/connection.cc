@@ -63,14 +63,24 @@ int InfileInit(void** ptr, const char* filename, void* userdata) {
     return 1;  // refused: the library sends the server an empty file and reports an error
   }
   src->armed = false;  // one request per LoadData()
+  src->chunk = 0;
   src->offset = 0;
   return 0;
 }
 int InfileRead(void* ptr, char* buf, unsigned int len) {
   auto* src = static_cast<InfileSource*>(ptr);
-  const size_t n = std::min<size_t>(len, src->data.size() - src->offset);
-  std::memcpy(buf, src->data.data() + src->offset, n);
-  src->offset += n;
+  size_t n = 0;
+  while (n < len && src->chunk < src->data.size()) {
+    const std::string_view piece = src->data[src->chunk];
+    const size_t k = std::min<size_t>(len - n, piece.size() - src->offset);
+    std::memcpy(buf + n, piece.data() + src->offset, k);
+    n += k;
+    src->offset += k;
+    if (src->offset == piece.size()) {
+      ++src->chunk;
+      src->offset = 0;
+    }
+  }
   return static_cast<int>(n);
 }
 void InfileEnd(void*) {}
@@ -223,9 +233,19 @@ Status Connection::Stream(std::string_view sql,
 
 
 Status Connection::LoadData(std::string_view load_tail, std::string_view data) {
+  return LoadData(load_tail, std::span<const std::string_view>(&data, 1));
+}
+
+Status Connection::LoadData(std::string_view load_tail, const std::vector<std::string>& data) {
+  const std::vector<std::string_view> pieces(data.begin(), data.end());
+  return LoadData(load_tail, std::span<const std::string_view>(pieces));
+}
+
+Status Connection::LoadData(std::string_view load_tail, std::span<const std::string_view> data) {
   static std::atomic<uint64_t> counter{0};
   infile_.name = fmt::format("rewind-buffer-{}", counter.fetch_add(1));
   infile_.data = data;
+  infile_.chunk = 0;
   infile_.offset = 0;
   infile_.refused.clear();
   infile_.armed = true;

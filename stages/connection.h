@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,7 +50,8 @@ struct Rows {
 struct InfileSource {
   bool armed = false;
   std::string name;       // the file name LoadData() sent
-  std::string_view data;
+  std::span<const std::string_view> data;  // served one after the other
+  size_t chunk = 0;       // where the next read starts: data[chunk], at offset
   size_t offset = 0;
   std::string refused;    // the name of the last refused request
 };
@@ -77,6 +79,9 @@ class Connection {
   // file. Every connection's LOCAL INFILE handler serves only this buffer, once, for the
   // name this call sent; it refuses any other request a server makes.
   Status LoadData(std::string_view load_tail, std::string_view data);
+  // The same, with the data in pieces served one after the other (no copy into one buffer).
+  Status LoadData(std::string_view load_tail, std::span<const std::string_view> data);
+  Status LoadData(std::string_view load_tail, const std::vector<std::string>& data);
 
   // Appends `bytes` as a quoted, escaped SQL string literal ('...') to `out`.
   void AppendQuoted(std::string& out, std::string_view bytes);

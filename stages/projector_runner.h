@@ -99,7 +99,7 @@ class ProjectorRunner {
   // One statement of a flush; with `data`, a LOAD DATA whose file is `data`.
   struct Step {
     std::string sql;
-    std::string data;
+    std::vector<std::string> data;  // LOAD DATA's rows, in pieces
     bool load = false;
   };
   Status RunTransaction(const std::vector<Step>& steps);
@@ -147,15 +147,20 @@ class TsvBuilder final : public RowSink {
   void Double(double value) override;
   void Null() override;
   void EndRow() override;
-  std::string Take() { return std::exchange(data_, std::string()); }
+  // The rows so far, in pieces of about kChunkBytes (whole rows each): a large flush is
+  // never copied into one growing buffer.
+  std::vector<std::string> Take();
   uint64_t rows() const { return rows_; }
-  size_t bytes() const { return data_.size(); }
+  size_t bytes() const { return done_bytes_ + data_.size(); }
+  static constexpr size_t kChunkBytes = 1 << 20;
 
  private:
   void Separator();
   void Escaped(std::string_view bytes);
   void Hash(std::string_view text = {});
-  std::string data_;
+  std::string data_;  // the current piece
+  std::vector<std::string> done_;
+  size_t done_bytes_ = 0;
   table_schema::KeyHash hash_;
   bool row_open_ = false;
   uint64_t rows_ = 0;

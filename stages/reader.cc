@@ -195,7 +195,10 @@ Result<std::unique_ptr<Batch>> Reader::Next() {
     queued_check_.reset();
     if (!watched_.empty()) return ReadGaps(kind);
   }
-  if (after_id_ >= head_id_) return std::unique_ptr<Batch>();
+  if (after_id_ >= head_id_) {
+    pool_->Drain();
+    return std::unique_ptr<Batch>();
+  }
   size_t limit = options_.batch_size;
   if (throttle_ != nullptr) {
     limit = throttle_->PageSize(limit);

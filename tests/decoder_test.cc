@@ -53,6 +53,15 @@ TEST(Decoder, ReadsTheOldEscapedEncoding) {
   EXPECT_EQ(b->visits[0].user_agent, "Mozilla/5.0 \"quoted\" back\\slash");
 }
 
+TEST(Decoder, ReadsEscapedKeys) {
+  // "visit\u0065dAt" is the key "visitedAt"; "ur\u006c" is "url": JSON says they are equal.
+  auto b = MakeBatch({R"({"ur\u006c":"/a","visit\u0065dAt":"2024-01-19T12:34:56Z","ip":"i","userAgent":"u"})"});
+  Decoder(kAll).Decode(*b);
+  ASSERT_EQ(b->visits.size(), 1u) << (b->failures.empty() ? "" : b->failures[0].reason);
+  EXPECT_EQ(b->visits[0].url, "/a");
+  EXPECT_EQ(b->visits[0].visited_at.days, DaysFromCivil(2024, 1, 19));
+}
+
 TEST(Decoder, KeepsLongUrlsWhole) {
   const std::string url = "/long/" + std::string(2000, 'x');
   auto b = MakeBatch({R"({"url":")" + url + R"(","visitedAt":"2024-01-19T12:34:56Z","ip":"i","userAgent":"u"})",
