@@ -1,11 +1,12 @@
 // read_limit: how fast the client library can stream the event table, touching every
 // byte. The ceiling for any replay that reads the same columns.
 //
-//   read_limit [--mode stream|pages] [--page N] [connection options]
+//   read_limit [--mode stream|pages|streamed-pages] [--page N] [connection options]
 //
 // stream: one `SELECT id, eventClass, payload` read with mysql_use_result.
 // pages:  keyset pages (`WHERE id > ? ORDER BY id LIMIT N`), each mysql_store_result'ed,
 //         as a naive client would.
+// streamed-pages: the same keyset pages, each read with mysql_use_result (rewind's reader).
 // Prints: rows, bytes, seconds, rows/s.
 #include <fmt/core.h>
 #include <mysql.h>
@@ -59,7 +60,7 @@ int main(int argc, char** argv) {
       const std::string sql = fmt::format(
           "SELECT id, eventClass, payload FROM stored_events WHERE id > {} ORDER BY id LIMIT {}", last, page);
       if (mysql_real_query(m, sql.data(), sql.size()) != 0) return 1;
-      MYSQL_RES* res = mysql_store_result(m);
+      MYSQL_RES* res = mode == "pages" ? mysql_store_result(m) : mysql_use_result(m);
       const uint64_t before = rows;
       while (MYSQL_ROW row = mysql_fetch_row(res)) {
         touch(row, mysql_fetch_lengths(res));
