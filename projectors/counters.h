@@ -37,12 +37,20 @@ class TimeBucketCounter final : public Projector {
     // Neighbouring events mostly share a bucket (a month, a day): the last bucket's counter
     // is kept at hand, and the map is searched only when the bucket changes (a new key may
     // move the map's slots, and it only ever comes with a new bucket).
+    // A DATE bucket is a function of the day alone: on the same day as the last event,
+    // not even the bucket is computed (a month's or a year's costs calendar arithmetic).
+    const bool by_day = type_ == BucketType::kDate;
     for (const PageVisit& v : visits) {
+      if (by_day && last_ != nullptr && v.visited_at.days == last_days_) {
+        ++*last_;
+        continue;
+      }
       const uint64_t key = OrderedKey(Bucket{}(v.visited_at));
       if (last_ == nullptr || key != last_key_) {
         last_key_ = key;
         last_ = &counts_[key];
       }
+      last_days_ = v.visited_at.days;
       ++*last_;
     }
   }
@@ -69,6 +77,7 @@ class TimeBucketCounter final : public Projector {
   const std::string name_;
   const BucketType type_;
   uint64_t last_key_ = 0;
+  int32_t last_days_ = 0;    // the day of the last event counted in *last_
   int64_t* last_ = nullptr;  // counts_[last_key_], or null
   TableSpec table_;
   FlatMap<int64_t> counts_;

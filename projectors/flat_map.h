@@ -59,7 +59,11 @@ class FlatMap {
       if (out[i].key != kEmpty) out[n++] = out[i];
     }
     out.resize(n);
-    std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) { return a.key < b.key; });
+    if (n < kRadixFrom) {
+      std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) { return a.key < b.key; });
+    } else {
+      RadixSort(out);
+    }
     if (has_empty_key_) out.push_back({kEmpty, empty_key_value_});  // the largest key
     Clear();
     return out;
@@ -75,6 +79,29 @@ class FlatMap {
  private:
   static constexpr uint64_t kEmpty = ~uint64_t{0};
   using Slot = Entry;
+
+  // Large maps are sorted by an LSD radix sort on 11-bit digits: a digit all keys share
+  // (the high bits of times, of days) costs one counting pass and no move. It needs a
+  // second array while it runs.
+  static constexpr size_t kRadixFrom = 1 << 16;
+  static void RadixSort(std::vector<Entry>& a) {
+    constexpr int kBits = 11, kDigits = (64 + kBits - 1) / kBits;
+    constexpr size_t kBuckets = size_t{1} << kBits;
+    std::vector<size_t> counts(kDigits * kBuckets, 0);
+    for (const Entry& e : a) {
+      for (int d = 0; d < kDigits; ++d) ++counts[d * kBuckets + ((e.key >> (d * kBits)) & (kBuckets - 1))];
+    }
+    std::vector<Entry> moved;
+    for (int d = 0; d < kDigits; ++d) {
+      size_t* c = &counts[d * kBuckets];
+      if (*std::max_element(c, c + kBuckets) == a.size()) continue;  // every key has this digit
+      size_t at = 0;
+      for (size_t b = 0; b < kBuckets; ++b) at += std::exchange(c[b], at);  // starts
+      if (moved.empty()) moved.resize(a.size());
+      for (const Entry& e : a) moved[c[(e.key >> (d * kBits)) & (kBuckets - 1)]++] = e;
+      a.swap(moved);
+    }
+  }
 
   // Fibonacci hashing: the product's top bits index the table, so keys that differ only
   // in their high bits (a day packed above a text id) or are multiples of 60 still spread.

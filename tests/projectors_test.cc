@@ -9,6 +9,7 @@
 
 #include <algorithm>
 
+#include "projectors/flat_map.h"
 #include "projectors/projector.h"
 #include "text_sink.h"
 #include "projectors/sha256.h"
@@ -112,6 +113,39 @@ TEST(Projectors, VisitsPerPostPerWeekUsesTheIsoMonday) {
   EXPECT_EQ(UrlRows("visits_per_post_per_week", kVisits),
             (std::vector<std::string>{"/Café|2024-12-30|1", "/a|2024-12-30|3", "/cafe|2024-12-30|1",
                                       kLong + "|2024-02-26|1"}));
+}
+
+// The counters' map against std::map: any key (the one marking empty slots too), counts
+// and sorted order, small maps (std::sort) and large ones (radix sort).
+TEST(FlatMap, CountsAndSortsLikeAnOrderedMap) {
+  for (size_t n : {size_t{100}, size_t{200000}}) {
+    FlatMap<int64_t> flat;
+    std::map<uint64_t, int64_t> reference;
+    uint64_t x = 88172645463325252ull;
+    for (size_t i = 0; i < n; ++i) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;  // xorshift
+      uint64_t key;
+      switch (i % 4) {
+        case 0: key = x; break;                                             // anywhere
+        case 1: key = (uint64_t{1} << 63) + (x % 5000) * 60; break;         // biased minutes
+        case 2: key = (uint64_t{(x >> 40) % 700 + 0x80000000u} << 32) | (x % 3000); break;  // (day, url id)
+        default: key = (i % 8 == 3) ? ~uint64_t{0} : 7; break;             // the empty marker, a repeat
+      }
+      ++flat[key];
+      ++reference[key];
+    }
+    EXPECT_EQ(flat.size(), reference.size());
+    const auto sorted = flat.TakeSorted();
+    ASSERT_EQ(sorted.size(), reference.size());
+    size_t i = 0;
+    for (const auto& [key, count] : reference) {
+      EXPECT_EQ(sorted[i].key, key) << "at " << i << " of " << n;
+      EXPECT_EQ(sorted[i].value, count);
+      if (sorted[i].key != key) break;
+      ++i;
+    }
+    EXPECT_TRUE(flat.empty());
+  }
 }
 
 std::string Hex(const Sha256Digest& d) {
