@@ -6,9 +6,9 @@
 #include <charconv>
 #include <cstring>
 #include <optional>
-#include <unordered_map>
 
 #include "projectors/civil_time.h"
+#include "projectors/text_table.h"
 #include "projectors/sha256.h"
 
 namespace rw {
@@ -416,8 +416,9 @@ class DeclaredProjector final : public Projector {
         continue;
       }
       // Sums that would leave their type are refused before anything is applied.
-      auto found = rows_.find(key_);
-      Acc* accs = found == rows_.end() ? nullptr : accs_.data() + found->second * nvalues;
+      const uint64_t hash = TextTable::HashOf(key_, {});
+      const int64_t found = keys_.Find(key_, {}, hash);
+      Acc* accs = found < 0 ? nullptr : accs_.data() + static_cast<size_t>(found) * nvalues;
       for (size_t i = 0; reason.empty() && i < nvalues; ++i) {
         const ValuePlan& p = plan_.values[i];
         if (!present_[i] || p.op != Op::kSum) continue;
@@ -437,7 +438,7 @@ class DeclaredProjector final : public Projector {
         continue;
       }
       if (!accs) {
-        rows_.emplace(key_, static_cast<uint32_t>(rows_.size()));
+        keys_.Intern(key_, {}, hash, &key_bytes_);  // the next row
         accs_.resize(accs_.size() + nvalues);
         accs = accs_.data() + (accs_.size() - nvalues);
       }
@@ -447,26 +448,25 @@ class DeclaredProjector final : public Projector {
     }
   }
 
-  size_t pending_rows() const override { return rows_.size(); }
+  size_t pending_rows() const override { return keys_.size(); }
 
   void Flush(RowSink& sink) override {
-    std::vector<const std::pair<const std::string, uint32_t>*> rows;
-    rows.reserve(rows_.size());
-    for (const auto& r : rows_) rows.push_back(&r);
+    std::vector<uint32_t> rows(keys_.size());
+    for (uint32_t r = 0; r < rows.size(); ++r) rows[r] = r;
     // In the order of the stored key's leading non-text columns (text keys are stored by
     // their hash, which no order here can follow): comparing that fixed prefix is enough.
     const size_t prefix = 8 * (key_order_.size() - text_keys_);
     if (prefix > 0) {
-      std::sort(rows.begin(), rows.end(), [prefix](const auto* a, const auto* b) {
-        return std::memcmp(a->first.data(), b->first.data(), prefix) < 0;
+      std::sort(rows.begin(), rows.end(), [this, prefix](uint32_t a, uint32_t b) {
+        return std::memcmp(keys_.entry(a).a.data(), keys_.entry(b).a.data(), prefix) < 0;
       });
     }
     const size_t nvalues = plan_.values.size();
     std::vector<Typed> keys(plan_.keys.size());
-    for (const auto* r : rows) {
-      DecodeKey(r->first, keys);
+    for (const uint32_t r : rows) {
+      DecodeKey(keys_.entry(r).a, keys);
       for (size_t i = 0; i < plan_.keys.size(); ++i) Emit(sink, plan_.keys[i].type, 0, keys[i]);
-      const Acc* accs = accs_.data() + r->second * nvalues;
+      const Acc* accs = accs_.data() + size_t{r} * nvalues;
       for (size_t i = 0; i < nvalues; ++i) {
         const ValuePlan& p = plan_.values[i];
         const Acc& a = accs[i];
@@ -483,7 +483,8 @@ class DeclaredProjector final : public Projector {
       }
       sink.EndRow();
     }
-    rows_.clear();
+    keys_.Clear();
+    key_bytes_.Clear();
     accs_.clear();
   }
 
@@ -594,7 +595,8 @@ class DeclaredProjector final : public Projector {
   std::string key_;  // scratch
   std::vector<Typed> typed_;
   std::vector<bool> present_;
-  std::unordered_map<std::string, uint32_t> rows_;  // encoded key -> row index
+  TextTable keys_;          // encoded key -> row index (ids are rows, in order of arrival)
+  StringArena key_bytes_;   // the encoded keys keys_ holds
   std::vector<Acc> accs_;                           // values of row r at [r * nvalues, ...)
 };
 

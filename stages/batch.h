@@ -20,6 +20,7 @@
 
 #include "projectors/event_record.h"
 #include "projectors/page_visit.h"
+#include "projectors/text_table.h"
 #include "stages/gaps.h"
 
 namespace rw {
@@ -30,33 +31,6 @@ struct Failure {
   std::string stage;    // "decoder" or a projector name
   std::string reason;   // readable, names the field and what was wrong
   std::string excerpt;  // the payload's first bytes, as they were (any bytes)
-};
-
-// Append-only storage for strings that must outlive a parse (unescaped JSON strings).
-// Pointers handed out stay valid until the arena is destroyed.
-class StringArena {
- public:
-  std::string_view Copy(std::string_view s) {
-    if (s.size() > kBlockSize / 4) {
-      large_.emplace_back(new char[s.size()]);
-      std::memcpy(large_.back().get(), s.data(), s.size());
-      return {large_.back().get(), s.size()};
-    }
-    if (blocks_.empty() || used_ + s.size() > kBlockSize) {
-      blocks_.emplace_back(new char[kBlockSize]);
-      used_ = 0;
-    }
-    char* p = blocks_.back().get() + used_;
-    std::memcpy(p, s.data(), s.size());
-    used_ += s.size();
-    return {p, s.size()};
-  }
-
- private:
-  static constexpr size_t kBlockSize = 64 * 1024;
-  std::vector<std::unique_ptr<char[]>> blocks_;
-  std::vector<std::unique_ptr<char[]>> large_;
-  size_t used_ = 0;
 };
 
 // Keeps the payload buffers of finished batches for the next ones. A fresh 11 MB buffer

@@ -1,0 +1,63 @@
+#include "projectors/text_table.h"
+
+#include <algorithm>
+#include <functional>
+
+namespace rw {
+
+uint64_t TextTable::HashOf(std::string_view a, std::string_view b) {
+  uint64_t h = std::hash<std::string_view>{}(a);
+  if (!b.empty()) {
+    // Mixed with the length of `a`, so that ("1.1", "1.1A") and ("1.11", ".1A") differ
+    // (equality compares both parts anyway; this only keeps their hashes apart).
+    h ^= (std::hash<std::string_view>{}(b) + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2)) ^ a.size();
+  }
+  return h;
+}
+
+uint32_t TextTable::Intern(std::string_view a, std::string_view b, uint64_t hash, StringArena* copies) {
+  if ((entries_.size() + 1) * 2 > slots_.size()) Grow();  // load factor at most 1/2
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = hash & mask;; i = (i + 1) & mask) {
+    const uint32_t slot = slots_[i];
+    if (slot == 0) {
+      if (copies != nullptr) {
+        a = copies->Copy(a);
+        b = copies->Copy(b);
+      }
+      entries_.push_back({a, b, hash});
+      slots_[i] = static_cast<uint32_t>(entries_.size());
+      return slots_[i] - 1;
+    }
+    const Entry& e = entries_[slot - 1];
+    if (e.hash == hash && e.a == a && e.b == b) return slot - 1;
+  }
+}
+
+int64_t TextTable::Find(std::string_view a, std::string_view b, uint64_t hash) const {
+  if (slots_.empty()) return -1;
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = hash & mask;; i = (i + 1) & mask) {
+    const uint32_t slot = slots_[i];
+    if (slot == 0) return -1;
+    const Entry& e = entries_[slot - 1];
+    if (e.hash == hash && e.a == a && e.b == b) return slot - 1;
+  }
+}
+
+void TextTable::Clear() {
+  std::fill(slots_.begin(), slots_.end(), 0);
+  entries_.clear();
+}
+
+void TextTable::Grow() {
+  slots_.assign(slots_.empty() ? 1024 : slots_.size() * 2, 0);
+  const size_t mask = slots_.size() - 1;
+  for (uint32_t id = 0; id < entries_.size(); ++id) {
+    size_t i = entries_[id].hash & mask;
+    while (slots_[i] != 0) i = (i + 1) & mask;
+    slots_[i] = id + 1;
+  }
+}
+
+}  // namespace rw

@@ -1,0 +1,76 @@
+// Two building blocks for keeping many texts cheaply: StringArena (append-only storage
+// whose views stay valid) and TextTable (a text, or a pair of texts, to dense ids 0, 1,
+// 2... in the order first seen: open addressing in one array, no node per text). The
+// decoder interns URLs and visitors with them (stages/interner.h); a declared read model
+// keys its rows with them.
+//
+// Thread safety: none.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+namespace rw {
+
+// Append-only storage for strings that must outlive a parse (unescaped JSON strings).
+// Pointers handed out stay valid until the arena is cleared or destroyed.
+class StringArena {
+ public:
+  void Clear() {
+    blocks_.clear();
+    large_.clear();
+    used_ = 0;
+  }
+  std::string_view Copy(std::string_view s) {
+    if (s.size() > kBlockSize / 4) {
+      large_.emplace_back(new char[s.size()]);
+      std::memcpy(large_.back().get(), s.data(), s.size());
+      return {large_.back().get(), s.size()};
+    }
+    if (blocks_.empty() || used_ + s.size() > kBlockSize) {
+      blocks_.emplace_back(new char[kBlockSize]);
+      used_ = 0;
+    }
+    char* p = blocks_.back().get() + used_;
+    std::memcpy(p, s.data(), s.size());
+    used_ += s.size();
+    return {p, s.size()};
+  }
+
+ private:
+  static constexpr size_t kBlockSize = 64 * 1024;
+  std::vector<std::unique_ptr<char[]>> blocks_;
+  std::vector<std::unique_ptr<char[]>> large_;
+  size_t used_ = 0;
+};
+
+class TextTable {
+ public:
+  // A pair's hash (b is empty for a single text).
+  static uint64_t HashOf(std::string_view a, std::string_view b);
+
+  // The id of (a, b), added as the next id when new: as views (the caller keeps the bytes),
+  // or as copies into `copies`.
+  uint32_t Intern(std::string_view a, std::string_view b, uint64_t hash, StringArena* copies = nullptr);
+  // The id of (a, b), or -1 when it has none.
+  int64_t Find(std::string_view a, std::string_view b, uint64_t hash) const;
+  // Forgets every text, keeping the memory for the next batch.
+  void Clear();
+
+  size_t size() const { return entries_.size(); }
+  struct Entry {
+    std::string_view a, b;
+    uint64_t hash;
+  };
+  const Entry& entry(uint32_t id) const { return entries_[id]; }
+
+ private:
+  void Grow();
+  std::vector<uint32_t> slots_;  // id + 1; 0 is empty
+  std::vector<Entry> entries_;
+};
+
+}  // namespace rw
