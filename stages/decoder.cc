@@ -92,6 +92,18 @@ simdjson::error_code ReadKey(simdjson::ondemand::field& field, std::string_view&
   return field.unescaped_key().get(key);
 }
 
+// The next field of an object and its key: "" when both are readable, else why not.
+std::string OpenField(simdjson::simdjson_result<simdjson::ondemand::field> result,
+                      simdjson::ondemand::field& field, std::string_view& key) {
+  if (auto err = std::move(result).get(field)) {
+    return fmt::format("payload is not valid JSON: {}", simdjson::error_message(err));
+  }
+  if (auto err = ReadKey(field, key)) {
+    return fmt::format("payload has a bad key: {}", simdjson::error_message(err));
+  }
+  return {};
+}
+
 struct Wanted {
   std::string_view key;
   uint32_t field;
@@ -138,13 +150,8 @@ std::string DecodeOne(simdjson::ondemand::parser& parser, const char* data, size
   };
   for (auto field_result : obj) {
     simdjson::ondemand::field field;
-    if (auto err = std::move(field_result).get(field)) {
-      return fmt::format("payload is not valid JSON: {}", simdjson::error_message(err));
-    }
     std::string_view key;
-    if (auto err = ReadKey(field, key)) {
-      return fmt::format("payload has a bad key: {}", simdjson::error_message(err));
-    }
+    if (std::string why = OpenField(std::move(field_result), field, key); !why.empty()) return why;
     {
       const int i = WantedIndex(key);
       if (i < 0 || !(fields & kWanted[i].field)) continue;
@@ -223,13 +230,8 @@ std::string WalkObject(simdjson::ondemand::object obj, const Decoder::PathNode& 
                        FieldValue* values) {
   for (auto field_result : obj) {
     simdjson::ondemand::field field;
-    if (auto err = std::move(field_result).get(field)) {
-      return fmt::format("payload is not valid JSON: {}", simdjson::error_message(err));
-    }
     std::string_view key;
-    if (auto err = ReadKey(field, key)) {
-      return fmt::format("payload has a bad key: {}", simdjson::error_message(err));
-    }
+    if (std::string why = OpenField(std::move(field_result), field, key); !why.empty()) return why;
     const Decoder::PathNode* child = nullptr;
     for (const auto& c : node.children) {
       if (c.key == key) child = &c;
