@@ -45,7 +45,7 @@ class TimeBucketCounter final : public Projector {
         ++*last_;
         continue;
       }
-      const uint64_t key = OrderedKey(Bucket{}(v.visited_at));
+      const uint64_t key = ToOrdered(int64_t{Bucket{}(v.visited_at)});
       if (last_ == nullptr || key != last_key_) {
         last_key_ = key;
         last_ = &counts_[key];
@@ -57,7 +57,7 @@ class TimeBucketCounter final : public Projector {
   size_t pending_rows() const override { return counts_.size(); }
   void Flush(RowSink& sink) override {
     for (const auto& [key, count] : counts_.TakeSorted()) {  // key order: cheapest for a clustered index
-      const int64_t bucket = FromOrderedKey(key);
+      const int64_t bucket = FromOrdered<int64_t>(key);
       if (type_ == BucketType::kDate) {
         sink.Date(static_cast<int32_t>(bucket));
       } else {
@@ -70,10 +70,6 @@ class TimeBucketCounter final : public Projector {
   }
 
  private:
-  // Signed buckets as unsigned keys in the same order (days before 1970 are negative).
-  static uint64_t OrderedKey(int64_t bucket) { return static_cast<uint64_t>(bucket) ^ (uint64_t{1} << 63); }
-  static int64_t FromOrderedKey(uint64_t key) { return static_cast<int64_t>(key ^ (uint64_t{1} << 63)); }
-
   const std::string name_;
   const BucketType type_;
   uint64_t last_key_ = 0;
@@ -112,7 +108,7 @@ class UrlDayCounter final : public Projector {
         urls_[id] = std::string(v.url);
         known_[id] = 1;
       }
-      ++counts_[(OrderedDay(DayBucket{}(v.visited_at)) << 32) | id];
+      ++counts_[(uint64_t{ToOrdered(int32_t{DayBucket{}(v.visited_at)})} << 32) | id];  // day, then URL
     }
   }
   size_t pending_rows() const override { return counts_.size(); }
@@ -120,16 +116,13 @@ class UrlDayCounter final : public Projector {
     // Day order: the stored key starts with the date.
     for (const auto& [key, count] : counts_.TakeSorted()) {
       sink.Text(urls_[static_cast<uint32_t>(key)]);
-      sink.Date(static_cast<int32_t>(static_cast<uint32_t>(key >> 32) ^ (uint32_t{1} << 31)));
+      sink.Date(FromOrdered<int32_t>(static_cast<uint32_t>(key >> 32)));
       sink.Int(count);
       sink.EndRow();
     }
   }
 
  private:
-  // Signed days as unsigned in the same order, above the URL's id in one 64-bit key.
-  static uint64_t OrderedDay(int32_t day) { return static_cast<uint32_t>(day) ^ (uint32_t{1} << 31); }
-
   const std::string name_;
   TableSpec table_;
   FlatMap<int64_t> counts_;        // (day, url id) -> visits

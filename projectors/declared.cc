@@ -8,8 +8,9 @@
 #include <optional>
 
 #include "projectors/civil_time.h"
-#include "projectors/text_table.h"
+#include "projectors/flat_map.h"
 #include "projectors/sha256.h"
+#include "projectors/text_table.h"
 
 namespace rw {
 
@@ -503,7 +504,7 @@ class DeclaredProjector final : public Projector {
       key_.append(t.s);
       return;
     }
-    const uint64_t u = static_cast<uint64_t>(static_cast<int64_t>(t.n)) ^ (uint64_t{1} << 63);
+    const uint64_t u = ToOrdered(static_cast<int64_t>(t.n));
     for (int b = 7; b >= 0; --b) key_ += static_cast<char>((u >> (8 * b)) & 0xff);
   }
 
@@ -519,7 +520,7 @@ class DeclaredProjector final : public Projector {
       } else {
         uint64_t u = 0;
         for (size_t j = 0; j < 8; ++j) u = (u << 8) | byte(j);
-        out[i].n = static_cast<int64_t>(u ^ (uint64_t{1} << 63));
+        out[i].n = FromOrdered<int64_t>(u);
         at += 8;
       }
     }

@@ -9,11 +9,25 @@
 
 #include <algorithm>
 #include <bit>
+#include <concepts>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 namespace rw {
+
+// A signed number as an unsigned one in the same order (the sign bit flipped), and back:
+// keys that sort as numbers whatever their sign (days before 1970 are negative).
+template <std::signed_integral T>
+constexpr std::make_unsigned_t<T> ToOrdered(T v) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<U>(v) ^ (U{1} << (8 * sizeof(T) - 1));
+}
+template <std::signed_integral T>
+constexpr T FromOrdered(std::make_unsigned_t<T> u) {
+  return static_cast<T>(u ^ (std::make_unsigned_t<T>{1} << (8 * sizeof(T) - 1)));
+}
 
 template <typename V>
 class FlatMap {

@@ -15,34 +15,33 @@ uint64_t TextTable::HashOf(std::string_view a, std::string_view b) {
   return h;
 }
 
-uint32_t TextTable::Intern(std::string_view a, std::string_view b, uint64_t hash, StringArena* copies) {
-  if ((entries_.size() + 1) * 2 > slots_.size()) Grow();  // load factor at most 1/2
+size_t TextTable::Probe(std::string_view a, std::string_view b, uint64_t hash) const {
   const size_t mask = slots_.size() - 1;
   for (size_t i = hash & mask;; i = (i + 1) & mask) {
     const uint32_t slot = slots_[i];
-    if (slot == 0) {
-      if (copies != nullptr) {
-        a = copies->Copy(a);
-        b = copies->Copy(b);
-      }
-      entries_.push_back({a, b, hash});
-      slots_[i] = static_cast<uint32_t>(entries_.size());
-      return slots_[i] - 1;
-    }
+    if (slot == 0) return i;
     const Entry& e = entries_[slot - 1];
-    if (e.hash == hash && e.a == a && e.b == b) return slot - 1;
+    if (e.hash == hash && e.a == a && e.b == b) return i;
   }
+}
+
+uint32_t TextTable::Intern(std::string_view a, std::string_view b, uint64_t hash, StringArena* copies) {
+  if ((entries_.size() + 1) * 2 > slots_.size()) Grow();  // load factor at most 1/2
+  const size_t i = Probe(a, b, hash);
+  if (slots_[i] == 0) {
+    if (copies != nullptr) {
+      a = copies->Copy(a);
+      b = copies->Copy(b);
+    }
+    entries_.push_back({a, b, hash});
+    slots_[i] = static_cast<uint32_t>(entries_.size());
+  }
+  return slots_[i] - 1;
 }
 
 int64_t TextTable::Find(std::string_view a, std::string_view b, uint64_t hash) const {
   if (slots_.empty()) return -1;
-  const size_t mask = slots_.size() - 1;
-  for (size_t i = hash & mask;; i = (i + 1) & mask) {
-    const uint32_t slot = slots_[i];
-    if (slot == 0) return -1;
-    const Entry& e = entries_[slot - 1];
-    if (e.hash == hash && e.a == a && e.b == b) return slot - 1;
-  }
+  return int64_t{slots_[Probe(a, b, hash)]} - 1;
 }
 
 void TextTable::Clear() {

@@ -68,6 +68,8 @@ class TextTable {
   const Entry& entry(uint32_t id) const { return entries_[id]; }
 
  private:
+  // The slot holding (a, b), or the empty slot where it would go. REQUIRES: slots_ not empty.
+  size_t Probe(std::string_view a, std::string_view b, uint64_t hash) const;
   void Grow();
   std::vector<uint32_t> slots_;  // id + 1; 0 is empty
   std::vector<Entry> entries_;

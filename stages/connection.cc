@@ -233,15 +233,15 @@ Status Connection::Stream(std::string_view sql,
 
 
 Status Connection::LoadData(std::string_view load_tail, std::string_view data) {
-  return LoadData(load_tail, std::span<const std::string_view>(&data, 1));
+  return LoadPieces(load_tail, std::span<const std::string_view>(&data, 1));
 }
 
 Status Connection::LoadData(std::string_view load_tail, const std::vector<std::string>& data) {
   const std::vector<std::string_view> pieces(data.begin(), data.end());
-  return LoadData(load_tail, std::span<const std::string_view>(pieces));
+  return LoadPieces(load_tail, pieces);
 }
 
-Status Connection::LoadData(std::string_view load_tail, std::span<const std::string_view> data) {
+Status Connection::LoadPieces(std::string_view load_tail, std::span<const std::string_view> data) {
   static std::atomic<uint64_t> counter{0};
   infile_.name = fmt::format("rewind-buffer-{}", counter.fetch_add(1));
   infile_.data = data;

@@ -80,7 +80,6 @@ class Connection {
   // name this call sent; it refuses any other request a server makes.
   Status LoadData(std::string_view load_tail, std::string_view data);
   // The same, with the data in pieces served one after the other (no copy into one buffer).
-  Status LoadData(std::string_view load_tail, std::span<const std::string_view> data);
   Status LoadData(std::string_view load_tail, const std::vector<std::string>& data);
 
   // Appends `bytes` as a quoted, escaped SQL string literal ('...') to `out`.
@@ -101,6 +100,8 @@ class Connection {
   explicit Connection(const ConnectionOptions& options) : options_(options) {}
   Status Connect();
   Status LastError(std::string_view what);
+  // Both LoadData()s: the pieces served one after the other.
+  Status LoadPieces(std::string_view load_tail, std::span<const std::string_view> data);
 
   const ConnectionOptions options_;
   st_mysql* mysql_ = nullptr;

@@ -381,18 +381,15 @@ void Decoder::Decode(Batch& batch) const {
     }
   }
   // The batch's ids become the run's: one lock per batch, a lookup per distinct text.
-  if (urls.size() > 0) {
-    urls_->Resolve(urls, run_ids);
+  auto make_run_wide = [&](const TextTable& local, Interner& run, uint32_t needs, uint32_t PageVisit::*id) {
+    if (local.size() == 0) return;
+    run.Resolve(local, run_ids);
     for (PageVisit& v : batch.visits) {
-      if (v.fields_ok & kFieldUrl) v.url_id = run_ids[v.url_id];
+      if ((v.fields_ok & needs) == needs) v.*id = run_ids[v.*id];
     }
-  }
-  if (visitors.size() > 0) {
-    visitors_->Resolve(visitors, run_ids);
-    for (PageVisit& v : batch.visits) {
-      if ((v.fields_ok & kVisitor) == kVisitor) v.visitor_id = run_ids[v.visitor_id];
-    }
-  }
+  };
+  make_run_wide(urls, *urls_, kFieldUrl, &PageVisit::url_id);
+  make_run_wide(visitors, *visitors_, kVisitor, &PageVisit::visitor_id);
 }
 
 }  // namespace rw

@@ -1,6 +1,5 @@
 #include "stages/interner.h"
 
-
 namespace rw {
 
 void Interner::Resolve(const TextTable& local, std::vector<uint32_t>& ids) {
@@ -10,11 +9,6 @@ void Interner::Resolve(const TextTable& local, std::vector<uint32_t>& ids) {
     const TextTable::Entry& e = local.entry(id);
     ids[id] = table_.Intern(e.a, e.b, e.hash, &copies_);  // new to the run: copied out of the batch
   }
-}
-
-size_t Interner::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return table_.size();
 }
 
 }  // namespace rw

@@ -23,10 +23,9 @@ class Interner {
  public:
   // Run-wide ids for the texts of `local` (a batch's table), in its id order.
   void Resolve(const TextTable& local, std::vector<uint32_t>& ids);
-  size_t size() const;
 
  private:
-  mutable std::mutex mu_;
+  std::mutex mu_;
   TextTable table_;
   StringArena copies_;  // the table's views point here
 };
