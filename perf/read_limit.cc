@@ -1,12 +1,14 @@
 // read_limit: how fast the client library can stream the event table, touching every
 // byte. The ceiling for any replay that reads the same columns.
 //
-//   read_limit [--mode stream|pages|streamed-pages] [--page N] [connection options]
+//   read_limit [--mode stream|pages|streamed-pages] [--page N] [--select SQL] [connection options]
 //
 // stream: one `SELECT id, eventClass, payload` read with mysql_use_result.
 // pages:  keyset pages (`WHERE id > ? ORDER BY id LIMIT N`), each mysql_store_result'ed,
 //         as a naive client would.
 // streamed-pages: the same keyset pages, each read with mysql_use_result (rewind's reader).
+// --select replaces `SELECT id, eventClass, payload FROM stored_events` (the first column
+// must be the id), to see what a select list costs the server, e.g. rewind's class filter.
 // Prints: rows, bytes, seconds, rows/s.
 #include <fmt/core.h>
 #include <mysql.h>
@@ -21,11 +23,13 @@ int main(int argc, char** argv) {
   using namespace rw;
   std::string mode = "stream";
   long page = 30000;
+  std::string select = "SELECT id, eventClass, payload FROM stored_events";
   std::vector<std::string> rest = {"replay"};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--mode" && i + 1 < argc) mode = argv[++i];
     else if (a == "--page" && i + 1 < argc) page = std::atol(argv[++i]);
+    else if (a == "--select" && i + 1 < argc) select = argv[++i];
     else rest.push_back(a);
   }
   auto cl = ParseCommandLine(rest, SystemEnvironment());
@@ -41,26 +45,34 @@ int main(int argc, char** argv) {
   MYSQL* m = (*conn)->raw();
   const auto start = std::chrono::steady_clock::now();
   uint64_t rows = 0, bytes = 0, checksum = 0;
+  unsigned columns = 0;
   auto touch = [&](MYSQL_ROW row, unsigned long* len) {
     ++rows;
-    for (int c = 0; c < 3; ++c) {
+    for (unsigned c = 0; c < columns; ++c) {
+      if (row[c] == nullptr) continue;
       bytes += len[c];
       for (unsigned long i = 0; i < len[c]; ++i) checksum += static_cast<unsigned char>(row[c][i]);
     }
   };
   if (mode == "stream") {
-    const std::string sql = "SELECT id, eventClass, payload FROM stored_events";
-    if (mysql_real_query(m, sql.data(), sql.size()) != 0) return 1;
+    if (mysql_real_query(m, select.data(), select.size()) != 0) {
+      fmt::print(stderr, "read_limit: {}\n", mysql_error(m));
+      return 1;
+    }
     MYSQL_RES* res = mysql_use_result(m);
+    columns = mysql_num_fields(res);
     while (MYSQL_ROW row = mysql_fetch_row(res)) touch(row, mysql_fetch_lengths(res));
     mysql_free_result(res);
   } else {
     std::string last = "0";
     for (;;) {
-      const std::string sql = fmt::format(
-          "SELECT id, eventClass, payload FROM stored_events WHERE id > {} ORDER BY id LIMIT {}", last, page);
-      if (mysql_real_query(m, sql.data(), sql.size()) != 0) return 1;
+      const std::string sql = fmt::format("{} WHERE id > {} ORDER BY id LIMIT {}", select, last, page);
+      if (mysql_real_query(m, sql.data(), sql.size()) != 0) {
+        fmt::print(stderr, "read_limit: {}\n", mysql_error(m));
+        return 1;
+      }
       MYSQL_RES* res = mode == "pages" ? mysql_store_result(m) : mysql_use_result(m);
+      columns = mysql_num_fields(res);
       const uint64_t before = rows;
       while (MYSQL_ROW row = mysql_fetch_row(res)) {
         touch(row, mysql_fetch_lengths(res));

@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "stages/fault.h"
@@ -118,32 +119,70 @@ void AddEvent(Batch& batch, EventId id, char** values, unsigned long* lengths, b
   batch.raw.push_back(raw);
 }
 
+// The classes a run wants, in the order of ReadScope::classes (the page-visited one alone
+// when that is empty).
+std::vector<std::string> WantedClasses(const ReaderOptions& o) {
+  std::vector<std::string> classes = o.scope.classes;
+  if (classes.empty()) classes.push_back(o.events.page_visited_class);
+  return classes;
+}
+
+bool HasFourByteCharacter(const std::string& text) {
+  for (unsigned char ch : text) {
+    if (ch >= 0xF0) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
-Reader::Reader(std::unique_ptr<Connection> c, const ReaderOptions& o)
+Result<ClassComparison> ExactClassComparison(Connection& c, const EventTableOptions& e,
+                                             const std::vector<std::string>& classes) {
+  const std::string type = QuoteIdentifier(e.type_column);
+  const ClassComparison bytes{"BINARY " + type, "BINARY "};
+  Result<std::optional<std::string>> charset = c.QueryValue(fmt::format(
+      "SELECT COALESCE(CHARACTER_SET_NAME, '') FROM information_schema.COLUMNS WHERE "
+      "TABLE_SCHEMA = DATABASE() AND TABLE_NAME = {} AND COLUMN_NAME = {}",
+      c.Quote(e.table), c.Quote(e.type_column)));
+  if (!charset.ok()) return charset.status();
+  if (!*charset) return bytes;
+  if ((*charset)->empty()) return ClassComparison{type, ""};  // a binary column compares bytes
+  // A character set that holds every wanted class exactly as the connection (utf8mb4) sends
+  // it, so that comparing characters is comparing bytes.
+  const bool holds = **charset == "utf8mb4" ||
+                     ((**charset == "utf8mb3" || **charset == "utf8") &&
+                      std::none_of(classes.begin(), classes.end(), HasFourByteCharacter));
+  if (!holds) return bytes;
+  const std::string collation = **charset + "_nopad_bin";
+  Result<std::optional<std::string>> known = c.QueryValue(fmt::format(
+      "SELECT COUNT(*) FROM information_schema.COLLATIONS WHERE COLLATION_NAME = {}", c.Quote(collation)));
+  if (!known.ok()) return known.status();
+  if (!*known || **known == "0") return bytes;  // before MariaDB 10.2, or MySQL
+  return ClassComparison{fmt::format("{} COLLATE {}", type, collation), ""};
+}
+
+Reader::Reader(std::unique_ptr<Connection> c, const ReaderOptions& o, const ClassComparison& compare)
     : connection_(std::move(c)), options_(o), head_id_(o.head_id), after_id_(o.start_after_id) {
   const EventTableOptions& e = options_.events;
-  // The type filter is pushed into the server, byte for byte (a column's collation would
-  // match other spellings): unhandled events cost an id, not a payload.
+  // The type filter is pushed into the server, exactly (see ClassComparison): unhandled
+  // events cost an id, not a payload.
   const std::string until =
       options_.until_time.empty()
           ? std::string()
           : fmt::format(" AND {} <= {}", QuoteIdentifier(e.time_column), connection_->Quote(options_.until_time));
-  const std::string type = QuoteIdentifier(e.type_column);
-  std::vector<std::string> classes = options_.scope.classes;
-  if (classes.empty()) classes.push_back(e.page_visited_class);
+  const std::vector<std::string> classes = WantedClasses(options_);
   std::string match, index;
   if (classes.size() == 1) {
-    match = fmt::format("BINARY {} = BINARY {}", type, connection_->Quote(classes[0]));
+    match = fmt::format("{} = {}{}", compare.column, compare.literal_prefix, connection_->Quote(classes[0]));
   } else {
     // Several classes: the payload for any of them, and which one it is as a small number.
     for (size_t i = 0; i < classes.size(); ++i) {
-      const std::string cls = "BINARY " + connection_->Quote(classes[i]);
+      const std::string cls = compare.literal_prefix + connection_->Quote(classes[i]);
       match += (i ? ", " : "") + cls;
       index += fmt::format(" WHEN {} THEN {}", cls, i);
     }
-    match = fmt::format("BINARY {} IN ({})", type, match);
-    index = fmt::format(", CASE BINARY {}{} END", type, index);
+    match = fmt::format("{} IN ({})", compare.column, match);
+    index = fmt::format(", CASE {}{} END", compare.column, index);
     with_class_ = true;
   }
   std::string columns;
@@ -166,7 +205,9 @@ Result<std::unique_ptr<Reader>> Reader::Make(std::unique_ptr<Connection> connect
     return s;
   }
   if (Status s = CheckReadColumns(*connection, options.events, options.scope.columns); !s.ok()) return s;
-  return std::unique_ptr<Reader>(new Reader(std::move(connection), options));
+  Result<ClassComparison> compare = ExactClassComparison(*connection, options.events, WantedClasses(options));
+  if (!compare.ok()) return compare.status();
+  return std::unique_ptr<Reader>(new Reader(std::move(connection), options, *compare));
 }
 
 std::unique_ptr<Batch> Reader::NewBatch() {

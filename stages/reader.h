@@ -4,8 +4,8 @@
 // ORDER BY id LIMIT n` on the id column (never OFFSET, never ORDER BY an unindexed
 // column) and streams it completely before returning, so no result stream stays open
 // while the pipeline applies backpressure. Events whose type no selected projector
-// handles come back with a NULL payload (the filter runs in the server, byte for byte,
-// their payloads never cross the wire) and are counted as skipped.
+// handles come back with a NULL payload (the filter runs in the server, exactly — see
+// ClassComparison — their payloads never cross the wire) and are counted as skipped.
 //
 // Gaps: every id missing in a range the reader covered is watched (see stages/gaps.h).
 // After QueueGapCheck(), the next Next() returns a *late* batch first: the watched ids
@@ -64,6 +64,18 @@ struct ReaderOptions {
   std::string until_time;
 };
 
+// How the type column is compared with the wanted classes in the server: exactly (another
+// case, a trailing space, an accent is another class) and cheaply. A column in utf8mb4 (or
+// utf8mb3, for classes it can hold) is compared in its `_nopad_bin` collation, characters
+// that are the bytes sent; a binary column as it is; any other column (or a server without
+// the collation) cast to bytes on both sides, which costs the server a copy per row.
+struct ClassComparison {
+  std::string column;          // the type column as compared, e.g. "`eventClass` COLLATE utf8mb4_nopad_bin"
+  std::string literal_prefix;  // put before each quoted class ("BINARY " or "")
+};
+Result<ClassComparison> ExactClassComparison(Connection& connection, const EventTableOptions& events,
+                                             const std::vector<std::string>& classes);
+
 enum class GapCheck { kRecheck, kFinal };
 
 class Reader {
@@ -95,7 +107,7 @@ class Reader {
     IdRange range;
     std::chrono::steady_clock::time_point since;
   };
-  Reader(std::unique_ptr<Connection> c, const ReaderOptions& o);
+  Reader(std::unique_ptr<Connection> c, const ReaderOptions& o, const ClassComparison& compare);
   Status ReadPage(const std::string& sql, Batch& batch, EventId& last_id);
   Result<std::unique_ptr<Batch>> ReadGaps(GapCheck kind);
   std::unique_ptr<Batch> NewBatch();

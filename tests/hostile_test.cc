@@ -347,6 +347,44 @@ TEST(OddInput, TheEventClassIsComparedByteForByte) {
   ExpectEveryReadModelMatchesTheEvents(*c);
 }
 
+// The class filter runs in the server, cheaply but exactly, whatever the type column's
+// character set: look-alikes (another case, a trailing space, an accent) are other
+// classes, for one class and for several (the declared read models' CASE).
+TEST(OddInput, EveryClassIsMatchedExactlyWhateverTheColumnsCharacterSet) {
+  const std::string models = ::testing::TempDir() + "/rewind_class_models.toml";
+  std::ofstream(models) << R"([[read_model]]
+name   = "pings"
+events = ['App\Ping', 'App\Pong']
+key    = [{ column = "kind", path = "kind" }]
+values = [{ column = "n", op = "count" }]
+)";
+  for (const char* column : {"VARCHAR(255) COLLATE utf8mb4_general_ci",
+                             "VARCHAR(255) CHARACTER SET utf8mb3 COLLATE utf8mb3_general_ci",
+                             "VARCHAR(255) CHARACTER SET latin1", "VARBINARY(255)"}) {
+    SCOPED_TRACE(column);
+    ConnectionOptions o = Store("rewind_test_class_charsets", 300);
+    auto c = Connect(o);
+    ASSERT_TRUE(c->Execute(fmt::format("ALTER TABLE stored_events MODIFY eventClass {} NOT NULL", column)).ok());
+    for (const char* cls : {"app\\analytics\\pagevisited", "App\\Analytics\\PageVisited ",
+                            "App\\Analytics\\PágeVisited", "APP\\ANALYTICS\\PAGEVISITED"}) {
+      ASSERT_TRUE(Insert(*c, cls, Payload("/look-alike", "2024-01-01T00:00:00Z")).ok());
+    }
+    for (const char* cls : {"App\\Ping", "App\\Pong", "App\\Pong", "app\\ping", "App\\Ping ", "App\\Póng"}) {
+      ASSERT_TRUE(Insert(*c, cls, R"({"kind":"k"})").ok());
+    }
+    Outcome one = RunRewind({"replay", "--all", "--quiet"}, Env(o));
+    EXPECT_EQ(one.code, 0) << one.err;
+    EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM visits_per_post_per_day WHERE uri = '/look-alike'"), 0);
+    ExpectEveryReadModelMatchesTheEvents(*c);
+    Outcome several = RunRewind({"replay", "--all", "--quiet", "--models", models}, Env(o));
+    EXPECT_EQ(several.code, 0) << several.err;
+    EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM visits_per_post_per_day WHERE uri = '/look-alike'"), 0);
+    ExpectEveryReadModelMatchesTheEvents(*c);
+    EXPECT_EQ(Count(*c, "SELECT SUM(n) FROM pings"), 3);  // one Ping, two Pongs
+  }
+  std::remove(models.c_str());
+}
+
 TEST(OddInput, UrlsOfAnyLengthAreStoredWholeOrRecordedNeverCut) {
   ConnectionOptions o = Store("rewind_test_long_urls", 200);
   auto c = Connect(o);
