@@ -2,9 +2,14 @@
 
 #include <fmt/core.h>
 #include <oneapi/tbb/flow_graph.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
+#include <condition_variable>
+#include <deque>
 #include <exception>
 #include <mutex>
+#include <thread>
 
 namespace rw {
 
@@ -39,6 +44,62 @@ std::string Describe(const Batch& b) {
                      IdText(b.last_id));
 }
 
+// The batches the reading thread has read and the graph has not taken yet, at most
+// `depth`. Closed by either side: the reader at the end, the graph when it stops early
+// (then the reader's Push fails and it stops reading).
+class ReadAhead {
+ public:
+  explicit ReadAhead(size_t depth) : depth_(depth) {}
+  // False when the graph has stopped taking batches.
+  bool Push(std::shared_ptr<Batch> batch) {
+    std::unique_lock<std::mutex> lock(mu_);
+    room_.wait(lock, [&] { return closed_ || queue_.size() < depth_; });
+    if (closed_) return false;
+    queue_.push_back(std::move(batch));
+    ready_.notify_one();
+    return true;
+  }
+  // The next batch; nullptr once closed and empty.
+  std::shared_ptr<Batch> Pop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    ready_.wait(lock, [&] { return closed_ || !queue_.empty(); });
+    if (queue_.empty()) return nullptr;
+    std::shared_ptr<Batch> batch = std::move(queue_.front());
+    queue_.pop_front();
+    room_.notify_one();
+    return batch;
+  }
+  void Close() {
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_ = true;
+    ready_.notify_all();
+    room_.notify_all();
+  }
+
+ private:
+  const size_t depth_;
+  std::mutex mu_;
+  std::condition_variable ready_, room_;
+  std::deque<std::shared_ptr<Batch>> queue_;
+  bool closed_ = false;
+};
+
+// Decoding and applying run below the priority of the server and of rewind's own reading
+// (nice +10, Linux's per-thread nice): on a machine shared with the database, the server's
+// thread that sends the events is the run's critical path, and a decoding thread that
+// preempts it slows everything. Once per thread, on the graph's threads only (TBB's workers
+// and the one that waits for the graph), never on the thread that reads, flushes or swaps.
+// A thread may always lower its own priority; nothing is done if it is already lower.
+void YieldToTheServer() {
+  constexpr int kNice = 10;
+  thread_local const bool lowered = [] {
+    const auto tid = static_cast<id_t>(gettid());
+    if (getpriority(PRIO_PROCESS, tid) < kNice) (void)setpriority(PRIO_PROCESS, tid, kNice);
+    return true;
+  }();
+  (void)lowered;
+}
+
 }  // namespace
 
 GraphResult RunGraph(Reader& reader, const Decoder& decoder, std::vector<Branch>& branches,
@@ -53,30 +114,23 @@ GraphResult RunGraph(Reader& reader, const Decoder& decoder, std::vector<Branch>
   const int consumers = static_cast<int>(branches.size());
 
   flow::graph g;
+  // The reader runs on the calling thread, ahead of the graph by a batch or two, so the
+  // server's stream is drained while the graph's threads decode and apply.
+  ReadAhead ahead(2);
   flow::input_node<MutableBatch> source(g, [&](oneapi::tbb::flow_control& fc) -> MutableBatch {
-    if (stop.load() || error.failed()) {
+    YieldToTheServer();
+    MutableBatch batch = ahead.Pop();
+    if (batch == nullptr || stop.load() || error.failed()) {
+      ahead.Close();  // the reader stops at its next batch
       fc.stop();
       return nullptr;
     }
-    Result<std::unique_ptr<Batch>> next = reader.Next();
-    if (!next.ok()) {
-      error.Set(next.status());
-      fc.stop();
-      return nullptr;
-    }
-    if (*next == nullptr) {
-      fc.stop();
-      return nullptr;
-    }
-    (*next)->consumers_left.store(consumers);
-    const int64_t now = in_flight.fetch_add(1) + 1;
-    for (int64_t p = peak.load(); p < now && !peak.compare_exchange_weak(p, now);) {
-    }
-    return MutableBatch(std::move(*next));
+    return batch;
   });
   flow::limiter_node<MutableBatch, int> limiter(g, options.max_in_flight);
   flow::function_node<MutableBatch, BatchPtr> decode(
       g, flow::unlimited, [&](const MutableBatch& batch) -> BatchPtr {
+        YieldToTheServer();
         if (!error.failed()) {
           try {
             decoder.Decode(*batch);
@@ -104,6 +158,7 @@ GraphResult RunGraph(Reader& reader, const Decoder& decoder, std::vector<Branch>
     const size_t slot = position_slot[i];
     sinks.push_back(std::make_unique<Sink>(
         g, flow::serial, [&, slot](const BatchPtr& batch, Sink::output_ports_type& ports) {
+          YieldToTheServer();
           if (!error.failed()) {
             Status s;
             try {
@@ -137,8 +192,30 @@ GraphResult RunGraph(Reader& reader, const Decoder& decoder, std::vector<Branch>
     flow::make_edge(flow::output_port<0>(*sink), limiter.decrementer());
   }
 
-  source.activate();
-  g.wait_for_all();
+  std::thread graph_thread([&] {
+    YieldToTheServer();
+    source.activate();
+    g.wait_for_all();
+  });
+  try {
+    while (!stop.load() && !error.failed()) {
+      Result<std::unique_ptr<Batch>> next = reader.Next();
+      if (!next.ok()) {
+        error.Set(next.status());
+        break;
+      }
+      if (*next == nullptr) break;
+      (*next)->consumers_left.store(consumers);
+      const int64_t now = in_flight.fetch_add(1) + 1;
+      for (int64_t p = peak.load(); p < now && !peak.compare_exchange_weak(p, now);) {
+      }
+      if (!ahead.Push(MutableBatch(std::move(*next)))) break;
+    }
+  } catch (const std::exception& e) {
+    error.Set(Status::Internal(fmt::format("the reader threw: {}", e.what())));
+  }
+  ahead.Close();
+  graph_thread.join();
   return GraphResult{error.Get(), peak.load()};
 }
 

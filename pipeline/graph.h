@@ -1,6 +1,12 @@
 // The replay graph: reader -> limiter -> decoder (parallel) -> sequencer -> broadcast ->
 // one serial branch per consumer (each projector runner, the failure recorder).
 //
+// Threads: the reader runs on the calling thread, at most two batches ahead of the graph,
+// so the server's stream is drained while the graph decodes and applies; the graph runs on
+// TBB's threads and one thread of its own, all below the priority of the reading thread
+// and of the server (nice +10: the server's sending thread is the critical path when it
+// shares the machine). Flushes, swaps and everything else keep the caller's priority.
+//
 // Backpressure lives in one place: the limiter admits at most `max_in_flight` batches;
 // a batch's token is returned when its last consumer finishes it, so memory is bounded
 // by max_in_flight x batch size whatever the slowest consumer does. Each branch is a
@@ -37,8 +43,9 @@ struct GraphOptions {
 
 struct GraphResult {
   Status status;
-  // Most batches read and not yet finished at once: max_in_flight admitted, plus the
-  // one the reader holds while the limiter is full.
+  // Most batches read and not yet finished at once: max_in_flight admitted, plus the one
+  // that waits at the limiter's door, the two read ahead and the one the reader holds
+  // while those wait (at most max_in_flight + 4).
   int64_t peak_in_flight = 0;
 };
 
