@@ -4,8 +4,15 @@
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <filesystem>
+#include <map>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "pipeline/replay.h"
@@ -215,6 +222,47 @@ TEST(Into, RebuildUpToAPointBesideTheLiveTables) {
   EXPECT_NE(differs.out.find("DIFFERS"), std::string::npos) << differs.out;
   // A suffix that ends like rewind's own tables is refused.
   EXPECT_EQ(RunRewind({"replay", "--all", "--into", "x__rewind_new"}, Env(o)).code, 2);
+}
+
+// The nice value of each thread of a process, from /proc (field 19 of a task's stat).
+std::map<pid_t, int> ThreadNiceValues(pid_t pid) {
+  std::map<pid_t, int> out;
+  for (const auto& task : std::filesystem::directory_iterator(fmt::format("/proc/{}/task", pid))) {
+    std::ifstream in(task.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream fields(stat.substr(close + 2));  // from field 3, the state
+    std::string field;
+    for (int i = 3; i <= 19 && fields >> field; ++i) {
+      if (i == 19) out[static_cast<pid_t>(std::stoi(task.path().filename().string()))] = std::stoi(field);
+    }
+  }
+  return out;
+}
+
+// On a machine shared with the server, decoding and applying must not take a core from
+// the server's thread that sends the events: the graph's threads run at a lower priority
+// than the thread that reads (and later flushes and swaps), which keeps the caller's.
+TEST(Politeness, DecodingRunsBelowThePriorityOfReading) {
+  ConnectionOptions o = Store("rewind_test_priority", 12'000);
+  const std::string pause = PauseFile("priority");
+  std::vector<std::string> env = Env(o);
+  env.push_back("REWIND_FAULT=read-batch:8@" + pause);  // the reading thread waits there
+  Subprocess run(Rewind({"replay", "--all", "--quiet", "--batch-size", "1000"}), env);
+  ASSERT_TRUE(run.WaitFor("fault point", 60)) << run.err();
+  const std::map<pid_t, int> nice = ThreadNiceValues(run.pid());
+  Release(pause);
+  const int own = getpriority(PRIO_PROCESS, 0);
+  ASSERT_EQ(nice.count(run.pid()), 1u);
+  EXPECT_EQ(nice.at(run.pid()), own);  // the main thread reads
+  int lowered = 0;
+  for (const auto& [tid, value] : nice) lowered += value == std::min(own + 10, 19) ? 1 : 0;
+  EXPECT_GE(lowered, 1) << "no thread below the reading thread's priority";
+  EXPECT_EQ(run.Wait(), 0) << run.err();
+  auto c = Connect(o);
+  CreateReferenceView(*c);
+  for (const auto& [table, sql] : ReferenceQueries()) EXPECT_EQ(CompareWithReference(*c, table, sql), "");
 }
 
 }  // namespace
