@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -85,16 +86,17 @@ class ReadAhead {
 };
 
 // Decoding and applying run below the priority of the server and of rewind's own reading
-// (nice +10, Linux's per-thread nice): on a machine shared with the database, the server's
-// thread that sends the events is the run's critical path, and a decoding thread that
-// preempts it slows everything. Once per thread, on the graph's threads only (TBB's workers
-// and the one that waits for the graph), never on the thread that reads, flushes or swaps.
-// A thread may always lower its own priority; nothing is done if it is already lower.
+// (10 nice levels below the process's main thread, at most 19; Linux's per-thread nice):
+// on a machine shared with the database, the server's thread that sends the events is the
+// run's critical path, and a decoding thread that preempts it slows everything. Once per
+// thread, on the graph's threads only (TBB's workers and the one that waits for the
+// graph), never on the main thread, which reads, flushes and swaps. A thread may always
+// lower its own priority; nothing is done if it is already that low.
 void YieldToTheServer() {
-  constexpr int kNice = 10;
   thread_local const bool lowered = [] {
+    static const int target = std::min(getpriority(PRIO_PROCESS, static_cast<id_t>(getpid())) + 10, 19);
     const auto tid = static_cast<id_t>(gettid());
-    if (getpriority(PRIO_PROCESS, tid) < kNice) (void)setpriority(PRIO_PROCESS, tid, kNice);
+    if (getpriority(PRIO_PROCESS, tid) < target) (void)setpriority(PRIO_PROCESS, tid, target);
     return true;
   }();
   (void)lowered;

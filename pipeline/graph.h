@@ -3,9 +3,10 @@
 //
 // Threads: the reader runs on the calling thread, at most two batches ahead of the graph,
 // so the server's stream is drained while the graph decodes and applies; the graph runs on
-// TBB's threads and one thread of its own, all below the priority of the reading thread
-// and of the server (nice +10: the server's sending thread is the critical path when it
-// shares the machine). Flushes, swaps and everything else keep the caller's priority.
+// TBB's threads and one thread of its own, all ten nice levels below the process's main
+// thread (at most 19), so below the reading thread and the server: the server's sending
+// thread is the critical path when it shares the machine. Flushes, swaps and everything
+// else keep the caller's priority.
 //
 // Backpressure lives in one place: the limiter admits at most `max_in_flight` batches;
 // a batch's token is returned when its last consumer finishes it, so memory is bounded

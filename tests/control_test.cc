@@ -253,7 +253,8 @@ TEST(Politeness, DecodingRunsBelowThePriorityOfReading) {
   ASSERT_TRUE(run.WaitFor("fault point", 60)) << run.err();
   const std::map<pid_t, int> nice = ThreadNiceValues(run.pid());
   Release(pause);
-  const int own = getpriority(PRIO_PROCESS, 0);
+  const int own = getpriority(PRIO_PROCESS, 0);  // rewind's main thread inherits it
+  if (own >= 19) GTEST_SKIP() << "the tests run at the lowest priority: nothing can be lower";
   ASSERT_EQ(nice.count(run.pid()), 1u);
   EXPECT_EQ(nice.at(run.pid()), own);  // the main thread reads
   int lowered = 0;
