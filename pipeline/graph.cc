@@ -46,19 +46,31 @@ std::string Describe(const Batch& b) {
 }
 
 // The batches the reading thread has read and the graph has not taken yet, at most
-// `depth`. Closed by either side: the reader at the end, the graph when it stops early
-// (then the reader's Push fails and it stops reading).
+// `depth`, and every batch alive (read and not yet freed) at most `alive`: the reader
+// reserves a place before it reads, and the batch's deleter frees it. Closed
+// by either side: the reader at the end, the graph when it stops early (then Reserve fails
+// and the reader stops reading).
 class ReadAhead {
  public:
-  explicit ReadAhead(size_t depth) : depth_(depth) {}
-  // False when the graph has stopped taking batches.
-  bool Push(std::shared_ptr<Batch> batch) {
+  ReadAhead(size_t depth, size_t alive) : depth_(depth), max_alive_(alive) {}
+  // Waits for a place for one more batch; false when the graph has stopped taking them.
+  bool Reserve() {
     std::unique_lock<std::mutex> lock(mu_);
-    room_.wait(lock, [&] { return closed_ || queue_.size() < depth_; });
+    room_.wait(lock, [&] { return closed_ || (queue_.size() < depth_ && alive_ < max_alive_); });
     if (closed_) return false;
+    ++alive_;
+    return true;
+  }
+  void Push(std::shared_ptr<Batch> batch) {
+    std::lock_guard<std::mutex> lock(mu_);
     queue_.push_back(std::move(batch));
     ready_.notify_one();
-    return true;
+  }
+  // A batch's memory is freed (or it was never read): its place is free.
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    --alive_;
+    room_.notify_one();
   }
   // The next batch; nullptr once closed and empty.
   std::shared_ptr<Batch> Pop() {
@@ -70,6 +82,15 @@ class ReadAhead {
     room_.notify_one();
     return batch;
   }
+  // Frees the batches still queued (read ahead of a stop), outside the lock: each one's
+  // deleter calls Release.
+  void Drop() {
+    std::deque<std::shared_ptr<Batch>> dropped;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      dropped.swap(queue_);
+    }
+  }
   void Close() {
     std::lock_guard<std::mutex> lock(mu_);
     closed_ = true;
@@ -78,10 +99,11 @@ class ReadAhead {
   }
 
  private:
-  const size_t depth_;
+  const size_t depth_, max_alive_;
   std::mutex mu_;
   std::condition_variable ready_, room_;
   std::deque<std::shared_ptr<Batch>> queue_;
+  size_t alive_ = 0;
   bool closed_ = false;
 };
 
@@ -117,8 +139,9 @@ GraphResult RunGraph(Reader& reader, const Decoder& decoder, std::vector<Branch>
 
   flow::graph g;
   // The reader runs on the calling thread, ahead of the graph by a batch or two, so the
-  // server's stream is drained while the graph's threads decode and apply.
-  ReadAhead ahead(2);
+  // server's stream is drained while the graph's threads decode and apply; the batches
+  // alive stay max_in_flight + 1 at most, as when the graph read them itself.
+  ReadAhead ahead(2, options.max_in_flight + 1);
   flow::input_node<MutableBatch> source(g, [&](oneapi::tbb::flow_control& fc) -> MutableBatch {
     YieldToTheServer();
     MutableBatch batch = ahead.Pop();
@@ -200,24 +223,29 @@ GraphResult RunGraph(Reader& reader, const Decoder& decoder, std::vector<Branch>
     g.wait_for_all();
   });
   try {
-    while (!stop.load() && !error.failed()) {
+    while (!stop.load() && !error.failed() && ahead.Reserve()) {
       Result<std::unique_ptr<Batch>> next = reader.Next();
-      if (!next.ok()) {
-        error.Set(next.status());
+      if (!next.ok() || *next == nullptr) {
+        ahead.Release();
+        if (!next.ok()) error.Set(next.status());
         break;
       }
-      if (*next == nullptr) break;
       (*next)->consumers_left.store(consumers);
       const int64_t now = in_flight.fetch_add(1) + 1;
       for (int64_t p = peak.load(); p < now && !peak.compare_exchange_weak(p, now);) {
       }
-      if (!ahead.Push(MutableBatch(std::move(*next)))) break;
+      // The place is freed with the batch's memory, not when its last consumer is done.
+      ahead.Push(MutableBatch(next->release(), [&ahead](Batch* b) {
+        delete b;
+        ahead.Release();
+      }));
     }
   } catch (const std::exception& e) {
     error.Set(Status::Internal(fmt::format("the reader threw: {}", e.what())));
   }
   ahead.Close();
   graph_thread.join();
+  ahead.Drop();  // batches read ahead of a stop, freed while `ahead` is whole
   return GraphResult{error.Get(), peak.load()};
 }
 

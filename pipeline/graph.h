@@ -44,9 +44,8 @@ struct GraphOptions {
 
 struct GraphResult {
   Status status;
-  // Most batches read and not yet finished at once: max_in_flight admitted, plus the one
-  // that waits at the limiter's door, the two read ahead and the one the reader holds
-  // while those wait (at most max_in_flight + 4).
+  // Most batches read and not yet finished at once: at most max_in_flight + 1, the batches
+  // admitted and those read ahead of the limiter (up to two).
   int64_t peak_in_flight = 0;
 };
 
