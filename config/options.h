@@ -65,7 +65,8 @@ struct ReplayOptions {
   bool stop_on_failure = false;
   // Events per read batch: larger amortises per-batch costs, costs memory in flight.
   size_t batch_size = 20000;
-  // Batches admitted into the pipeline at once: the memory bound (x batch_size x payload).
+  // Batches in the pipeline at once, plus the one being read: the memory bound
+  // ((max_in_flight + 1) x batch_size x payload).
   size_t max_in_flight = 6;
   // A projector commits at least every this many events: what a crash can cost to redo.
   uint64_t flush_every_events = 2'000'000;

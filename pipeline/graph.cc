@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <condition_variable>
-#include <deque>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -45,66 +44,32 @@ std::string Describe(const Batch& b) {
                      IdText(b.last_id));
 }
 
-// The batches the reading thread has read and the graph has not taken yet, at most
-// `depth`, and every batch alive (read and not yet freed) at most `alive`: the reader
-// reserves a place before it reads, and the batch's deleter frees it. Closed
-// by either side: the reader at the end, the graph when it stops early (then Reserve fails
-// and the reader stops reading).
-class ReadAhead {
+// The backpressure: places for the batches alive (read and not yet freed). The reader
+// takes one before it reads a batch, and the batch's deleter gives it back when its memory
+// is freed, so the bound holds for the memory itself, whatever the slowest consumer does.
+class Places {
  public:
-  ReadAhead(size_t depth, size_t alive) : depth_(depth), max_alive_(alive) {}
-  // Waits for a place for one more batch; false when the graph has stopped taking them.
-  bool Reserve() {
+  explicit Places(size_t n) : max_(n) {}
+  void Take() {
     std::unique_lock<std::mutex> lock(mu_);
-    room_.wait(lock, [&] { return closed_ || (queue_.size() < depth_ && alive_ < max_alive_); });
-    if (closed_) return false;
-    ++alive_;
-    return true;
+    room_.wait(lock, [&] { return used_ < max_; });
+    peak_ = std::max(peak_, ++used_);
   }
-  void Push(std::shared_ptr<Batch> batch) {
+  void Give() {
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back(std::move(batch));
-    ready_.notify_one();
-  }
-  // A batch's memory is freed (or it was never read): its place is free.
-  void Release() {
-    std::lock_guard<std::mutex> lock(mu_);
-    --alive_;
+    --used_;
     room_.notify_one();
   }
-  // The next batch; nullptr once closed and empty.
-  std::shared_ptr<Batch> Pop() {
-    std::unique_lock<std::mutex> lock(mu_);
-    ready_.wait(lock, [&] { return closed_ || !queue_.empty(); });
-    if (queue_.empty()) return nullptr;
-    std::shared_ptr<Batch> batch = std::move(queue_.front());
-    queue_.pop_front();
-    room_.notify_one();
-    return batch;
-  }
-  // Frees the batches still queued (read ahead of a stop), outside the lock: each one's
-  // deleter calls Release.
-  void Drop() {
-    std::deque<std::shared_ptr<Batch>> dropped;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      dropped.swap(queue_);
-    }
-  }
-  void Close() {
+  size_t peak() {
     std::lock_guard<std::mutex> lock(mu_);
-    closed_ = true;
-    ready_.notify_all();
-    room_.notify_all();
+    return peak_;
   }
 
  private:
-  const size_t depth_, max_alive_;
+  const size_t max_;
   std::mutex mu_;
-  std::condition_variable ready_, room_;
-  std::deque<std::shared_ptr<Batch>> queue_;
-  size_t alive_ = 0;
-  bool closed_ = false;
+  std::condition_variable room_;
+  size_t used_ = 0, peak_ = 0;
 };
 
 // Decoding and applying run below the priority of the server and of rewind's own reading
@@ -130,29 +95,14 @@ GraphResult RunGraph(Reader& reader, const Decoder& decoder, std::vector<Branch>
                      Progress& progress, const GraphOptions& options,
                      const std::atomic<bool>& stop) {
   using MutableBatch = std::shared_ptr<Batch>;
-  // Tokens come back as integers: a continue_msg decrementer is a continue_receiver, which
-  // would wait for a message from every one of its predecessors before it fires once.
-  using Sink = flow::multifunction_node<BatchPtr, std::tuple<int>>;
+  using Sink = flow::function_node<BatchPtr, flow::continue_msg>;
   FirstError error;
-  std::atomic<int64_t> in_flight{0}, peak{0};
   const int consumers = static_cast<int>(branches.size());
+  // The batches alive, the one being read included: max_in_flight + 1. Before the graph, so
+  // that it outlives every batch the graph holds.
+  Places places(options.max_in_flight + 1);
 
   flow::graph g;
-  // The reader runs on the calling thread, ahead of the graph by a batch or two, so the
-  // server's stream is drained while the graph's threads decode and apply; the batches
-  // alive stay max_in_flight + 1 at most, as when the graph read them itself.
-  ReadAhead ahead(2, options.max_in_flight + 1);
-  flow::input_node<MutableBatch> source(g, [&](oneapi::tbb::flow_control& fc) -> MutableBatch {
-    YieldToTheServer();
-    MutableBatch batch = ahead.Pop();
-    if (batch == nullptr || stop.load() || error.failed()) {
-      ahead.Close();  // the reader stops at its next batch
-      fc.stop();
-      return nullptr;
-    }
-    return batch;
-  });
-  flow::limiter_node<MutableBatch, int> limiter(g, options.max_in_flight);
   flow::function_node<MutableBatch, BatchPtr> decode(
       g, flow::unlimited, [&](const MutableBatch& batch) -> BatchPtr {
         YieldToTheServer();
@@ -181,72 +131,62 @@ GraphResult RunGraph(Reader& reader, const Decoder& decoder, std::vector<Branch>
   for (size_t i = 0; i < branches.size(); ++i) {
     Branch& branch = branches[i];
     const size_t slot = position_slot[i];
-    sinks.push_back(std::make_unique<Sink>(
-        g, flow::serial, [&, slot](const BatchPtr& batch, Sink::output_ports_type& ports) {
-          YieldToTheServer();
-          if (!error.failed()) {
-            Status s;
-            try {
-              s = branch.consume(*batch);
-            } catch (const std::exception& e) {
-              s = Status::Internal(fmt::format("{} threw while applying events {}: {}",
-                                               branch.name, Describe(*batch), e.what()));
-            }
-            if (!s.ok()) error.Set(s);
-            if (branch.reports_position && !batch->late) {
-              progress.Position(slot, ProgressPosition(batch->last_id));
-            }
-          }
-          if (batch->consumers_left.fetch_sub(1) == 1) {  // the last consumer of this batch
-            if (!error.failed()) {
-              progress.Done(batch->rows_read, batch->late ? INT64_MIN : ProgressPosition(batch->last_id));
-            }
-            in_flight.fetch_sub(1);
-            std::get<0>(ports).try_put(1);
-          }
-        }));
+    sinks.push_back(std::make_unique<Sink>(g, flow::serial, [&, slot](const BatchPtr& batch) {
+      YieldToTheServer();
+      if (!error.failed()) {
+        Status s;
+        try {
+          s = branch.consume(*batch);
+        } catch (const std::exception& e) {
+          s = Status::Internal(fmt::format("{} threw while applying events {}: {}", branch.name,
+                                           Describe(*batch), e.what()));
+        }
+        if (!s.ok()) error.Set(s);
+        if (branch.reports_position && !batch->late) {
+          progress.Position(slot, ProgressPosition(batch->last_id));
+        }
+      }
+      // The last consumer of this batch: it is done (its memory goes with the last pointer).
+      if (batch->consumers_left.fetch_sub(1) == 1 && !error.failed()) {
+        progress.Done(batch->rows_read, batch->late ? INT64_MIN : ProgressPosition(batch->last_id));
+      }
+      return flow::continue_msg();
+    }));
   }
 
   // Every edge of the graph, in one place.
-  flow::make_edge(source, limiter);
-  flow::make_edge(limiter, decode);
   flow::make_edge(decode, sequencer);
   flow::make_edge(sequencer, fanout);
-  for (auto& sink : sinks) {
-    flow::make_edge(fanout, *sink);
-    flow::make_edge(flow::output_port<0>(*sink), limiter.decrementer());
-  }
+  for (auto& sink : sinks) flow::make_edge(fanout, *sink);
 
+  // The graph runs on TBB's workers and on one thread of its own, which waits for it (and
+  // works in it) until the reader has put its last batch in; the calling thread reads.
+  g.reserve_wait();
   std::thread graph_thread([&] {
     YieldToTheServer();
-    source.activate();
     g.wait_for_all();
   });
   try {
-    while (!stop.load() && !error.failed() && ahead.Reserve()) {
+    while (!stop.load() && !error.failed()) {
+      places.Take();
       Result<std::unique_ptr<Batch>> next = reader.Next();
       if (!next.ok() || *next == nullptr) {
-        ahead.Release();
+        places.Give();
         if (!next.ok()) error.Set(next.status());
         break;
       }
       (*next)->consumers_left.store(consumers);
-      const int64_t now = in_flight.fetch_add(1) + 1;
-      for (int64_t p = peak.load(); p < now && !peak.compare_exchange_weak(p, now);) {
-      }
-      // The place is freed with the batch's memory, not when its last consumer is done.
-      ahead.Push(MutableBatch(next->release(), [&ahead](Batch* b) {
+      decode.try_put(MutableBatch(next->release(), [&places](Batch* b) {
         delete b;
-        ahead.Release();
+        places.Give();
       }));
     }
   } catch (const std::exception& e) {
     error.Set(Status::Internal(fmt::format("the reader threw: {}", e.what())));
   }
-  ahead.Close();
+  g.release_wait();
   graph_thread.join();
-  ahead.Drop();  // batches read ahead of a stop, freed while `ahead` is whole
-  return GraphResult{error.Get(), peak.load()};
+  return GraphResult{error.Get(), static_cast<int64_t>(places.peak())};
 }
 
 }  // namespace rw

@@ -1,17 +1,19 @@
-// The replay graph: reader -> limiter -> decoder (parallel) -> sequencer -> broadcast ->
-// one serial branch per consumer (each projector runner, the failure recorder).
+// The replay graph: reader -> decoder (parallel) -> sequencer -> broadcast -> one serial
+// branch per consumer (each projector runner, the failure recorder).
 //
-// Threads: the reader runs on the calling thread, at most two batches ahead of the graph,
-// so the server's stream is drained while the graph decodes and applies; the graph runs on
-// TBB's threads and one thread of its own, all ten nice levels below the process's main
-// thread (at most 19), so below the reading thread and the server: the server's sending
-// thread is the critical path when it shares the machine. Flushes, swaps and everything
-// else keep the caller's priority.
+// Threads: the reader runs on the calling thread and puts each batch into the graph, so the
+// server's stream is drained while the graph decodes and applies; the graph runs on TBB's
+// threads and one thread of its own, all ten nice levels below the process's main thread
+// (at most 19), so below the reading thread and the server: the server's sending thread is
+// the critical path when it shares the machine. Flushes, swaps and everything else keep the
+// caller's priority.
 //
-// Backpressure lives in one place: the limiter admits at most `max_in_flight` batches;
-// a batch's token is returned when its last consumer finishes it, so memory is bounded
-// by max_in_flight x batch size whatever the slowest consumer does. Each branch is a
-// queueing serial node (its own buffer), so the broadcast never drops a batch.
+// Backpressure lives in one place: the batches alive (read and not yet freed, the one
+// being read included) are at most max_in_flight + 1. The reader takes a place before it
+// reads, and a batch's deleter gives it back when its last holder lets it go, so memory is
+// bounded by (max_in_flight + 1) x batch size whatever the slowest consumer does. No node
+// of the graph blocks or rejects: each branch is a queueing serial node (its own buffer),
+// so the broadcast never drops a batch.
 //
 // Lifecycle: Run() returns when the reader is exhausted, when `stop` becomes true (the
 // reader stops; batches already admitted are finished), or when a branch fails (the
@@ -38,14 +40,14 @@ struct Branch {
 };
 
 struct GraphOptions {
-  // Batches admitted at once. Two per core keeps every stage busy; more only costs memory.
+  // Batches in the graph at once (one more is being read). Two per core keeps every stage
+  // busy; more only costs memory.
   size_t max_in_flight = 6;
 };
 
 struct GraphResult {
   Status status;
-  // Most batches read and not yet finished at once: at most max_in_flight + 1, the batches
-  // admitted and those read ahead of the limiter (up to two).
+  // Most batches alive (read and not yet freed) at once: at most max_in_flight + 1.
   int64_t peak_in_flight = 0;
 };
 

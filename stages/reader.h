@@ -53,7 +53,7 @@ struct ReaderOptions {
   EventTableOptions events;
   ReadScope scope;
   // Events per batch. Larger batches amortises per-batch work; memory in flight is
-  // about batch_size x max_in_flight x payload size.
+  // about batch_size x (max_in_flight + 1) x payload size.
   size_t batch_size = 20000;
   EventId start_after_id = kBeforeFirstId;  // resume point: read ids > this
   EventId head_id = kBeforeFirstId;         // read ids <= this

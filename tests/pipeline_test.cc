@@ -122,8 +122,8 @@ TEST_F(PipelineTest, MemoryStaysBoundedWithASlowProjector) {
   watcher.join();
   ASSERT_TRUE(sum.status.ok()) << sum.status.message();
   EXPECT_EQ(sum.events_read, 40'000u);
-  // 80 batches went through; at most max_in_flight were admitted at once, plus the one
-  // the reader has read and that waits at the limiter's door.
+  // 80 batches went through; at most max_in_flight + 1 were alive at once (read and not
+  // yet freed, the one being read included).
   EXPECT_LE(sum.peak_in_flight, 5);
   EXPECT_GE(sum.peak_in_flight, 2);  // the slow projector really did hold batches back
   EXPECT_LE(peak_live, 5);
