@@ -66,8 +66,9 @@ struct ReplayOptions {
   // Events per read batch: larger amortises per-batch costs, costs memory in flight.
   size_t batch_size = 20000;
   // Batches in the pipeline at once, plus the one being read: the memory bound
-  // ((max_in_flight + 1) x batch_size x payload).
-  size_t max_in_flight = 6;
+  // ((max_in_flight + 1) x batch_size x payload). Two per core keeps every stage busy on
+  // two cores; 6 cost 12 MiB more peak RSS for all eight at 2M and no time (perf/README.md).
+  size_t max_in_flight = 4;
   // A projector commits at least every this many events: what a crash can cost to redo.
   uint64_t flush_every_events = 2'000'000;
   // ...and whenever it holds this many distinct pending rows: bounds memory by keys.

@@ -40,9 +40,9 @@ struct Branch {
 };
 
 struct GraphOptions {
-  // Batches in the graph at once (one more is being read). Two per core keeps every stage
-  // busy; more only costs memory.
-  size_t max_in_flight = 6;
+  // Batches in the graph at once (one more is being read): ReplayOptions::max_in_flight,
+  // where its default is chosen.
+  size_t max_in_flight = 0;
 };
 
 struct GraphResult {
