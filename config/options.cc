@@ -195,6 +195,10 @@ const std::vector<OptionSpec>& Table() {
       {"max-in-flight", "", Group::kReplay, false, {}, "batches in the pipeline at once; bounds memory (1-64)",
        [](ReplayOptions& o, const std::string& v) { return Integer("max-in-flight", v, 1, 64, o.max_in_flight); },
        Show(&ReplayOptions::max_in_flight)},
+      {"read-connections", "", Group::kReplay, false, {},
+       "connections reading events at once, each a page ahead; 1 reads one page at a time (1-8)",
+       [](ReplayOptions& o, const std::string& v) { return Integer("read-connections", v, 1, 8, o.read_connections); },
+       Show(&ReplayOptions::read_connections)},
       {"flush-every", "", Group::kReplay, false, {}, "each read model commits at least every N events",
        [](ReplayOptions& o, const std::string& v) {
          return Integer("flush-every", v, 1, std::numeric_limits<int64_t>::max(), o.flush_every_events);
@@ -355,7 +359,7 @@ const OptionSpec* Find(const std::string& name) {
 
 // What the value of a flag is, for --help.
 const char* ValueName(const std::string& name) {
-  for (const char* n : {"port", "connect-timeout", "batch-size", "max-in-flight", "flush-every",
+  for (const char* n : {"port", "connect-timeout", "batch-size", "max-in-flight", "read-connections", "flush-every",
                         "flush-max-rows", "max-events-per-second", "throttle-threads-running", "until-id"}) {
     if (name == n) return "N";
   }

@@ -65,10 +65,14 @@ struct ReplayOptions {
   bool stop_on_failure = false;
   // Events per read batch: larger amortises per-batch costs, costs memory in flight.
   size_t batch_size = 20000;
-  // Batches in the pipeline at once, plus the one being read: the memory bound
-  // ((max_in_flight + 1) x batch_size x payload). Two per core keeps every stage busy on
-  // two cores; 6 cost 12 MiB more peak RSS for all eight at 2M and no time (perf/README.md).
-  size_t max_in_flight = 4;
+  // Batches in the pipeline at once, plus the one being read and those read ahead on the
+  // other connections: the memory bound ((max_in_flight + read_connections) x batch_size x
+  // payload). With two connections reading, 2 keeps both cores busy; more only cost memory
+  // (all eight at 2M: 4 peaked at 207 MiB, 2 at 185, wall 0.97x; perf/README.md).
+  size_t max_in_flight = 2;
+  // Connections reading pages at once (stages/reader.h). Two: the server sends each result
+  // from one thread, and a default server's sending thread is the read phase's limit.
+  size_t read_connections = 2;
   // A projector commits at least every this many events: what a crash can cost to redo.
   uint64_t flush_every_events = 2'000'000;
   // ...and whenever it holds this many distinct pending rows: bounds memory by keys.

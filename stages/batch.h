@@ -63,7 +63,7 @@ class BufferPool {
   }
 
  private:
-  // More than the batches alive at once (max_in_flight + 1, 5 by default): a bound, not a target.
+  // More than the batches alive at once (max_in_flight + read connections, 4 by default): a bound, not a target.
   static constexpr size_t kMaxKept = 16;
   std::mutex mu_;
   bool keep_ = true;

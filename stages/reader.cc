@@ -207,7 +207,62 @@ Result<std::unique_ptr<Reader>> Reader::Make(std::unique_ptr<Connection> connect
   if (Status s = CheckReadColumns(*connection, options.events, options.scope.columns); !s.ok()) return s;
   Result<ClassComparison> compare = ExactClassComparison(*connection, options.events, WantedClasses(options));
   if (!compare.ok()) return compare.status();
-  return std::unique_ptr<Reader>(new Reader(std::move(connection), options, *compare));
+  std::vector<std::unique_ptr<Connection>> helpers;
+  for (size_t i = 1; i < options.connections; ++i) {
+    Result<std::unique_ptr<Connection>> c = Connection::Open(connection->options());
+    if (!c.ok()) return c.status().With("opening the reader's second connection");
+    helpers.push_back(std::move(*c));
+  }
+  std::unique_ptr<Reader> reader(new Reader(std::move(connection), options, *compare));
+  reader->helpers_ = std::move(helpers);
+  reader->span_ = static_cast<EventId>(options.batch_size);
+  return reader;
+}
+
+Reader::~Reader() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    quit_ = true;
+  }
+  wake_.notify_all();
+  for (Worker& w : workers_) w.thread.join();
+}
+
+void Reader::StartWorkers() {
+  workers_.resize(1 + helpers_.size());
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    workers_[i].connection = i == 0 ? connection_.get() : helpers_[i - 1].get();
+  }
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    workers_[i].thread = std::thread([this, i] {
+      for (;;) {
+        Page* page = nullptr;
+        {
+          std::unique_lock<std::mutex> lock(mu_);
+          wake_.wait(lock, [&] { return quit_ || workers_[i].page != nullptr; });
+          if (workers_[i].page == nullptr) return;  // quit, and idle
+          page = workers_[i].page;
+        }
+        ReadRange(*workers_[i].connection, *page);
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          page->done = true;
+          workers_[i].page = nullptr;
+        }
+        read_.notify_all();
+      }
+    });
+  }
+}
+
+void Reader::WaitForStartedPages() {
+  std::unique_lock<std::mutex> lock(mu_);
+  read_.wait(lock, [&] {
+    for (const auto& p : pages_) {
+      if (p->started && !p->done) return false;
+    }
+    return true;
+  });
 }
 
 std::unique_ptr<Batch> Reader::NewBatch() {
@@ -234,49 +289,143 @@ Result<std::unique_ptr<Batch>> Reader::Next() {
   if (queued_check_) {
     const GapCheck kind = *queued_check_;
     queued_check_.reset();
-    if (!watched_.empty()) return ReadGaps(kind);
+    if (!watched_.empty()) {
+      WaitForStartedPages();  // the first connection reads the gaps
+      return ReadGaps(kind);
+    }
   }
-  if (after_id_ >= head_id_) {
+  if (pages_.empty() && after_id_ >= head_id_) {
     pool_->Drain();
     return std::unique_ptr<Batch>();
   }
+  // The first page starts at the first id, wherever it is; a throttled reader paces
+  // every page itself.
+  if (helpers_.empty() || throttle_ != nullptr || (pages_.empty() && after_id_ == kBeforeFirstId)) {
+    if (pages_.empty()) return NextInline();
+  }
+  return NextFromWorkers();
+}
+
+Result<std::unique_ptr<Batch>> Reader::NextInline() {
   size_t limit = options_.batch_size;
   if (throttle_ != nullptr) {
     limit = throttle_->PageSize(limit);
     if (Status s = throttle_->Wait(limit); !s.ok()) return s;
   }
-  std::unique_ptr<Batch> batch = NewBatch();
-  batch->after_id = after_id_;
-  batch->raw.reserve(limit);
+  Page page;
+  page.lo = after_id_;
+  page.hi = head_id_;
+  page.limit = limit;
+  page.batch = NewBatch();
+  ReadRange(*connection_, page);
+  if (page.status.ok() && throttle_ != nullptr) throttle_->Took(page.batch->rows_read);
+  return Finish(page);
+}
+
+// Starts the first pages (one per connection at most, in id order) that are not started
+// yet on idle connections; a range wider than the span now (the rest of a page cut at the
+// batch, or a span that shrank) is split first. Called with mu_ held.
+void Reader::StartPages() {
+  bool started = false;
+  for (size_t i = 0; i < std::min(pages_.size(), workers_.size()); ++i) {
+    Page& page = *pages_[i];
+    if (page.started) continue;
+    auto idle = std::find_if(workers_.begin(), workers_.end(), [](const Worker& w) { return w.page == nullptr; });
+    if (idle == workers_.end()) break;
+    if (page.hi - page.lo > span_) {
+      auto rest = std::make_unique<Page>();
+      rest->lo = page.lo + span_;
+      rest->hi = page.hi;
+      page.hi = rest->lo;
+      pages_.insert(pages_.begin() + static_cast<long>(i) + 1, std::move(rest));
+    }
+    page.limit = options_.batch_size;
+    page.batch = NewBatch();
+    page.started = true;
+    idle->page = &page;
+    started = true;
+  }
+  if (started) wake_.notify_all();
+}
+
+Result<std::unique_ptr<Batch>> Reader::NextFromWorkers() {
+  if (workers_.empty()) StartWorkers();
+  if (pages_.empty()) planned_to_ = after_id_;  // the pages cover (after_id_, planned_to_]
+  // Plan one page per connection; start them as connections are free; wait for the first.
+  while (pages_.size() < workers_.size() && planned_to_ < head_id_) {
+    auto page = std::make_unique<Page>();
+    page->lo = planned_to_;
+    page->hi = std::min(head_id_, planned_to_ + span_);
+    planned_to_ = page->hi;
+    pages_.push_back(std::move(page));
+  }
+  std::unique_ptr<Page> front;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      StartPages();
+      if (pages_.front()->done) break;
+      read_.wait(lock);
+    }
+    front = std::move(pages_.front());
+    pages_.pop_front();
+  }
+  const bool cut = front->status.ok() && front->batch->rows_read >= front->limit && front->last_id < front->hi;
+  if (cut) {  // the rest of the range is the next page
+    auto rest = std::make_unique<Page>();
+    rest->lo = front->last_id;
+    rest->hi = front->hi;
+    pages_.push_front(std::move(rest));
+  }
+  // The span that holds about a batch: from this page's density, nine tenths of it (so
+  // that few ranges are cut), growing fourfold over a range with no event at all, up to the
+  // whole range of 64-bit ids (a denser range than it guessed is cut at the batch).
+  if (front->status.ok()) {
+    const EventId width = (cut ? front->last_id : front->hi) - front->lo;
+    const auto rows = static_cast<EventId>(front->batch->rows_read);
+    const EventId n = static_cast<EventId>(options_.batch_size);
+    EventId next = rows == 0 ? span_ * 4 : std::max<EventId>(1, width * n * 9 / (rows * 10));
+    span_ = std::min<EventId>(std::max<EventId>(next, n), EventId(1) << 65);
+  }
+  return Finish(*front);
+}
+
+void Reader::ReadRange(Connection& connection, Page& page) {
+  Batch& batch = *page.batch;
+  batch.after_id = page.lo;
+  batch.raw.reserve(page.limit);
   const std::string id = QuoteIdentifier(options_.events.id_column);
-  const std::string lower = after_id_ == kBeforeFirstId ? std::string("TRUE")
-                                                        : fmt::format("{} > {}", id, IdText(after_id_));
+  const std::string lower = page.lo == kBeforeFirstId ? std::string("TRUE")
+                                                      : fmt::format("{} > {}", id, IdText(page.lo));
   const std::string sql = fmt::format("{} WHERE {} AND {} <= {} ORDER BY {} LIMIT {}", select_,
-                                      lower, id, IdText(head_id_), id, limit);
-  EventId last_id = after_id_;
-  Status s = RetryOnConnectionLoss(
-      *connection_,
+                                      lower, id, IdText(page.hi), id, page.limit);
+  page.status = RetryOnConnectionLoss(
+      connection,
       [&] {
-        last_id = after_id_;
-        batch->rows_read = batch->skipped = 0;
-        batch->raw.clear();
-        batch->raw_columns.clear();
-        batch->gaps.clear();
-        batch->payloads.clear();
-        return ReadPage(sql, *batch, last_id);
+        page.last_id = page.lo;
+        batch.rows_read = batch.skipped = 0;
+        batch.raw.clear();
+        batch.raw_columns.clear();
+        batch.gaps.clear();
+        batch.payloads.clear();
+        return ReadPage(connection, sql, batch, page.last_id);
       },
       [](const Status& lost, int attempt) {
         // Lost the server (restart, network): wait, reconnect, read the same page again.
         fmt::print(stderr, "rewind: reader lost the connection ({}); reconnecting, attempt {}\n",
                    lost.message(), attempt);
       });
-  if (!s.ok()) return s.With(fmt::format("reading events after id {}", IdText(after_id_)));
-  if (throttle_ != nullptr) throttle_->Took(batch->rows_read);
-  if (batch->rows_read < limit) {
-    // The page ended below the limit: the batch covers everything up to the head, and
-    // any id between its last row and the head is missing (for now).
-    if (last_id < head_id_) batch->gaps.push_back({last_id + 1, head_id_});
-    last_id = head_id_;
+}
+
+Result<std::unique_ptr<Batch>> Reader::Finish(Page& page) {
+  if (!page.status.ok()) return page.status.With(fmt::format("reading events after id {}", IdText(page.lo)));
+  std::unique_ptr<Batch> batch = std::move(page.batch);
+  EventId last_id = page.last_id;
+  if (batch->rows_read < page.limit) {
+    // The page ended below the limit: the batch covers its whole range, and any id
+    // between its last row and the range's end is missing (for now).
+    if (last_id < page.hi) batch->gaps.push_back({last_id + 1, page.hi});
+    last_id = page.hi;
   }
   FaultPoint("read-batch");
   Watch(batch->gaps);
@@ -288,10 +437,10 @@ Result<std::unique_ptr<Batch>> Reader::Next() {
   return batch;
 }
 
-Status Reader::ReadPage(const std::string& sql, Batch& b, EventId& last_id) {
+Status Reader::ReadPage(Connection& connection, const std::string& sql, Batch& b, EventId& last_id) {
   Batch* batch = &b;
   Status bad_id;
-  Status s = connection_->Stream(sql, [&](char** values, unsigned long* lengths) {
+  Status s = connection.Stream(sql, [&](char** values, unsigned long* lengths) {
     const std::optional<EventId> id = ParseEventId(std::string_view(values[0], lengths[0]));
     if (!id) {
       bad_id = Status::InvalidInput(fmt::format("event id '{}' is not an integer",

@@ -16,10 +16,23 @@
 //
 // A lost connection (server restart) is retried: reconnect with backoff, reread the page.
 //
-// Thread safety: one thread at a time (the pipeline's source node).
+// Several connections (ReaderOptions::connections > 1): after the first page, pages are id
+// ranges, `WHERE id > lo AND id <= hi ORDER BY id LIMIT n`, read by one background thread
+// per connection at once, and returned in id order: on a server that sends each result from
+// one thread, two connections get two. A range's span follows the ids' density (it grows
+// over sparse ids); a range that holds more than a batch is cut at the batch (its rest is
+// the next page), so a batch never holds more than batch_size events. While Next()'s batch
+// is applied, the other connections read on: up to `connections - 1` batches more are
+// alive. A throttled reader reads on its one connection, inline.
+//
+// Thread safety: Next() and the rest from one thread at a time (the reading thread).
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
 #include <memory>
 #include <string>
 #include <vector>
@@ -53,7 +66,7 @@ struct ReaderOptions {
   EventTableOptions events;
   ReadScope scope;
   // Events per batch. Larger batches amortises per-batch work; memory in flight is
-  // about batch_size x (max_in_flight + 1) x payload size.
+  // about batch_size x (max_in_flight + connections) x payload size.
   size_t batch_size = 20000;
   EventId start_after_id = kBeforeFirstId;  // resume point: read ids > this
   EventId head_id = kBeforeFirstId;         // read ids <= this
@@ -62,6 +75,8 @@ struct ReaderOptions {
   // Events whose time column is after this ('YYYY-MM-DD HH:MM:SS', as stored) are skipped
   // in the server like events of other classes ("" = none).
   std::string until_time;
+  // Connections reading pages at once (see above); 1 reads inline, one page per Next().
+  size_t connections = 1;
 };
 
 // How the type column is compared with the wanted classes in the server: exactly (another
@@ -80,6 +95,7 @@ enum class GapCheck { kRecheck, kFinal };
 
 class Reader {
  public:
+  ~Reader();
   // Validates the event table (CheckEventTable). Takes ownership of the connection.
   static Result<std::unique_ptr<Reader>> Make(std::unique_ptr<Connection> connection,
                                               const ReaderOptions& options);
@@ -107,8 +123,32 @@ class Reader {
     IdRange range;
     std::chrono::steady_clock::time_point since;
   };
+  // One page: the ids in (lo, hi], at most `limit` of them, read into `batch`.
+  struct Page {
+    EventId lo = 0, hi = 0;
+    size_t limit = 0;
+    std::unique_ptr<Batch> batch;
+    EventId last_id = 0;  // the last id read
+    Status status;
+    bool started = false, done = false;
+  };
+  // A connection of its own and the thread that reads pages on it, one at a time.
+  struct Worker {
+    Connection* connection = nullptr;
+    Page* page = nullptr;  // being read; null when idle
+    std::thread thread;
+  };
   Reader(std::unique_ptr<Connection> c, const ReaderOptions& o, const ClassComparison& compare);
-  Status ReadPage(const std::string& sql, Batch& batch, EventId& last_id);
+  Status ReadPage(Connection& connection, const std::string& sql, Batch& batch, EventId& last_id);
+  // Reads `page` on `connection`, retrying a lost connection; sets status, last_id.
+  void ReadRange(Connection& connection, Page& page);
+  // Batch bookkeeping once a page is read: the gaps, what it covers, the span; the batch.
+  Result<std::unique_ptr<Batch>> Finish(Page& page);
+  Result<std::unique_ptr<Batch>> NextInline();
+  Result<std::unique_ptr<Batch>> NextFromWorkers();
+  void StartWorkers();
+  void StartPages();
+  void WaitForStartedPages();
   Result<std::unique_ptr<Batch>> ReadGaps(GapCheck kind);
   std::unique_ptr<Batch> NewBatch();
   void Watch(const std::vector<IdRange>& gaps);
@@ -128,6 +168,16 @@ class Reader {
   uint64_t late_events_ = 0;
   uint64_t gaps_given_up_ = 0;
   Throttle* throttle_ = nullptr;
+  // Several connections: the pages planned, in id order (the first may be in a worker),
+  // the ids planned up to, and the span of the next range.
+  std::vector<std::unique_ptr<Connection>> helpers_;  // the others (the first is connection_)
+  std::deque<std::unique_ptr<Page>> pages_;
+  EventId planned_to_ = 0;
+  EventId span_ = 0;
+  std::vector<Worker> workers_;
+  std::mutex mu_;
+  std::condition_variable wake_, read_;
+  bool quit_ = false;
 };
 
 // The highest event id in the table (kBeforeFirstId when it is empty).

@@ -334,6 +334,48 @@ TEST(OddInput, EveryIdOfSignedAndUnsignedBigintIsRead) {
   }
 }
 
+// Ids dense, then far apart, then dense again, read on one connection and on two (pages as
+// id ranges whose span follows the density): every event is read once, whatever the span
+// guessed (a range far denser than guessed is cut at the batch), and events of another
+// class in the dense runs count toward the pages but not the read models.
+TEST(OddInput, IdsFromDenseToSparseToDenseAreReadOnceOnOneConnectionOrTwo) {
+  ConnectionOptions o = FreshDatabase("rewind_test_id_density");
+  auto c = Connect(o);
+  ASSERT_TRUE(c->Execute("CREATE TABLE stored_events (id BIGINT NOT NULL PRIMARY KEY, uuid CHAR(36), "
+                         "eventClass VARCHAR(255), payload TEXT, createdAt DATETIME)").ok());
+  std::vector<int64_t> ids;
+  for (int64_t i = 1; i <= 300; ++i) ids.push_back(i);
+  for (int64_t id : {1'000LL, 5'000LL, 100'000LL, 1'000'000'000LL}) ids.push_back(id);
+  for (int64_t i = 1; i <= 400; ++i) ids.push_back(1'000'000'000LL + i);
+  for (int64_t i = 0; i < 50; ++i) ids.push_back(1'000'000'000'000LL + i * 7);
+  for (int64_t i = 1; i <= 200; ++i) ids.push_back(2'000'000'000'000LL + i);
+  std::string values;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const bool other = ids[i] % 10 == 3;  // another class, in the dense runs
+    values += fmt::format("{}({}, 'u', {}, {}, NOW())", values.empty() ? "" : ", ", ids[i],
+                          c->Quote(other ? "App\\Other" : kClass),
+                          c->Quote(Payload("/p", fmt::format("2024-03-{:02}T00:00:00Z", 1 + ids[i] % 28))));
+  }
+  ASSERT_TRUE(c->Execute("INSERT INTO stored_events VALUES " + values).ok());
+  const std::string reference =
+      "SELECT DATE(JSON_VALUE(payload, '$.visitedAt')) d, COUNT(*) n FROM stored_events WHERE eventClass = "
+      "'App\\\\Analytics\\\\PageVisited' GROUP BY d ORDER BY d";
+  const std::string rebuilt = "SELECT `date`, `count` FROM visits_per_day ORDER BY `date`";
+  const int64_t wanted = Count(*c, "SELECT COUNT(*) FROM stored_events WHERE eventClass <> 'App\\\\Other'");
+  ASSERT_GT(wanted, 800);  // 954 events, a tenth of another class
+  for (const char* connections : {"1", "2", "3"}) {
+    SCOPED_TRACE(connections);
+    Outcome out = RunRewind({"replay", "visits_per_day", "--quiet", "--batch-size", "25", "--read-connections",
+                             connections}, Env(o));
+    ASSERT_EQ(out.code, 0) << out.err;
+    EXPECT_EQ(Count(*c, "SELECT SUM(`count`) FROM visits_per_day"), wanted);
+    auto want = c->Query(reference);
+    auto got = c->Query(rebuilt);
+    ASSERT_TRUE(want.ok() && got.ok());
+    EXPECT_EQ(got->rows, want->rows);
+  }
+}
+
 TEST(OddInput, TheEventClassIsComparedByteForByte) {
   ConnectionOptions o = Store("rewind_test_class_bytes", 1'000);
   auto c = Connect(o);
