@@ -300,9 +300,8 @@ Result<std::unique_ptr<Batch>> Reader::Next() {
   }
   // The first page starts at the first id, wherever it is; a throttled reader paces
   // every page itself.
-  if (helpers_.empty() || throttle_ != nullptr || (pages_.empty() && after_id_ == kBeforeFirstId)) {
-    if (pages_.empty()) return NextInline();
-  }
+  const bool inline_read = helpers_.empty() || throttle_ != nullptr || after_id_ == kBeforeFirstId;
+  if (pages_.empty() && inline_read) return NextInline();
   return NextFromWorkers();
 }
 
