@@ -25,6 +25,41 @@
 
 #include "config/options.h"
 
+namespace {
+
+// What was read, every byte touched.
+struct Tally {
+  uint64_t rows = 0, bytes = 0, checksum = 0;
+  void Add(const Tally& o) {
+    rows += o.rows;
+    bytes += o.bytes;
+    checksum += o.checksum;
+  }
+};
+
+// Runs `sql` and reads its whole result (mysql_store_result if `store`, else
+// mysql_use_result) into `tally`; `last` gets the last row's first column. "" or the error.
+std::string ReadResult(MYSQL* m, const std::string& sql, bool store, Tally& tally, std::string* last = nullptr) {
+  if (mysql_real_query(m, sql.data(), sql.size()) != 0) return mysql_error(m);
+  MYSQL_RES* res = store ? mysql_store_result(m) : mysql_use_result(m);
+  if (res == nullptr) return mysql_error(m);
+  const unsigned columns = mysql_num_fields(res);
+  while (MYSQL_ROW row = mysql_fetch_row(res)) {
+    const unsigned long* len = mysql_fetch_lengths(res);
+    ++tally.rows;
+    for (unsigned c = 0; c < columns; ++c) {
+      if (row[c] == nullptr) continue;
+      tally.bytes += len[c];
+      for (unsigned long i = 0; i < len[c]; ++i) tally.checksum += static_cast<unsigned char>(row[c][i]);
+    }
+    if (last != nullptr) *last = row[0];
+  }
+  mysql_free_result(res);
+  return "";
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace rw;
   std::string mode = "stream";
@@ -52,80 +87,50 @@ int main(int argc, char** argv) {
   }
   MYSQL* m = (*conn)->raw();
   const auto start = std::chrono::steady_clock::now();
-  uint64_t rows = 0, bytes = 0, checksum = 0;
-  unsigned columns = 0;
-  auto touch = [&](MYSQL_ROW row, unsigned long* len) {
-    ++rows;
-    for (unsigned c = 0; c < columns; ++c) {
-      if (row[c] == nullptr) continue;
-      bytes += len[c];
-      for (unsigned long i = 0; i < len[c]; ++i) checksum += static_cast<unsigned char>(row[c][i]);
-    }
-  };
+  Tally total;
+  std::string error;
   if (mode == "ranges") {
     auto max = (*conn)->QueryValue("SELECT MAX(id) FROM stored_events");
     const long long head = max.ok() && *max ? std::atoll((*max)->c_str()) : 0;
     std::vector<std::thread> threads;
-    std::vector<uint64_t> t_rows(connections), t_bytes(connections), t_sum(connections);
+    std::vector<Tally> tallies(connections);
+    std::vector<std::string> errors(connections);
     for (int t = 0; t < connections; ++t) {
       threads.emplace_back([&, t] {
         auto own = Connection::Open(cl->options.connection);
-        if (!own.ok()) return;
-        MYSQL* tm = (*own)->raw();
-        for (long long a = static_cast<long long>(t) * page; a < head; a += static_cast<long long>(connections) * page) {
-          const std::string sql = fmt::format("{} WHERE id > {} AND id <= {} ORDER BY id", select, a, a + page);
-          if (mysql_real_query(tm, sql.data(), sql.size()) != 0) return;
-          MYSQL_RES* res = mysql_use_result(tm);
-          const unsigned n = mysql_num_fields(res);
-          while (MYSQL_ROW row = mysql_fetch_row(res)) {
-            unsigned long* len = mysql_fetch_lengths(res);
-            ++t_rows[t];
-            for (unsigned c = 0; c < n; ++c) {
-              if (row[c] == nullptr) continue;
-              t_bytes[t] += len[c];
-              for (unsigned long i = 0; i < len[c]; ++i) t_sum[t] += static_cast<unsigned char>(row[c][i]);
-            }
-          }
-          mysql_free_result(res);
+        if (!own.ok()) {
+          errors[t] = own.status().message();
+          return;
+        }
+        for (long long a = static_cast<long long>(t) * page; a < head && errors[t].empty();
+             a += static_cast<long long>(connections) * page) {
+          errors[t] = ReadResult((*own)->raw(),
+                                 fmt::format("{} WHERE id > {} AND id <= {} ORDER BY id", select, a, a + page),
+                                 false, tallies[t]);
         }
       });
     }
     for (auto& th : threads) th.join();
     for (int t = 0; t < connections; ++t) {
-      rows += t_rows[t];
-      bytes += t_bytes[t];
-      checksum += t_sum[t];
+      total.Add(tallies[t]);
+      if (error.empty()) error = errors[t];
     }
   } else if (mode == "stream") {
-    if (mysql_real_query(m, select.data(), select.size()) != 0) {
-      fmt::print(stderr, "read_limit: {}\n", mysql_error(m));
-      return 1;
-    }
-    MYSQL_RES* res = mysql_use_result(m);
-    columns = mysql_num_fields(res);
-    while (MYSQL_ROW row = mysql_fetch_row(res)) touch(row, mysql_fetch_lengths(res));
-    mysql_free_result(res);
+    error = ReadResult(m, select, false, total);
   } else {
     std::string last = "0";
-    for (;;) {
-      const std::string sql = fmt::format("{} WHERE id > {} ORDER BY id LIMIT {}", select, last, page);
-      if (mysql_real_query(m, sql.data(), sql.size()) != 0) {
-        fmt::print(stderr, "read_limit: {}\n", mysql_error(m));
-        return 1;
-      }
-      MYSQL_RES* res = mode == "pages" ? mysql_store_result(m) : mysql_use_result(m);
-      columns = mysql_num_fields(res);
-      const uint64_t before = rows;
-      while (MYSQL_ROW row = mysql_fetch_row(res)) {
-        touch(row, mysql_fetch_lengths(res));
-        last = row[0];
-      }
-      mysql_free_result(res);
-      if (rows == before) break;
+    for (uint64_t before = ~0ULL; error.empty() && total.rows != before;) {
+      before = total.rows;
+      error = ReadResult(m, fmt::format("{} WHERE id > {} ORDER BY id LIMIT {}", select, last, page),
+                         mode == "pages", total, &last);
     }
   }
+  if (!error.empty()) {
+    fmt::print(stderr, "read_limit: {}\n", error);
+    return 1;
+  }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  fmt::print("rows {} bytes {} seconds {:.3f} rows_per_second {:.0f} checksum {}\n", rows, bytes, s,
-             rows / s, checksum % 1000);
+  fmt::print("rows {} bytes {} seconds {:.3f} rows_per_second {:.0f} checksum {}\n", total.rows, total.bytes, s,
+             total.rows / s, total.checksum % 1000);
   return 0;
 }
