@@ -161,8 +161,14 @@ Result<ClassComparison> ExactClassComparison(Connection& c, const EventTableOpti
   return ClassComparison{fmt::format("{} COLLATE {}", type, collation), ""};
 }
 
-Reader::Reader(std::unique_ptr<Connection> c, const ReaderOptions& o, const ClassComparison& compare)
-    : connection_(std::move(c)), options_(o), head_id_(o.head_id), after_id_(o.start_after_id) {
+Reader::Reader(std::unique_ptr<Connection> c, std::vector<std::unique_ptr<Connection>> helpers,
+               const ReaderOptions& o, const ClassComparison& compare)
+    : connection_(std::move(c)),
+      options_(o),
+      head_id_(o.head_id),
+      after_id_(o.start_after_id),
+      helpers_(std::move(helpers)),
+      span_(static_cast<EventId>(o.batch_size)) {
   const EventTableOptions& e = options_.events;
   // The type filter is pushed into the server, exactly (see ClassComparison): unhandled
   // events cost an id, not a payload.
@@ -213,10 +219,7 @@ Result<std::unique_ptr<Reader>> Reader::Make(std::unique_ptr<Connection> connect
     if (!c.ok()) return c.status().With("opening the reader's second connection");
     helpers.push_back(std::move(*c));
   }
-  std::unique_ptr<Reader> reader(new Reader(std::move(connection), options, *compare));
-  reader->helpers_ = std::move(helpers);
-  reader->span_ = static_cast<EventId>(options.batch_size);
-  return reader;
+  return std::unique_ptr<Reader>(new Reader(std::move(connection), std::move(helpers), options, *compare));
 }
 
 Reader::~Reader() {
@@ -331,13 +334,7 @@ void Reader::StartPages() {
     if (page.started) continue;
     auto idle = std::find_if(workers_.begin(), workers_.end(), [](const Worker& w) { return w.page == nullptr; });
     if (idle == workers_.end()) break;
-    if (page.hi - page.lo > span_) {
-      auto rest = std::make_unique<Page>();
-      rest->lo = page.lo + span_;
-      rest->hi = page.hi;
-      page.hi = rest->lo;
-      pages_.insert(pages_.begin() + static_cast<long>(i) + 1, std::move(rest));
-    }
+    if (page.hi - page.lo > span_) pages_.insert(pages_.begin() + static_cast<long>(i) + 1, SplitOff(page, page.lo + span_));
     page.limit = options_.batch_size;
     page.batch = NewBatch();
     page.started = true;
@@ -345,6 +342,14 @@ void Reader::StartPages() {
     started = true;
   }
   if (started) wake_.notify_all();
+}
+
+std::unique_ptr<Reader::Page> Reader::SplitOff(Page& page, EventId at) {
+  auto rest = std::make_unique<Page>();
+  rest->lo = at;
+  rest->hi = page.hi;
+  page.hi = at;
+  return rest;
 }
 
 Result<std::unique_ptr<Batch>> Reader::NextFromWorkers() {
@@ -370,17 +375,12 @@ Result<std::unique_ptr<Batch>> Reader::NextFromWorkers() {
     pages_.pop_front();
   }
   const bool cut = front->status.ok() && front->batch->rows_read >= front->limit && front->last_id < front->hi;
-  if (cut) {  // the rest of the range is the next page
-    auto rest = std::make_unique<Page>();
-    rest->lo = front->last_id;
-    rest->hi = front->hi;
-    pages_.push_front(std::move(rest));
-  }
+  if (cut) pages_.push_front(SplitOff(*front, front->last_id));  // the rest is the next page
   // The span that holds about a batch: from this page's density, nine tenths of it (so
   // that few ranges are cut), growing fourfold over a range with no event at all, up to the
   // whole range of 64-bit ids (a denser range than it guessed is cut at the batch).
   if (front->status.ok()) {
-    const EventId width = (cut ? front->last_id : front->hi) - front->lo;
+    const EventId width = front->hi - front->lo;
     const auto rows = static_cast<EventId>(front->batch->rows_read);
     const EventId n = static_cast<EventId>(options_.batch_size);
     EventId next = rows == 0 ? span_ * 4 : std::max<EventId>(1, width * n * 9 / (rows * 10));

@@ -138,7 +138,10 @@ class Reader {
     Page* page = nullptr;  // being read; null when idle
     std::thread thread;
   };
-  Reader(std::unique_ptr<Connection> c, const ReaderOptions& o, const ClassComparison& compare);
+  Reader(std::unique_ptr<Connection> c, std::vector<std::unique_ptr<Connection>> helpers,
+         const ReaderOptions& o, const ClassComparison& compare);
+  // Ends `page` at `at` and returns the rest of its range, (at, hi], as a page not started.
+  static std::unique_ptr<Page> SplitOff(Page& page, EventId at);
   Status ReadPage(Connection& connection, const std::string& sql, Batch& batch, EventId& last_id);
   // Reads `page` on `connection`, retrying a lost connection; sets status, last_id.
   void ReadRange(Connection& connection, Page& page);
