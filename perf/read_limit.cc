@@ -2,7 +2,7 @@
 // byte. The ceiling for any replay that reads the same columns.
 //
 //   read_limit [--mode stream|pages|streamed-pages|ranges] [--page N] [--connections N]
-//              [--select SQL] [connection options]
+//              [--select SQL] [--pad N] [connection options]
 //
 // stream: one `SELECT id, eventClass, payload` read with mysql_use_result.
 // pages:  keyset pages (`WHERE id > ? ORDER BY id LIMIT N`), each mysql_store_result'ed,
@@ -11,6 +11,9 @@
 // ranges: pages as id ranges (`WHERE id > a AND id <= a + N ORDER BY id`), streamed, read by
 //         --connections connections at once, page k by connection k mod N: what reading
 //         on several connections could give (page k+1 need not wait for page k's last id).
+// --pad N appends a comment of N bytes to every query: the server reads a query longer than
+// net_buffer_length into a buffer grown to its length and writes that query's result through
+// the same buffer, so the result leaves in writes of about N bytes instead of 16 KB ones.
 // --select replaces `SELECT id, eventClass, payload FROM stored_events` (the first column
 // must be the id), to see what a select list costs the server, e.g. rewind's class filter.
 // Prints: rows, bytes, seconds, rows/s.
@@ -39,7 +42,10 @@ struct Tally {
 
 // Runs `sql` and reads its whole result (mysql_store_result if `store`, else
 // mysql_use_result) into `tally`; `last` gets the last row's first column. "" or the error.
-std::string ReadResult(MYSQL* m, const std::string& sql, bool store, Tally& tally, std::string* last = nullptr) {
+std::string pad;  // --pad: appended to every query
+
+std::string ReadResult(MYSQL* m, std::string sql, bool store, Tally& tally, std::string* last = nullptr) {
+  sql += pad;
   if (mysql_real_query(m, sql.data(), sql.size()) != 0) return mysql_error(m);
   MYSQL_RES* res = store ? mysql_store_result(m) : mysql_use_result(m);
   if (res == nullptr) return mysql_error(m);
@@ -73,6 +79,10 @@ int main(int argc, char** argv) {
     else if (a == "--page" && i + 1 < argc) page = std::atol(argv[++i]);
     else if (a == "--select" && i + 1 < argc) select = argv[++i];
     else if (a == "--connections" && i + 1 < argc) connections = std::atoi(argv[++i]);
+    else if (a == "--pad" && i + 1 < argc) {
+      const long n = std::atol(argv[++i]);
+      if (n >= 5) pad = " /*" + std::string(static_cast<size_t>(n - 5), ' ') + "*/";
+    }
     else rest.push_back(a);
   }
   auto cl = ParseCommandLine(rest, SystemEnvironment());
