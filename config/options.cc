@@ -199,6 +199,13 @@ const std::vector<OptionSpec>& Table() {
        "connections reading events at once, each a page ahead; 1 reads one page at a time (1-8)",
        [](ReplayOptions& o, const std::string& v) { return Integer("read-connections", v, 1, 8, o.read_connections); },
        Show(&ReplayOptions::read_connections)},
+      {"result-buffer", "", Group::kReplay, false, {},
+       "bytes the server sends each page of events in: each page query is padded to this size, which grows the "
+       "server's buffer for that query (a default server sends in 16 KB pieces); 0 pads nothing (0-16777216)",
+       [](ReplayOptions& o, const std::string& v) {
+         return Integer("result-buffer", v, 0, 16 * 1024 * 1024, o.result_buffer);
+       },
+       Show(&ReplayOptions::result_buffer)},
       {"flush-every", "", Group::kReplay, false, {}, "each read model commits at least every N events",
        [](ReplayOptions& o, const std::string& v) {
          return Integer("flush-every", v, 1, std::numeric_limits<int64_t>::max(), o.flush_every_events);
@@ -359,6 +366,7 @@ const OptionSpec* Find(const std::string& name) {
 
 // What the value of a flag is, for --help.
 const char* ValueName(const std::string& name) {
+  if (name == "result-buffer") return "BYTES";
   for (const char* n : {"port", "connect-timeout", "batch-size", "max-in-flight", "read-connections", "flush-every",
                         "flush-max-rows", "max-events-per-second", "throttle-threads-running", "until-id"}) {
     if (name == n) return "N";

@@ -73,6 +73,10 @@ struct ReplayOptions {
   // Connections reading pages at once (stages/reader.h). Two: the server sends each result
   // from one thread, and a default server's sending thread is the read phase's limit.
   size_t read_connections = 2;
+  // Bytes the server writes each page of events in (stages/reader.h, ReaderOptions::
+  // result_buffer): a server left at the default net_buffer_length writes in 16 KB pieces,
+  // every one a wakeup on both sides. 0 leaves the server's own size.
+  size_t result_buffer = 128 * 1024;
   // A projector commits at least every this many events: what a crash can cost to redo.
   uint64_t flush_every_events = 2'000'000;
   // ...and whenever it holds this many distinct pending rows: bounds memory by keys.

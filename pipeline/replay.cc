@@ -272,7 +272,7 @@ class Run {
     Result<std::unique_ptr<Connection>> reader_conn = Connection::Open(o_.connection);
     if (!reader_conn.ok()) return reader_conn.status();
     ReaderOptions ro{o_.events, read_plan_.scope, o_.batch_size, start_after, sum_.head_id, watched,
-                     o_.settle_seconds, o_.until_time, o_.read_connections};
+                     o_.settle_seconds, o_.until_time, o_.read_connections, o_.result_buffer};
     Result<std::unique_ptr<Reader>> reader = Reader::Make(std::move(*reader_conn), ro);
     if (!reader.ok()) return reader.status();
     reader_ = std::move(*reader);

@@ -119,6 +119,22 @@ void AddEvent(Batch& batch, EventId id, char** values, unsigned long* lengths, b
   batch.raw.push_back(raw);
 }
 
+// What the reader's page queries are padded to (ReaderOptions::result_buffer): `wanted`,
+// at most half the server's max_allowed_packet (the rest is the query's own text), and 0
+// when that is no more than the server's net_buffer_length (nothing to gain).
+Result<size_t> PageQueryBytes(Connection& c, size_t wanted) {
+  if (wanted == 0) return size_t{0};
+  Result<Rows> r = c.Query("SELECT @@SESSION.net_buffer_length, @@SESSION.max_allowed_packet");
+  if (!r.ok()) return r.status().With("reading the server's packet sizes");
+  if (r->rows.size() != 1 || r->rows[0].size() != 2 || !r->rows[0][0] || !r->rows[0][1]) {
+    return Status::Internal("the server's packet sizes read as no row");
+  }
+  const size_t net_buffer = std::strtoull(r->rows[0][0]->c_str(), nullptr, 10);
+  const size_t max_packet = std::strtoull(r->rows[0][1]->c_str(), nullptr, 10);
+  const size_t bytes = std::min(wanted, max_packet / 2);
+  return bytes > net_buffer ? bytes : 0;
+}
+
 // The classes a run wants, in the order of ReadScope::classes (the page-visited one alone
 // when that is empty).
 std::vector<std::string> WantedClasses(const ReaderOptions& o) {
@@ -162,10 +178,11 @@ Result<ClassComparison> ExactClassComparison(Connection& c, const EventTableOpti
 }
 
 Reader::Reader(std::unique_ptr<Connection> c, std::vector<std::unique_ptr<Connection>> helpers,
-               const ReaderOptions& o, const ClassComparison& compare)
+               const ReaderOptions& o, const ClassComparison& compare, size_t query_bytes)
     : connection_(std::move(c)),
       options_(o),
       head_id_(o.head_id),
+      query_bytes_(query_bytes),
       after_id_(o.start_after_id),
       helpers_(std::move(helpers)),
       span_(static_cast<EventId>(o.batch_size)) {
@@ -213,13 +230,27 @@ Result<std::unique_ptr<Reader>> Reader::Make(std::unique_ptr<Connection> connect
   if (Status s = CheckReadColumns(*connection, options.events, options.scope.columns); !s.ok()) return s;
   Result<ClassComparison> compare = ExactClassComparison(*connection, options.events, WantedClasses(options));
   if (!compare.ok()) return compare.status();
+  Result<size_t> query_bytes = PageQueryBytes(*connection, options.result_buffer);
+  if (!query_bytes.ok()) return query_bytes.status();
   std::vector<std::unique_ptr<Connection>> helpers;
   for (size_t i = 1; i < options.connections; ++i) {
     Result<std::unique_ptr<Connection>> c = Connection::Open(connection->options());
     if (!c.ok()) return c.status().With("opening the reader's second connection");
     helpers.push_back(std::move(*c));
   }
-  return std::unique_ptr<Reader>(new Reader(std::move(connection), std::move(helpers), options, *compare));
+  return std::unique_ptr<Reader>(
+      new Reader(std::move(connection), std::move(helpers), options, *compare, *query_bytes));
+}
+
+std::string Reader::Padded(std::string sql) const {
+  // A comment of spaces, saying what it is to whoever finds it in a server's log.
+  constexpr std::string_view kOpen = " /* rewind --result-buffer: padding ", kClose = "*/";
+  if (sql.size() + kOpen.size() + kClose.size() >= query_bytes_) return sql;
+  sql.reserve(query_bytes_);
+  sql += kOpen;
+  sql.append(query_bytes_ - sql.size() - kClose.size(), ' ');
+  sql += kClose;
+  return sql;
 }
 
 Reader::~Reader() {
@@ -396,8 +427,8 @@ void Reader::ReadRange(Connection& connection, Page& page) {
   const std::string id = QuoteIdentifier(options_.events.id_column);
   const std::string lower = page.lo == kBeforeFirstId ? std::string("TRUE")
                                                       : fmt::format("{} > {}", id, IdText(page.lo));
-  const std::string sql = fmt::format("{} WHERE {} AND {} <= {} ORDER BY {} LIMIT {}", select_,
-                                      lower, id, IdText(page.hi), id, page.limit);
+  const std::string sql = Padded(fmt::format("{} WHERE {} AND {} <= {} ORDER BY {} LIMIT {}", select_, lower,
+                                             id, IdText(page.hi), id, page.limit));
   page.status = RetryOnConnectionLoss(
       connection,
       [&] {
@@ -467,7 +498,7 @@ Result<std::unique_ptr<Batch>> Reader::ReadGaps(GapCheck kind) {
       where += fmt::format("{}{} BETWEEN {} AND {}", where.empty() ? "" : " OR ", id,
                            IdText(r.lo), IdText(r.hi));
     }
-    const std::string sql = fmt::format("{} WHERE {} ORDER BY {}", select_, where, id);
+    const std::string sql = Padded(fmt::format("{} WHERE {} ORDER BY {}", select_, where, id));
     const size_t raw_before = batch->raw.size(), found_before = found.size();
     const size_t columns_before = batch->raw_columns.size();
     const size_t bytes_before = batch->payloads.size();

@@ -77,6 +77,14 @@ struct ReaderOptions {
   std::string until_time;
   // Connections reading pages at once (see above); 1 reads inline, one page per Next().
   size_t connections = 1;
+  // Bytes the server's network buffer is grown to for each page it sends (0: left as it
+  // is). A server writes a result through the buffer it read the query into, which is
+  // net_buffer_length (16 KB by default) unless the query was longer: so each page query
+  // is padded with a comment to this length, and its rows leave in writes of this size
+  // instead of 16 KB ones (the server's buffer is shrunk back after each query; nothing
+  // of the server's configuration changes). Not padded when the server's own
+  // net_buffer_length is already as large, and never beyond half its max_allowed_packet.
+  size_t result_buffer = 0;
 };
 
 // How the type column is compared with the wanted classes in the server: exactly (another
@@ -139,7 +147,9 @@ class Reader {
     std::thread thread;
   };
   Reader(std::unique_ptr<Connection> c, std::vector<std::unique_ptr<Connection>> helpers,
-         const ReaderOptions& o, const ClassComparison& compare);
+         const ReaderOptions& o, const ClassComparison& compare, size_t query_bytes);
+  // `sql` padded with a comment to query_bytes_ (ReaderOptions::result_buffer).
+  std::string Padded(std::string sql) const;
   // Ends `page` at `at` and returns the rest of its range, (at, hi], as a page not started.
   static std::unique_ptr<Page> SplitOff(Page& page, EventId at);
   Status ReadPage(Connection& connection, const std::string& sql, Batch& batch, EventId& last_id);
@@ -162,6 +172,7 @@ class Reader {
   EventId head_id_;
   std::string select_;  // SELECT id, payload-or-NULL[, class index][, columns] FROM table
   bool with_class_ = false;  // the select returns the class index
+  size_t query_bytes_ = 0;   // what a page query is padded to (0: not padded)
   EventId after_id_;
   uint64_t next_sequence_ = 0;
   size_t last_payload_bytes_ = 0;  // to reserve the next batch's buffer in one go

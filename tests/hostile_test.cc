@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <fstream>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "pipeline/replay.h"
 #include "tests/fake_server.h"
@@ -373,6 +375,71 @@ TEST(OddInput, IdsFromDenseToSparseToDenseAreReadOnceOnOneConnectionOrTwo) {
     auto got = c->Query(rebuilt);
     ASSERT_TRUE(want.ok() && got.ok());
     EXPECT_EQ(got->rows, want->rows);
+  }
+}
+
+// Server-wide settings a test changes, put back however it ends (the suite runs one test at
+// a time, so no other test sees them).
+class GlobalsRestored {
+ public:
+  GlobalsRestored(Connection& c, std::vector<std::string> names) : c_(c) {
+    for (const std::string& n : names) {
+      auto v = c_.QueryValue("SELECT @@GLOBAL." + n);
+      if (v.ok() && *v) saved_.emplace_back(n, **v);
+    }
+  }
+  ~GlobalsRestored() {
+    for (const auto& [name, value] : saved_) {
+      const bool number = value.find_first_not_of("0123456789") == std::string::npos;
+      EXPECT_TRUE(c_.Execute(fmt::format("SET GLOBAL {} = {}", name, number ? value : c_.Quote(value))).ok())
+          << name << " = " << value;
+    }
+  }
+
+ private:
+  Connection& c_;
+  std::vector<std::pair<std::string, std::string>> saved_;
+};
+
+// A server with the default net_buffer_length writes a result in 16 KB pieces. rewind pads
+// each page query with a comment so that the server reads it into a buffer of
+// --result-buffer bytes (128 KB by default) and writes that page's rows through it. The
+// padded query always fits the server's max_allowed_packet, however small, and the read
+// models are the same.
+TEST(HostileServer, PageQueriesArePaddedToTheResultBufferWithinMaxAllowedPacket) {
+  ConnectionOptions o = Store("rewind_test_result_buffer", 2'000);
+  auto c = Connect(o);
+  GlobalsRestored restored(*c, {"net_buffer_length", "max_allowed_packet", "general_log", "log_output"});
+  ASSERT_TRUE(c->Execute("SET GLOBAL net_buffer_length = 16384").ok());
+  ASSERT_TRUE(c->Execute("SET GLOBAL log_output = 'TABLE'").ok());
+  const std::string reference =
+      "SELECT DATE(JSON_VALUE(payload, '$.visitedAt')) d, COUNT(*) n FROM stored_events WHERE eventClass = "
+      "'App\\\\Analytics\\\\PageVisited' AND JSON_VALUE(payload, '$.visitedAt') IS NOT NULL GROUP BY d ORDER BY d";
+  const std::string rebuilt = "SELECT `date`, `count` FROM visits_per_day ORDER BY `date`";
+  // The page queries rewind sent: keyset and range pages end with `ORDER BY id LIMIT n`.
+  const std::string page_queries =
+      "FROM mysql.general_log WHERE command_type = 'Query' AND argument LIKE 'SELECT `id`, CASE%' "
+      "AND argument LIKE '%FROM `stored_events`%LIMIT%'";
+  struct Case {
+    int64_t max_allowed_packet;
+    int64_t shortest_at_least;  // every page query is at least this long
+  };
+  for (const Case& k : {Case{67108864, 131072}, Case{65536, 32768}, Case{16384, 0}}) {
+    SCOPED_TRACE(k.max_allowed_packet);
+    ASSERT_TRUE(c->Execute(fmt::format("SET GLOBAL max_allowed_packet = {}", k.max_allowed_packet)).ok());
+    ASSERT_TRUE(c->Execute("SET GLOBAL general_log = 0").ok());
+    ASSERT_TRUE(c->Execute("TRUNCATE mysql.general_log").ok());
+    ASSERT_TRUE(c->Execute("SET GLOBAL general_log = 1").ok());
+    Outcome out = RunRewind({"replay", "visits_per_day", "--quiet", "--batch-size", "100"}, Env(o));
+    ASSERT_TRUE(c->Execute("SET GLOBAL general_log = 0").ok());
+    ASSERT_EQ(out.code, 0) << out.err;
+    auto want = c->Query(reference);
+    auto got = c->Query(rebuilt);
+    ASSERT_TRUE(want.ok() && got.ok());
+    EXPECT_EQ(got->rows, want->rows);
+    EXPECT_GE(Count(*c, "SELECT COUNT(*) " + page_queries), 10);  // 2,000 events, 100 a page
+    EXPECT_GE(Count(*c, "SELECT MIN(LENGTH(argument)) " + page_queries), k.shortest_at_least);
+    EXPECT_LE(Count(*c, "SELECT MAX(LENGTH(argument)) " + page_queries), k.max_allowed_packet);
   }
 }
 
