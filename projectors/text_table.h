@@ -22,7 +22,13 @@ class StringArena {
   void Clear() {
     blocks_.clear();
     large_.clear();
-    used_ = 0;
+    current_ = used_ = 0;
+  }
+  // Forgets every string but keeps the blocks, to be filled again (views handed out before
+  // are invalid after it).
+  void Reuse() {
+    large_.clear();
+    current_ = used_ = 0;
   }
   std::string_view Copy(std::string_view s) {
     if (s.size() > kBlockSize / 4) {
@@ -30,11 +36,13 @@ class StringArena {
       std::memcpy(large_.back().get(), s.data(), s.size());
       return {large_.back().get(), s.size()};
     }
-    if (blocks_.empty() || used_ + s.size() > kBlockSize) {
+    if (blocks_.empty()) {
       blocks_.emplace_back(new char[kBlockSize]);
+    } else if (used_ + s.size() > kBlockSize) {
+      if (++current_ == blocks_.size()) blocks_.emplace_back(new char[kBlockSize]);
       used_ = 0;
     }
-    char* p = blocks_.back().get() + used_;
+    char* p = blocks_[current_].get() + used_;
     std::memcpy(p, s.data(), s.size());
     used_ += s.size();
     return {p, s.size()};
@@ -44,7 +52,8 @@ class StringArena {
   static constexpr size_t kBlockSize = 64 * 1024;
   std::vector<std::unique_ptr<char[]>> blocks_;
   std::vector<std::unique_ptr<char[]>> large_;
-  size_t used_ = 0;
+  size_t current_ = 0;  // the block being filled
+  size_t used_ = 0;     // bytes of it
 };
 
 class TextTable {

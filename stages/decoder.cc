@@ -318,9 +318,13 @@ void Decoder::Decode(Batch& batch) const {
   thread_local simdjson::ondemand::parser parser;
   // The batch's distinct URLs and visitors (views into the batch), made run-wide at the end.
   thread_local TextTable urls, visitors;
+  // Their texts, copied the first time the batch has them: the events that repeat one
+  // compare with these few warm bytes instead of the first event's, far back in the batch.
+  thread_local StringArena texts;
   thread_local std::vector<uint32_t> run_ids;
   urls.Clear();
   visitors.Clear();
+  texts.Reuse();
   constexpr uint32_t kVisitor = kFieldIp | kFieldUserAgent;
   batch.visits.reserve(batch.raw.size());
   const size_t total = batch.payloads.size();
@@ -364,10 +368,11 @@ void Decoder::Decode(Batch& batch) const {
                   fields_, batch.strings, visit);
     if (visit.fields_ok & kFieldVisitedAt) {  // usable, at least by some projectors
       if (visit.fields_ok & kFieldUrl) {
-        visit.url_id = urls.Intern(visit.url, {}, TextTable::HashOf(visit.url, {}));
+        visit.url_id = urls.Intern(visit.url, {}, TextTable::HashOf(visit.url, {}), &texts);
       }
       if ((visit.fields_ok & kVisitor) == kVisitor) {
-        visit.visitor_id = visitors.Intern(visit.ip, visit.user_agent, TextTable::HashOf(visit.ip, visit.user_agent));
+        visit.visitor_id =
+            visitors.Intern(visit.ip, visit.user_agent, TextTable::HashOf(visit.ip, visit.user_agent), &texts);
       }
       batch.visits.push_back(visit);
       if ((visit.fields_ok & fields_) != fields_) batch.has_partial = true;
