@@ -242,7 +242,11 @@ Result<std::unique_ptr<Reader>> Reader::Make(std::unique_ptr<Connection> connect
       new Reader(std::move(connection), std::move(helpers), options, *compare, *query_bytes));
 }
 
-std::string Reader::Padded(std::string sql) const {
+std::string Reader::Padded(std::string sql, const Page& page) const {
+  // A page that cannot bring more than a few 16 KB writes' worth (follow mode's trickle)
+  // gains nothing: its query goes as it is.
+  constexpr EventId kPadFromEvents = 256;
+  if (std::min<EventId>(static_cast<EventId>(page.limit), page.hi - page.lo) < kPadFromEvents) return sql;
   // A comment of spaces, saying what it is to whoever finds it in a server's log.
   constexpr std::string_view kOpen = " /* rewind --result-buffer: padding ", kClose = "*/";
   if (sql.size() + kOpen.size() + kClose.size() >= query_bytes_) return sql;
@@ -428,7 +432,8 @@ void Reader::ReadRange(Connection& connection, Page& page) {
   const std::string lower = page.lo == kBeforeFirstId ? std::string("TRUE")
                                                       : fmt::format("{} > {}", id, IdText(page.lo));
   const std::string sql = Padded(fmt::format("{} WHERE {} AND {} <= {} ORDER BY {} LIMIT {}", select_, lower,
-                                             id, IdText(page.hi), id, page.limit));
+                                             id, IdText(page.hi), id, page.limit),
+                                 page);
   page.status = RetryOnConnectionLoss(
       connection,
       [&] {
@@ -498,7 +503,7 @@ Result<std::unique_ptr<Batch>> Reader::ReadGaps(GapCheck kind) {
       where += fmt::format("{}{} BETWEEN {} AND {}", where.empty() ? "" : " OR ", id,
                            IdText(r.lo), IdText(r.hi));
     }
-    const std::string sql = Padded(fmt::format("{} WHERE {} ORDER BY {}", select_, where, id));
+    const std::string sql = fmt::format("{} WHERE {} ORDER BY {}", select_, where, id);
     const size_t raw_before = batch->raw.size(), found_before = found.size();
     const size_t columns_before = batch->raw_columns.size();
     const size_t bytes_before = batch->payloads.size();

@@ -83,7 +83,8 @@ struct ReaderOptions {
   // is padded with a comment to this length, and its rows leave in writes of this size
   // instead of 16 KB ones (the server's buffer is shrunk back after each query; nothing
   // of the server's configuration changes). Not padded when the server's own
-  // net_buffer_length is already as large, and never beyond half its max_allowed_packet.
+  // net_buffer_length is already as large, never beyond half its max_allowed_packet, and
+  // not for a page that cannot bring 256 events (a trickle in follow mode).
   size_t result_buffer = 0;
 };
 
@@ -148,8 +149,9 @@ class Reader {
   };
   Reader(std::unique_ptr<Connection> c, std::vector<std::unique_ptr<Connection>> helpers,
          const ReaderOptions& o, const ClassComparison& compare, size_t query_bytes);
-  // `sql` padded with a comment to query_bytes_ (ReaderOptions::result_buffer).
-  std::string Padded(std::string sql) const;
+  // `page`'s query `sql`, padded with a comment to query_bytes_ (ReaderOptions::
+  // result_buffer) when the page may bring enough events to gain from it.
+  std::string Padded(std::string sql, const Page& page) const;
   // Ends `page` at `at` and returns the rest of its range, (at, hi], as a page not started.
   static std::unique_ptr<Page> SplitOff(Page& page, EventId at);
   Status ReadPage(Connection& connection, const std::string& sql, Batch& batch, EventId& last_id);
