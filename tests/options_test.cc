@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
+#include <string>
 
 namespace rw {
 namespace {
@@ -16,6 +18,34 @@ Environment Env(std::map<std::string, std::string> vars) {
     auto it = vars.find(k);
     return it == vars.end() ? std::nullopt : std::optional<std::string>(it->second);
   };
+}
+
+// config/rewind.conf shows every tuning option commented out with its built-in default: the
+// defaults live in config/options.h alone, and the sample must not drift from them (it
+// once said max-in-flight = 6 after the default became 2).
+TEST(Options, TheSampleConfigShowsTheBuiltInDefaults) {
+  std::ifstream in(std::string(REWIND_SOURCE_DIR) + "/config/rewind.conf");
+  ASSERT_TRUE(in.good());
+  const std::string help = HelpText();
+  std::set<std::string> shown;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("# ", 0) != 0) continue;
+    const size_t eq = line.find(" = ");
+    if (eq == std::string::npos || line.find(' ', 2) != eq) continue;  // prose, not `# key = value`
+    const std::string key = line.substr(2, eq - 2), value = line.substr(eq + 3);
+    size_t at = help.find("  --" + key + " ");  // "  --key N ..." or "  -S,--key FILE ..."
+    if (at == std::string::npos) at = help.find(",--" + key + " ");
+    ASSERT_NE(at, std::string::npos) << "config/rewind.conf names an unknown option: " << key;
+    const std::string help_line = help.substr(at, help.find('\n', at) - at);
+    if (help_line.back() != ']') continue;  // no built-in default (socket, user, ...): an example
+    const std::string fallback = help_line.substr(help_line.rfind('[') + 1);
+    EXPECT_EQ(value, fallback.substr(0, fallback.size() - 1)) << key;
+    shown.insert(key);
+  }
+  for (const char* key : {"batch-size", "max-in-flight", "read-connections", "result-buffer", "flush-every",
+                          "flush-max-rows"}) {
+    EXPECT_TRUE(shown.count(key)) << "config/rewind.conf does not show " << key;
+  }
 }
 
 TEST(Options, DefaultsMatchTheBlogSchema) {
