@@ -14,11 +14,11 @@
 #include <ctime>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "config/options.h"
-#include "stages/connection.h"
+#include "perf/tool.h"
 #include "stages/decoder.h"
 #include "stages/reader.h"
 
@@ -59,18 +59,11 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "decode_bench: --fields is day or all, got '{}'\n", fields);
     return 2;
   }
-  auto cl = ParseCommandLine(rest, SystemEnvironment());
-  if (!cl.ok()) {
-    fmt::print(stderr, "decode_bench: {}\n", cl.status().message());
-    return 2;
-  }
-  auto conn = Connection::Open(cl->options.connection);
-  if (!conn.ok()) {
-    fmt::print(stderr, "decode_bench: {}\n", conn.status().message());
-    return 1;
-  }
-  const EventTableOptions& table = cl->options.events;
-  auto head = (*conn)->QueryValue(fmt::format("SELECT MAX({}) FROM {}", QuoteIdentifier(table.id_column),
+  int exit_code = 0;
+  std::optional<PerfTool> tool = OpenPerfTool("decode_bench", rest, exit_code);
+  if (!tool) return exit_code;
+  const EventTableOptions& table = tool->command_line.options.events;
+  auto head = tool->connection->QueryValue(fmt::format("SELECT MAX({}) FROM {}", QuoteIdentifier(table.id_column),
                                               QuoteIdentifier(table.table)));
   if (!head.ok() || !*head) {
     fmt::print(stderr, "decode_bench: no events to read\n");
@@ -79,7 +72,7 @@ int main(int argc, char** argv) {
   ReaderOptions ro;
   ro.events = table;
   ro.head_id = std::stoll(**head);
-  auto reader = Reader::Make(std::move(*conn), ro);
+  auto reader = Reader::Make(std::move(tool->connection), ro);
   if (!reader.ok()) {
     fmt::print(stderr, "decode_bench: {}\n", reader.status().message());
     return 1;

@@ -22,11 +22,12 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "config/options.h"
+#include "perf/tool.h"
 
 namespace {
 
@@ -85,22 +86,16 @@ int main(int argc, char** argv) {
     }
     else rest.push_back(a);
   }
-  auto cl = ParseCommandLine(rest, SystemEnvironment());
-  if (!cl.ok()) {
-    fmt::print(stderr, "read_limit: {}\n", cl.status().message());
-    return 2;
-  }
-  auto conn = Connection::Open(cl->options.connection);
-  if (!conn.ok()) {
-    fmt::print(stderr, "read_limit: {}\n", conn.status().message());
-    return 1;
-  }
-  MYSQL* m = (*conn)->raw();
+  int exit_code = 0;
+  std::optional<PerfTool> tool = OpenPerfTool("read_limit", rest, exit_code);
+  if (!tool) return exit_code;
+  const CommandLine* cl = &tool->command_line;
+  MYSQL* m = tool->connection->raw();
   const auto start = std::chrono::steady_clock::now();
   Tally total;
   std::string error;
   if (mode == "ranges") {
-    auto max = (*conn)->QueryValue("SELECT MAX(id) FROM stored_events");
+    auto max = tool->connection->QueryValue("SELECT MAX(id) FROM stored_events");
     const long long head = max.ok() && *max ? std::atoll((*max)->c_str()) : 0;
     std::vector<std::thread> threads;
     std::vector<Tally> tallies(connections);
