@@ -124,15 +124,17 @@ void AddEvent(Batch& batch, EventId id, char** values, unsigned long* lengths, b
 // when that is no more than the server's net_buffer_length (nothing to gain).
 Result<size_t> PageQueryBytes(Connection& c, size_t wanted) {
   if (wanted == 0) return size_t{0};
-  Result<Rows> r = c.Query("SELECT @@SESSION.net_buffer_length, @@SESSION.max_allowed_packet");
-  if (!r.ok()) return r.status().With("reading the server's packet sizes");
-  if (r->rows.size() != 1 || r->rows[0].size() != 2 || !r->rows[0][0] || !r->rows[0][1]) {
-    return Status::Internal("the server's packet sizes read as no row");
-  }
-  const size_t net_buffer = std::strtoull(r->rows[0][0]->c_str(), nullptr, 10);
-  const size_t max_packet = std::strtoull(r->rows[0][1]->c_str(), nullptr, 10);
-  const size_t bytes = std::min(wanted, max_packet / 2);
-  return bytes > net_buffer ? bytes : 0;
+  auto variable = [&](std::string_view name) -> Result<size_t> {
+    Result<std::optional<std::string>> v = c.QueryValue(fmt::format("SELECT @@SESSION.{}", name));
+    if (!v.ok()) return v.status().With(fmt::format("reading the server's {}", name));
+    return *v ? std::strtoull((*v)->c_str(), nullptr, 10) : size_t{0};
+  };
+  Result<size_t> net_buffer = variable("net_buffer_length");
+  if (!net_buffer.ok()) return net_buffer.status();
+  Result<size_t> max_packet = variable("max_allowed_packet");
+  if (!max_packet.ok()) return max_packet.status();
+  const size_t bytes = std::min(wanted, *max_packet / 2);
+  return bytes > *net_buffer ? bytes : 0;
 }
 
 // The classes a run wants, in the order of ReadScope::classes (the page-visited one alone

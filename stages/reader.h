@@ -31,10 +31,10 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
-#include <mutex>
-#include <thread>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "stages/batch.h"
