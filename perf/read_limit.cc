@@ -11,9 +11,10 @@
 // ranges: pages as id ranges (`WHERE id > a AND id <= a + N ORDER BY id`), streamed, read by
 //         --connections connections at once, page k by connection k mod N: what reading
 //         on several connections could give (page k+1 need not wait for page k's last id).
-// --pad N appends a comment of N bytes to every query: the server reads a query longer than
-// net_buffer_length into a buffer grown to its length and writes that query's result through
-// the same buffer, so the result leaves in writes of about N bytes instead of 16 KB ones.
+// --pad N pads every query with a comment to N bytes, as rewind's --result-buffer does
+// (PadQuery): the server reads a query longer than net_buffer_length into a buffer grown to
+// its length and writes that query's result through the same buffer, so the result leaves
+// in writes of about N bytes instead of 16 KB ones.
 // --select replaces `SELECT id, eventClass, payload FROM stored_events` (the first column
 // must be the id), to see what a select list costs the server, e.g. rewind's class filter.
 // Prints: rows, bytes, seconds, rows/s.
@@ -28,6 +29,7 @@
 #include <vector>
 
 #include "perf/tool.h"
+#include "stages/reader.h"
 
 namespace {
 
@@ -41,12 +43,12 @@ struct Tally {
   }
 };
 
+size_t pad = 0;  // --pad: what every query is padded to (0: not padded)
+
 // Runs `sql` and reads its whole result (mysql_store_result if `store`, else
 // mysql_use_result) into `tally`; `last` gets the last row's first column. "" or the error.
-std::string pad;  // --pad: appended to every query
-
 std::string ReadResult(MYSQL* m, std::string sql, bool store, Tally& tally, std::string* last = nullptr) {
-  sql += pad;
+  sql = rw::PadQuery(std::move(sql), pad);
   if (mysql_real_query(m, sql.data(), sql.size()) != 0) return mysql_error(m);
   MYSQL_RES* res = store ? mysql_store_result(m) : mysql_use_result(m);
   if (res == nullptr) return mysql_error(m);
@@ -80,10 +82,7 @@ int main(int argc, char** argv) {
     else if (a == "--page" && i + 1 < argc) page = std::atol(argv[++i]);
     else if (a == "--select" && i + 1 < argc) select = argv[++i];
     else if (a == "--connections" && i + 1 < argc) connections = std::atoi(argv[++i]);
-    else if (a == "--pad" && i + 1 < argc) {
-      const long n = std::atol(argv[++i]);
-      if (n >= 5) pad = " /*" + std::string(static_cast<size_t>(n - 5), ' ') + "*/";
-    }
+    else if (a == "--pad" && i + 1 < argc) pad = std::strtoull(argv[++i], nullptr, 10);
     else rest.push_back(a);
   }
   int exit_code = 0;

@@ -249,12 +249,16 @@ std::string Reader::Padded(std::string sql, const Page& page) const {
   // gains nothing: its query goes as it is.
   constexpr EventId kPadFromEvents = 256;
   if (std::min<EventId>(static_cast<EventId>(page.limit), page.hi - page.lo) < kPadFromEvents) return sql;
+  return PadQuery(std::move(sql), query_bytes_);
+}
+
+std::string PadQuery(std::string sql, size_t bytes) {
   // A comment of spaces, saying what it is to whoever finds it in a server's log.
   constexpr std::string_view kOpen = " /* rewind --result-buffer: padding ", kClose = "*/";
-  if (sql.size() + kOpen.size() + kClose.size() >= query_bytes_) return sql;
-  sql.reserve(query_bytes_);
+  if (sql.size() + kOpen.size() + kClose.size() >= bytes) return sql;
+  sql.reserve(bytes);
   sql += kOpen;
-  sql.append(query_bytes_ - sql.size() - kClose.size(), ' ');
+  sql.append(bytes - sql.size() - kClose.size(), ' ');
   sql += kClose;
   return sql;
 }

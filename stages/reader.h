@@ -88,6 +88,11 @@ struct ReaderOptions {
   size_t result_buffer = 0;
 };
 
+// `sql` padded with a comment to `bytes` long (unchanged when it is as long already): a
+// server reads a longer query into a buffer grown to its length and writes that query's
+// result through it (ReaderOptions::result_buffer).
+std::string PadQuery(std::string sql, size_t bytes);
+
 // How the type column is compared with the wanted classes in the server: exactly (another
 // case, a trailing space, an accent is another class) and cheaply. A column in utf8mb4 (or
 // utf8mb3, for classes it can hold) is compared in its `_nopad_bin` collation, characters
