@@ -93,7 +93,7 @@ simdjson::error_code ReadKey(simdjson::ondemand::field& field, std::string_view&
 }
 
 // The next field of an object and its key: "" when both are readable, else why not.
-std::string OpenField(simdjson::simdjson_result<simdjson::ondemand::field> result,
+std::string OpenField(simdjson::simdjson_result<simdjson::ondemand::field>&& result,
                       simdjson::ondemand::field& field, std::string_view& key) {
   if (auto err = std::move(result).get(field)) {
     return fmt::format("payload is not valid JSON: {}", simdjson::error_message(err));
