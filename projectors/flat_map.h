@@ -83,6 +83,13 @@ class FlatMap {
     return out;
   }
 
+  // Forgets every key, keeping the memory for the next use.
+  void Reset() {
+    for (Slot& s : slots_) s.key = kEmpty;
+    size_ = 0;
+    has_empty_key_ = false;
+  }
+
   // Forgets every key and gives the memory back.
   void Clear() {
     std::vector<Slot>().swap(slots_);

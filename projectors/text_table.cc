@@ -6,13 +6,15 @@
 namespace rw {
 
 uint64_t TextTable::HashOf(std::string_view a, std::string_view b) {
-  uint64_t h = std::hash<std::string_view>{}(a);
-  if (!b.empty()) {
-    // Mixed with the length of `a`, so that ("1.1", "1.1A") and ("1.11", ".1A") differ
-    // (equality compares both parts anyway; this only keeps their hashes apart).
-    h ^= (std::hash<std::string_view>{}(b) + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2)) ^ a.size();
-  }
-  return h;
+  const std::hash<std::string_view> hash;
+  return HashOfPair(hash(a), a.size(), b, b.empty() ? 0 : hash(b));
+}
+
+uint64_t TextTable::HashOfPair(uint64_t hash_a, size_t size_a, std::string_view b, uint64_t hash_b) {
+  if (b.empty()) return hash_a;
+  // Mixed with the length of `a`, so that ("1.1", "1.1A") and ("1.11", ".1A") differ
+  // (equality compares both parts anyway; this only keeps their hashes apart).
+  return hash_a ^ ((hash_b + 0x9E3779B97F4A7C15ull + (hash_a << 6) + (hash_a >> 2)) ^ size_a);
 }
 
 size_t TextTable::Probe(std::string_view a, std::string_view b, uint64_t hash) const {

@@ -60,6 +60,9 @@ class TextTable {
  public:
   // A pair's hash (b is empty for a single text).
   static uint64_t HashOf(std::string_view a, std::string_view b);
+  // The same from the hashes of its texts (HashOf(a, {}) and HashOf(b, {})), for a caller
+  // that already has them: HashOfPair(HashOf(a, {}), a.size(), b, HashOf(b, {})) == HashOf(a, b).
+  static uint64_t HashOfPair(uint64_t hash_a, size_t size_a, std::string_view b, uint64_t hash_b);
 
   // The id of (a, b), added as the next id when new: as views (the caller keeps the bytes),
   // or as copies into `copies`.
@@ -75,6 +78,7 @@ class TextTable {
     uint64_t hash;
   };
   const Entry& entry(uint32_t id) const { return entries_[id]; }
+  const std::vector<Entry>& entries() const { return entries_; }
 
  private:
   // The slot holding (a, b), or the empty slot where it would go. REQUIRES: slots_ not empty.

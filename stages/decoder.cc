@@ -4,8 +4,12 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <string_view>
+
+#include "projectors/flat_map.h"
+#include "projectors/text_table.h"
 
 namespace rw {
 namespace {
@@ -79,6 +83,70 @@ simdjson::error_code ReadString(simdjson::ondemand::value& value, StringArena& a
   return simdjson::SUCCESS;
 }
 
+// One wanted text field's distinct texts in a batch, keyed by their JSON token (the bytes
+// between the quotes, escapes and all). A token is unescaped, checked and hashed the first
+// time the batch has it; every later event with the same token gets its id, text and hash
+// from that one lookup (the blog's URLs and user agents escape every '/', and repeat).
+// Only good texts enter, so a bad one is judged again, in its payload's field order, each
+// time it comes.
+struct TokenTable {
+  TextTable ids;                        // token -> batch id
+  std::vector<TextTable::Entry> texts;  // by batch id: the text (a) and TextTable::HashOf(text)
+  // The last token read and its id (kNoId for none): a visitor's next event often repeats
+  // it, and one compare then replaces the hash and the lookup.
+  std::string_view last_token;
+  uint32_t last_id;
+  void Clear();
+};
+
+constexpr uint32_t kNoId = ~uint32_t{0};
+
+void TokenTable::Clear() {
+  ids.Clear();
+  texts.clear();
+  last_id = kNoId;
+}
+
+// A string value of a field kept in `table`: its text (viewed in place, or unescaped into
+// `arena`) and its batch id, or kNoId when the text is longer than `max_bytes` (not kept).
+// `keys` holds copies of the tokens for the rest of the batch.
+simdjson::error_code ReadText(simdjson::ondemand::value& value, TokenTable& table, size_t max_bytes,
+                              StringArena& arena, StringArena& keys, std::string_view& text, uint32_t& id) {
+  std::string_view token = value.raw_json_token();
+  while (!token.empty() && token.back() != '"') token.remove_suffix(1);
+  if (token.size() < 2) return simdjson::STRING_ERROR;
+  token = token.substr(1, token.size() - 2);
+  if (table.last_id != kNoId && token == table.last_token) {
+    id = table.last_id;
+    text = table.texts[id].a;
+    return simdjson::SUCCESS;
+  }
+  const uint64_t token_hash = TextTable::HashOf(token, {});
+  if (const int64_t known = table.ids.Find(token, {}, token_hash); known >= 0) {
+    id = static_cast<uint32_t>(known);
+    text = table.texts[id].a;
+    table.last_token = token;
+    table.last_id = id;
+    return simdjson::SUCCESS;
+  }
+  if (token.find('\\') == std::string_view::npos) {
+    text = token;
+  } else {
+    std::string_view unescaped;
+    if (auto err = value.get_string().get(unescaped)) return err;
+    text = arena.Copy(unescaped);
+  }
+  if (text.size() > max_bytes) {
+    id = kNoId;
+    return simdjson::SUCCESS;
+  }
+  id = table.ids.Intern(token, {}, token_hash, &keys);
+  table.texts.push_back({text, {}, text.data() == token.data() ? token_hash : TextTable::HashOf(text, {})});
+  table.last_token = token;
+  table.last_id = id;
+  return simdjson::SUCCESS;
+}
+
 // A key. Fast path: one without escapes is viewed in place (simdjson's first pass found
 // its closing quote, so the scan stops); an escaped one is unescaped by simdjson.
 simdjson::error_code ReadKey(simdjson::ondemand::field& field, std::string_view& key) {
@@ -133,8 +201,10 @@ int WantedIndex(std::string_view key) {
 // Returns "" when the whole event is usable, else the reason. A bad field other than
 // visitedAt leaves the event usable for the projectors that do not need it: its bit stays
 // clear in out.fields_ok and the reason is still returned.
+// `tables` and `ids` are indexed as kWanted; visitedAt (0) has no table.
 std::string DecodeOne(simdjson::ondemand::parser& parser, const char* data, size_t length,
-                      size_t capacity, uint32_t fields, StringArena& arena, PageVisit& out) {
+                      size_t capacity, uint32_t fields, StringArena& arena, TokenTable* tables,
+                      StringArena& keys, uint32_t* ids, PageVisit& out) {
   out.fields_ok = 0;
   simdjson::ondemand::document doc;
   simdjson::ondemand::object obj;
@@ -166,7 +236,9 @@ std::string DecodeOne(simdjson::ondemand::parser& parser, const char* data, size
         if (!field_error(i, reason)) return reason;
         continue;
       }
-      if (auto err = ReadString(value, arena, values[i])) {
+      const size_t max_bytes = kWanted[i].field == kFieldUrl ? kMaxUrlBytes : SIZE_MAX;
+      if (auto err = i == 0 ? ReadString(value, arena, values[i])
+                            : ReadText(value, tables[i], max_bytes, arena, keys, values[i], ids[i])) {
         std::string reason = fmt::format("field '{}' is not a valid string: {}", kWanted[i].key,
                                          simdjson::error_message(err));
         if (!field_error(i, reason)) return reason;
@@ -316,15 +388,20 @@ Decoder::Decoder(uint32_t fields, std::optional<uint16_t> page_class, EventCatal
 
 void Decoder::Decode(Batch& batch) const {
   thread_local simdjson::ondemand::parser parser;
-  // The batch's distinct URLs and visitors (views into the batch), made run-wide at the end.
-  thread_local TextTable urls, visitors;
-  // Their texts, copied the first time the batch has them: the events that repeat one
+  // The batch's distinct URLs, ips and user agents (kWanted's order; none for visitedAt),
+  // and its distinct visitors: (ip id, user agent id) -> visitor's batch id + 1. They are
+  // made run-wide at the end.
+  thread_local TokenTable tables[std::size(kWanted)];
+  thread_local FlatMap<uint32_t> visitor_ids;
+  thread_local std::vector<TextTable::Entry> visitors;
+  // The tokens, copied the first time the batch has them: the events that repeat one
   // compare with these few warm bytes instead of the first event's, far back in the batch.
-  thread_local StringArena texts;
+  thread_local StringArena keys;
   thread_local std::vector<uint32_t> run_ids;
-  urls.Clear();
-  visitors.Clear();
-  texts.Reuse();
+  for (TokenTable& t : tables) t.Clear();
+  visitor_ids.Reset();
+  visitors.clear();
+  keys.Reuse();
   constexpr uint32_t kVisitor = kFieldIp | kFieldUserAgent;
   batch.visits.reserve(batch.raw.size());
   const size_t total = batch.payloads.size();
@@ -363,16 +440,21 @@ void Decoder::Decode(Batch& batch) const {
     if (!page_class_ || raw.event_class != *page_class_) continue;
     PageVisit visit;
     visit.id = raw.id;
-    std::string reason =
-        DecodeOne(parser, batch.payloads.data() + raw.offset, raw.length, total - raw.offset,
-                  fields_, batch.strings, visit);
+    uint32_t ids[std::size(kWanted)];
+    std::string reason = DecodeOne(parser, batch.payloads.data() + raw.offset, raw.length, total - raw.offset,
+                                   fields_, batch.strings, tables, keys, ids, visit);
     if (visit.fields_ok & kFieldVisitedAt) {  // usable, at least by some projectors
-      if (visit.fields_ok & kFieldUrl) {
-        visit.url_id = urls.Intern(visit.url, {}, TextTable::HashOf(visit.url, {}), &texts);
-      }
+      if (visit.fields_ok & kFieldUrl) visit.url_id = ids[1];
       if ((visit.fields_ok & kVisitor) == kVisitor) {
-        visit.visitor_id =
-            visitors.Intern(visit.ip, visit.user_agent, TextTable::HashOf(visit.ip, visit.user_agent), &texts);
+        uint32_t& id = visitor_ids[(uint64_t{ids[2]} << 32) | ids[3]];
+        if (id == 0) {
+          const TextTable::Entry& ip = tables[2].texts[ids[2]];
+          const TextTable::Entry& user_agent = tables[3].texts[ids[3]];
+          visitors.push_back({ip.a, user_agent.a,
+                              TextTable::HashOfPair(ip.hash, ip.a.size(), user_agent.a, user_agent.hash)});
+          id = static_cast<uint32_t>(visitors.size());
+        }
+        visit.visitor_id = id - 1;
       }
       batch.visits.push_back(visit);
       if ((visit.fields_ok & fields_) != fields_) batch.has_partial = true;
@@ -386,14 +468,15 @@ void Decoder::Decode(Batch& batch) const {
     }
   }
   // The batch's ids become the run's: one lock per batch, a lookup per distinct text.
-  auto make_run_wide = [&](const TextTable& local, Interner& run, uint32_t needs, uint32_t PageVisit::*id) {
-    if (local.size() == 0) return;
+  auto make_run_wide = [&](const std::vector<TextTable::Entry>& local, Interner& run, uint32_t needs,
+                           uint32_t PageVisit::*id) {
+    if (local.empty()) return;
     run.Resolve(local, run_ids);
     for (PageVisit& v : batch.visits) {
       if ((v.fields_ok & needs) == needs) v.*id = run_ids[v.*id];
     }
   };
-  make_run_wide(urls, *urls_, kFieldUrl, &PageVisit::url_id);
+  make_run_wide(tables[1].texts, *urls_, kFieldUrl, &PageVisit::url_id);
   make_run_wide(visitors, *visitors_, kVisitor, &PageVisit::visitor_id);
 }
 

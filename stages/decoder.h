@@ -13,10 +13,11 @@
 // (PageVisit::fields_ok): the read models that do not need the field still count it, so
 // a read model's content never depends on which others are rebuilt with it. Strings without
 // escapes are viewed in place in the batch's payload bytes; escaped ones (`\/`, `\uXXXX`)
-// are unescaped into the batch's arena.
+// are unescaped into the batch's arena, a URL, ip or user agent once per batch.
 //
 // URLs and visitors (ip, user agent) get run-wide dense ids (PageVisit::url_id,
-// visitor_id; stages/interner.h): one lookup per event here, for every read model.
+// visitor_id; stages/interner.h): one lookup per text here, keyed by its JSON token, for
+// every read model.
 //
 // Thread safety: Decode() may run concurrently on different batches; each thread keeps
 // its own parser and batch dictionaries.

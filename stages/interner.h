@@ -3,9 +3,9 @@
 // same bytes during the whole run, so that read models key their state on integers and
 // touch the strings only to write them.
 //
-// Each decoding thread interns a batch into its own TextTable (projectors/text_table.h: one
-// hash per event), then Interner turns the batch's distinct texts into run-wide ids under
-// one lock per batch, copying each text the first time the run sees it.
+// Each decoding thread gives a batch's distinct texts batch ids first (stages/decoder.cc),
+// then Interner turns them into run-wide ids under one lock per batch, copying each text
+// the first time the run sees it.
 //
 // Thread safety: Interner::Resolve may be called from any thread.
 #pragma once
@@ -21,8 +21,8 @@ namespace rw {
 
 class Interner {
  public:
-  // Run-wide ids for the texts of `local` (a batch's table), in its id order.
-  void Resolve(const TextTable& local, std::vector<uint32_t>& ids);
+  // Run-wide ids for a batch's distinct texts (their texts and TextTable::HashOf), in order.
+  void Resolve(const std::vector<TextTable::Entry>& local, std::vector<uint32_t>& ids);
 
  private:
   std::mutex mu_;

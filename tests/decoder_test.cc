@@ -169,6 +169,51 @@ TEST(Decoder, EveryBadPayloadBecomesAFailureWithAReason) {
   }
 }
 
+// The same escaped text repeated in a batch, good and bad: each event is judged on its own
+// bytes, a bad text is bad every time it comes, and the reasons follow the payload's field
+// order (whichever events came before).
+TEST(Decoder, JudgesEveryRepeatOfAnEscapedTextOnItsOwn) {
+  const std::string at = R"("visitedAt":"2024-01-19T12:34:56Z")";
+  const std::string good = R"({"url":"\/a",)" + at + R"(,"ip":"1","userAgent":"Mo\/z"})";
+  const std::string bad = R"({"url":"\/a\ud800",)" + at + R"(,"ip":"1","userAgent":"Mo\/z\q"})";
+  const std::string bad_reversed = R"({"userAgent":"Mo\/z\q",)" + at + R"(,"ip":"1","url":"\/a\ud800"})";
+  const std::string too_long = R"({"url":"\/)" + std::string(kMaxUrlBytes, 'y') + R"(",)" + at +
+                               R"(,"ip":"\/1","userAgent":"Mo\/z"})";
+  auto b = MakeBatch({good, bad, bad, good, bad_reversed, too_long, too_long,
+                      R"({"url":"/a",)" + at + R"(,"ip":"1","userAgent":"Mo/z"})"});
+  Decoder(kAll).Decode(*b);
+  ASSERT_EQ(b->failures.size(), 5u);
+  const std::vector<int64_t> failed = {2, 3, 5, 6, 7};
+  for (size_t i = 0; i < failed.size(); ++i) EXPECT_EQ(b->failures[i].event_id, failed[i]);
+  for (size_t i : {0, 1}) {
+    const std::string& r = b->failures[i].reason;
+    EXPECT_NE(r.find("field 'url' is not a valid string"), std::string::npos) << r;
+    EXPECT_LT(r.find("field 'url'"), r.find("field 'userAgent' is not a valid string")) << r;
+  }
+  const std::string& reversed = b->failures[2].reason;
+  EXPECT_LT(reversed.find("field 'userAgent' is not a valid string"), reversed.find("field 'url'")) << reversed;
+  for (size_t i : {3, 4}) EXPECT_NE(b->failures[i].reason.find("more than the"), std::string::npos);
+
+  ASSERT_EQ(b->visits.size(), 8u);  // every event has its visitedAt: none is dropped
+  const PageVisit& first = b->visits[0];
+  EXPECT_EQ(first.url, "/a");
+  EXPECT_EQ(first.user_agent, "Mo/z");
+  for (size_t i : {0, 3, 7}) {  // escaped or not, the same texts and the same ids
+    EXPECT_EQ(b->visits[i].fields_ok, kAll) << i;
+    EXPECT_EQ(b->visits[i].url, "/a");
+    EXPECT_EQ(b->visits[i].user_agent, "Mo/z");
+    EXPECT_EQ(b->visits[i].url_id, first.url_id);
+    EXPECT_EQ(b->visits[i].visitor_id, first.visitor_id);
+  }
+  for (size_t i : {1, 2, 4}) EXPECT_EQ(b->visits[i].fields_ok, kFieldVisitedAt | kFieldIp) << i;
+  for (size_t i : {5, 6}) {  // the URL is refused; the visitor ("/1", "Mo/z") is a new one
+    EXPECT_EQ(b->visits[i].fields_ok, kAll & ~kFieldUrl) << i;
+    EXPECT_EQ(b->visits[i].ip, "/1");
+    EXPECT_NE(b->visits[i].visitor_id, first.visitor_id);
+  }
+  EXPECT_EQ(b->visits[5].visitor_id, b->visits[6].visitor_id);
+}
+
 TEST(Decoder, ReadsOnlyTheFieldsItIsAskedFor) {
   // visits_per_day alone needs visitedAt only: a missing url does not fail it.
   auto b = MakeBatch({R"({"visitedAt":"2023-01-01T00:00:00Z","raw":{"nested":[1,2,3]}})"});
