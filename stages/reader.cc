@@ -313,7 +313,13 @@ std::unique_ptr<Batch> Reader::NewBatch() {
   auto batch = std::make_unique<Batch>();
   batch->pool = pool_;
   batch->payloads = pool_->Take();
-  batch->payloads.reserve(last_payload_bytes_ + last_payload_bytes_ / 4 + simdjson::SIMDJSON_PADDING);
+  // Room for a batch as large as the largest so far, and a quarter more for a new buffer.
+  // Only when short: a reserve beyond the capacity at least doubles it, so reserving the
+  // quarter on every batch made a recycled buffer grow (fresh pages, faults) each time the
+  // largest batch grew by a few bytes.
+  if (const size_t need = last_payload_bytes_ + simdjson::SIMDJSON_PADDING; batch->payloads.capacity() < need) {
+    batch->payloads.reserve(need + last_payload_bytes_ / 4);
+  }
   return batch;
 }
 
