@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "projectors/bucket_counts.h"
 #include "projectors/flat_map.h"
 #include "projectors/projector.h"
 
@@ -17,8 +18,19 @@ namespace rw {
 
 enum class BucketType { kDate, kDateTime };
 
+// The distance between neighbouring buckets of `Bucket`: its kStride when it has one.
+template <typename Bucket>
+constexpr int64_t BucketStride() {
+  if constexpr (requires { Bucket::kStride; }) {
+    return Bucket::kStride;
+  } else {
+    return 1;
+  }
+}
+
 // Counts events per time bucket. `Bucket` maps a CivilTime to an int64 key: days since
-// 1970-01-01 for kDate, epoch seconds for kDateTime.
+// 1970-01-01 for kDate, epoch seconds for kDateTime; its kStride, when it has one, is the
+// distance between neighbouring buckets (60 for minutes), which keeps their counts dense.
 template <typename Bucket>
 class TimeBucketCounter final : public Projector {
  public:
@@ -45,10 +57,10 @@ class TimeBucketCounter final : public Projector {
         ++*last_;
         continue;
       }
-      const uint64_t key = ToOrdered(int64_t{Bucket{}(v.visited_at)});
-      if (last_ == nullptr || key != last_key_) {
-        last_key_ = key;
-        last_ = &counts_[key];
+      const int64_t bucket = Bucket{}(v.visited_at);
+      if (last_ == nullptr || bucket != last_bucket_) {
+        last_bucket_ = bucket;
+        last_ = &counts_[bucket];
       }
       last_days_ = v.visited_at.days;
       ++*last_;
@@ -56,8 +68,7 @@ class TimeBucketCounter final : public Projector {
   }
   size_t pending_rows() const override { return counts_.size(); }
   void Flush(RowSink& sink) override {
-    for (const auto& [key, count] : counts_.TakeSorted()) {  // key order: cheapest for a clustered index
-      const int64_t bucket = FromOrdered<int64_t>(key);
+    for (const auto& [bucket, count] : counts_.TakeSorted()) {  // key order: cheapest for a clustered index
       if (type_ == BucketType::kDate) {
         sink.Date(static_cast<int32_t>(bucket));
       } else {
@@ -72,11 +83,11 @@ class TimeBucketCounter final : public Projector {
  private:
   const std::string name_;
   const BucketType type_;
-  uint64_t last_key_ = 0;
+  int64_t last_bucket_ = 0;
   int32_t last_days_ = 0;    // the day of the last event counted in *last_
-  int64_t* last_ = nullptr;  // counts_[last_key_], or null
+  int64_t* last_ = nullptr;  // counts_[last_bucket_], or null
   TableSpec table_;
-  FlatMap<int64_t> counts_;
+  BucketCounts counts_{BucketStride<Bucket>()};
 };
 
 // Counts events per (url, day bucket). URLs are compared byte for byte (by the decoder's

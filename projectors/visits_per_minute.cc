@@ -4,6 +4,7 @@
 namespace rw {
 namespace {
 struct Bucket {
+  static constexpr int64_t kStride = 60;
   int64_t operator()(const CivilTime& t) const { return t.days * int64_t{86400} + t.second_of_day / 60 * 60; }
 };
 }  // namespace

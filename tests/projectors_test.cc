@@ -9,6 +9,7 @@
 
 #include <algorithm>
 
+#include "projectors/bucket_counts.h"
 #include "projectors/flat_map.h"
 #include "projectors/projector.h"
 #include "text_sink.h"
@@ -145,6 +146,38 @@ TEST(FlatMap, CountsAndSortsLikeAnOrderedMap) {
       ++i;
     }
     EXPECT_TRUE(flat.empty());
+  }
+}
+
+// The time counters' array-or-map against std::map: buckets on the stride in one span
+// (random order, as events come), a few far outliers and buckets off the stride (the map),
+// a span that widens until the array takes over what the map held, negative buckets.
+TEST(BucketCounts, CountsAndSortsLikeAnOrderedMap) {
+  for (size_t n : {size_t{50}, size_t{300000}}) {
+    BucketCounts counts(60);
+    std::map<int64_t, int64_t> reference;
+    uint64_t x = 88172645463325252ull;
+    for (size_t i = 0; i < n; ++i) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;  // xorshift
+      int64_t bucket;
+      switch (i % 16) {
+        case 0: bucket = static_cast<int64_t>(x >> 1) - (int64_t{1} << 62); break;   // anywhere
+        case 1: bucket = 1'700'000'000 + static_cast<int64_t>(x % 100'000); break;   // mostly off the stride
+        case 2: bucket = -62'135'596'800 + static_cast<int64_t>(x % 1000) * 60; break;  // year 1
+        default: {
+          // Minutes of a span that widens with i: 1,000 minutes at first, ~2 years at the end.
+          const uint64_t span = 1000 + i * 4;
+          bucket = 1'600'000'000 + static_cast<int64_t>(x % span) * 60;
+        }
+      }
+      ++counts[bucket];
+      ++reference[bucket];
+    }
+    EXPECT_EQ(counts.size(), reference.size()) << n;
+    const auto sorted = counts.TakeSorted();
+    EXPECT_EQ(sorted, (std::vector<std::pair<int64_t, int64_t>>(reference.begin(), reference.end()))) << n;
+    EXPECT_EQ(counts.size(), 0u);
+    EXPECT_TRUE(counts.TakeSorted().empty());
   }
 }
 
