@@ -78,7 +78,6 @@ class TextTable {
     uint64_t hash;
   };
   const Entry& entry(uint32_t id) const { return entries_[id]; }
-  const std::vector<Entry>& entries() const { return entries_; }
 
  private:
   // The slot holding (a, b), or the empty slot where it would go. REQUIRES: slots_ not empty.

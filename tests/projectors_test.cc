@@ -116,15 +116,24 @@ TEST(Projectors, VisitsPerPostPerWeekUsesTheIsoMonday) {
                                       kLong + "|2024-02-26|1"}));
 }
 
+// The tests' pseudo-random numbers (xorshift64): the same sequence every run.
+struct Xorshift {
+  uint64_t x = 88172645463325252ull;
+  uint64_t operator()() {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    return x;
+  }
+};
+
 // The counters' map against std::map: any key (the one marking empty slots too), counts
 // and sorted order, small maps (std::sort) and large ones (radix sort).
 TEST(FlatMap, CountsAndSortsLikeAnOrderedMap) {
   for (size_t n : {size_t{100}, size_t{200000}}) {
     FlatMap<int64_t> flat;
     std::map<uint64_t, int64_t> reference;
-    uint64_t x = 88172645463325252ull;
+    Xorshift next;
     for (size_t i = 0; i < n; ++i) {
-      x ^= x << 13, x ^= x >> 7, x ^= x << 17;  // xorshift
+      const uint64_t x = next();
       uint64_t key;
       switch (i % 4) {
         case 0: key = x; break;                                             // anywhere
@@ -156,9 +165,9 @@ TEST(BucketCounts, CountsAndSortsLikeAnOrderedMap) {
   for (size_t n : {size_t{50}, size_t{300000}}) {
     BucketCounts counts(60);
     std::map<int64_t, int64_t> reference;
-    uint64_t x = 88172645463325252ull;
+    Xorshift next;
     for (size_t i = 0; i < n; ++i) {
-      x ^= x << 13, x ^= x >> 7, x ^= x << 17;  // xorshift
+      const uint64_t x = next();
       int64_t bucket;
       switch (i % 16) {
         case 0: bucket = static_cast<int64_t>(x >> 1) - (int64_t{1} << 62); break;   // anywhere
