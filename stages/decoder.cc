@@ -68,13 +68,21 @@ std::string TrailingBytes(simdjson::ondemand::document& doc, const char* data, s
   return {};
 }
 
-// A string value. Fast path: one without escapes is used in place (the token includes its
-// quotes and any whitespace up to the next token); an escaped one is unescaped into the arena.
-simdjson::error_code ReadString(simdjson::ondemand::value& value, StringArena& arena, std::string_view& out) {
-  std::string_view token = value.raw_json_token();
+// A string value's bytes between its quotes, escapes and all (the raw token includes the
+// quotes and any whitespace up to the next token); false when it has no closing quote.
+bool StringToken(simdjson::ondemand::value& value, std::string_view& token) {
+  token = value.raw_json_token();
   while (!token.empty() && token.back() != '"') token.remove_suffix(1);
-  if (token.size() >= 2 && token.substr(1, token.size() - 2).find('\\') == std::string_view::npos) {
-    out = token.substr(1, token.size() - 2);
+  if (token.size() < 2) return false;
+  token = token.substr(1, token.size() - 2);
+  return true;
+}
+
+// A string value. Fast path: one without escapes is used in place; an escaped one is
+// unescaped into the arena.
+simdjson::error_code ReadString(simdjson::ondemand::value& value, StringArena& arena, std::string_view& out) {
+  if (std::string_view token; StringToken(value, token) && token.find('\\') == std::string_view::npos) {
+    out = token;
     return simdjson::SUCCESS;
   }
   std::string_view unescaped;
@@ -112,10 +120,8 @@ void TokenTable::Clear() {
 // `keys` holds copies of the tokens for the rest of the batch.
 simdjson::error_code ReadText(simdjson::ondemand::value& value, TokenTable& table, size_t max_bytes,
                               StringArena& arena, StringArena& keys, std::string_view& text, uint32_t& id) {
-  std::string_view token = value.raw_json_token();
-  while (!token.empty() && token.back() != '"') token.remove_suffix(1);
-  if (token.size() < 2) return simdjson::STRING_ERROR;
-  token = token.substr(1, token.size() - 2);
+  std::string_view token;
+  if (!StringToken(value, token)) return simdjson::STRING_ERROR;
   if (table.last_id != kNoId && token == table.last_token) {
     id = table.last_id;
     text = table.texts[id].a;
@@ -129,13 +135,7 @@ simdjson::error_code ReadText(simdjson::ondemand::value& value, TokenTable& tabl
     table.last_id = id;
     return simdjson::SUCCESS;
   }
-  if (token.find('\\') == std::string_view::npos) {
-    text = token;
-  } else {
-    std::string_view unescaped;
-    if (auto err = value.get_string().get(unescaped)) return err;
-    text = arena.Copy(unescaped);
-  }
+  if (auto err = ReadString(value, arena, text)) return err;
   if (text.size() > max_bytes) {
     id = kNoId;
     return simdjson::SUCCESS;
@@ -181,8 +181,11 @@ constexpr Wanted kWanted[] = {{"visitedAt", kFieldVisitedAt},
                               {"ip", kFieldIp},
                               {"userAgent", kFieldUserAgent}};
 
-static_assert(kWanted[0].key == "visitedAt" && kWanted[1].key == "url" && kWanted[2].key == "ip" &&
-              kWanted[3].key == "userAgent", "WantedIndex below follows this order");
+// kWanted's indexes, for the arrays kept in its order.
+constexpr size_t kVisitedAtIndex = 0, kUrlIndex = 1, kIpIndex = 2, kUserAgentIndex = 3;
+static_assert(kWanted[kVisitedAtIndex].key == "visitedAt" && kWanted[kUrlIndex].key == "url" &&
+                  kWanted[kIpIndex].key == "ip" && kWanted[kUserAgentIndex].key == "userAgent",
+              "WantedIndex below follows this order");
 
 // kWanted's index of a key, or -1: compared with constant-size compares (this runs for
 // every key of every payload).
@@ -201,7 +204,7 @@ int WantedIndex(std::string_view key) {
 // Returns "" when the whole event is usable, else the reason. A bad field other than
 // visitedAt leaves the event usable for the projectors that do not need it: its bit stays
 // clear in out.fields_ok and the reason is still returned.
-// `tables` and `ids` are indexed as kWanted; visitedAt (0) has no table.
+// `tables` and `ids` are indexed as kWanted; visitedAt has no table.
 std::string DecodeOne(simdjson::ondemand::parser& parser, const char* data, size_t length,
                       size_t capacity, uint32_t fields, StringArena& arena, TokenTable* tables,
                       StringArena& keys, uint32_t* ids, PageVisit& out) {
@@ -237,7 +240,7 @@ std::string DecodeOne(simdjson::ondemand::parser& parser, const char* data, size
         continue;
       }
       const size_t max_bytes = kWanted[i].field == kFieldUrl ? kMaxUrlBytes : SIZE_MAX;
-      if (auto err = i == 0 ? ReadString(value, arena, values[i])
+      if (auto err = i == kVisitedAtIndex ? ReadString(value, arena, values[i])
                             : ReadText(value, tables[i], max_bytes, arena, keys, values[i], ids[i])) {
         std::string reason = fmt::format("field '{}' is not a valid string: {}", kWanted[i].key,
                                          simdjson::error_message(err));
@@ -444,12 +447,12 @@ void Decoder::Decode(Batch& batch) const {
     std::string reason = DecodeOne(parser, batch.payloads.data() + raw.offset, raw.length, total - raw.offset,
                                    fields_, batch.strings, tables, keys, ids, visit);
     if (visit.fields_ok & kFieldVisitedAt) {  // usable, at least by some projectors
-      if (visit.fields_ok & kFieldUrl) visit.url_id = ids[1];
+      if (visit.fields_ok & kFieldUrl) visit.url_id = ids[kUrlIndex];
       if ((visit.fields_ok & kVisitor) == kVisitor) {
-        uint32_t& id = visitor_ids[(uint64_t{ids[2]} << 32) | ids[3]];
+        uint32_t& id = visitor_ids[(uint64_t{ids[kIpIndex]} << 32) | ids[kUserAgentIndex]];
         if (id == 0) {
-          const TextTable::Entry& ip = tables[2].texts[ids[2]];
-          const TextTable::Entry& user_agent = tables[3].texts[ids[3]];
+          const TextTable::Entry& ip = tables[kIpIndex].texts[ids[kIpIndex]];
+          const TextTable::Entry& user_agent = tables[kUserAgentIndex].texts[ids[kUserAgentIndex]];
           visitors.push_back({ip.a, user_agent.a,
                               TextTable::HashOfPair(ip.hash, ip.a.size(), user_agent.a, user_agent.hash)});
           id = static_cast<uint32_t>(visitors.size());
@@ -476,7 +479,7 @@ void Decoder::Decode(Batch& batch) const {
       if ((v.fields_ok & needs) == needs) v.*id = run_ids[v.*id];
     }
   };
-  make_run_wide(tables[1].texts, *urls_, kFieldUrl, &PageVisit::url_id);
+  make_run_wide(tables[kUrlIndex].texts, *urls_, kFieldUrl, &PageVisit::url_id);
   make_run_wide(visitors, *visitors_, kVisitor, &PageVisit::visitor_id);
 }
 
