@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -50,7 +51,7 @@ class BucketCounts {
     auto s = sparse.begin();
     for (size_t i = 0; i < dense_.size(); ++i) {
       if (dense_[i] == 0) continue;
-      const int64_t bucket = lo_ + static_cast<int64_t>(i) * stride_;
+      const int64_t bucket = BucketAt(i);
       for (; s != sparse.end() && FromOrdered<int64_t>(s->key) < bucket; ++s) {
         out.emplace_back(FromOrdered<int64_t>(s->key), s->value);
       }
@@ -70,38 +71,38 @@ class BucketCounts {
   // The array's place for `bucket`, growing the array when that is allowed.
   bool Place(int64_t bucket, size_t& at) {
     if (dense_.empty() && !Anchor(bucket)) return false;
-    const __int128 offset = __int128{bucket} - lo_;
-    const __int128 index = offset / stride_;
-    const __int128 places_now = static_cast<__int128>(dense_.size());
-    if (offset % stride_ == 0 && index >= 0 && index < places_now) {
-      at = static_cast<size_t>(index);
+    const std::optional<__int128> index = IndexOf(bucket);
+    if (index && Covers(*index)) {
+      at = static_cast<size_t>(*index);
       return true;
     }
     // The span the array must cover, and the span it may: grown by half at least (a few
     // times in a run, each moving the map's buckets it covers), to double when allowed,
     // with the slack on the side it grew towards.
-    const __int128 first = std::min<__int128>(0, index), end = std::max<__int128>(places_now, index + 1);
+    const __int128 places_now = static_cast<__int128>(dense_.size());
+    const __int128 first = index ? std::min<__int128>(0, *index) : 0;
+    const __int128 end = index ? std::max<__int128>(places_now, *index + 1) : places_now;
     const __int128 allowed = std::max<__int128>(kDenseFloor, 4 * (__int128{static_cast<int64_t>(size())} + 1));
-    if (offset % stride_ != 0 || end - first > allowed || allowed < places_now + places_now / 2) {
+    if (!index || end - first > allowed || allowed < places_now + places_now / 2) {
       if (used_ >= kAnchoredFrom || sparse_.size() < used_) return false;
       // The array holds few buckets, no more than the map, and this one is far from them or
       // off their stride: a first event far from the rest must not pin the array. It starts
       // again here.
       for (size_t i = 0; i < dense_.size(); ++i) {
-        if (dense_[i] != 0) sparse_[ToOrdered(lo_ + static_cast<int64_t>(i) * stride_)] = dense_[i];
+        if (dense_[i] != 0) sparse_[ToOrdered(BucketAt(i))] = dense_[i];
       }
       used_ = 0;
       if (!Anchor(bucket)) return false;
-      at = static_cast<size_t>((__int128{bucket} - lo_) / stride_);
+      at = kFirstPlaces / 2;  // where Anchor puts it
       return true;
     }
     const __int128 places = std::min(allowed, std::max({end - first, 2 * places_now}));
-    const __int128 new_first = index < 0 ? end - places : first;  // in today's indexes
+    const __int128 new_first = *index < 0 ? end - places : first;  // in today's indexes
     std::vector<int64_t> grown(static_cast<size_t>(places), 0);
     std::copy(dense_.begin(), dense_.end(), grown.begin() + static_cast<std::ptrdiff_t>(-new_first));
     dense_.swap(grown);
     lo_ = static_cast<int64_t>(lo_ + new_first * stride_);
-    at = static_cast<size_t>(index - new_first);
+    at = static_cast<size_t>(*index - new_first);
     TakeInFromTheMap();
     return true;
   }
@@ -125,15 +126,23 @@ class BucketCounts {
   void TakeInFromTheMap() {
     if (sparse_.empty()) return;
     for (const auto& e : sparse_.TakeSorted()) {
-      const __int128 o = __int128{FromOrdered<int64_t>(e.key)} - lo_;
-      if (o % stride_ == 0 && o >= 0 && o / stride_ < static_cast<__int128>(dense_.size())) {
-        dense_[static_cast<size_t>(o / stride_)] = e.value;
+      if (const std::optional<__int128> i = IndexOf(FromOrdered<int64_t>(e.key)); i && Covers(*i)) {
+        dense_[static_cast<size_t>(*i)] = e.value;
         ++used_;
       } else {
         sparse_[e.key] = e.value;
       }
     }
   }
+
+  // `bucket`'s place counted from dense_[0] (negative before it), or none off the stride.
+  std::optional<__int128> IndexOf(int64_t bucket) const {
+    const __int128 offset = __int128{bucket} - lo_;
+    if (offset % stride_ != 0) return std::nullopt;
+    return offset / stride_;
+  }
+  bool Covers(__int128 index) const { return index >= 0 && index < static_cast<__int128>(dense_.size()); }
+  int64_t BucketAt(size_t place) const { return lo_ + static_cast<int64_t>(place) * stride_; }
 
   const int64_t stride_;
   int64_t lo_ = 0;              // the bucket of dense_[0]
