@@ -125,25 +125,33 @@ struct Xorshift {
   }
 };
 
+// Counts n keys, the i-th drawn by `key_of(i, x)` with x pseudo-random, in `counts` and in a
+// std::map, and returns the map: what the counts must equal.
+template <typename Key, typename Counts, typename KeyOf>
+std::map<Key, int64_t> CountInBoth(size_t n, Counts& counts, KeyOf key_of) {
+  std::map<Key, int64_t> reference;
+  Xorshift next;
+  for (size_t i = 0; i < n; ++i) {
+    const Key key = key_of(i, next());
+    ++counts[key];
+    ++reference[key];
+  }
+  return reference;
+}
+
 // The counters' map against std::map: any key (the one marking empty slots too), counts
 // and sorted order, small maps (std::sort) and large ones (radix sort).
 TEST(FlatMap, CountsAndSortsLikeAnOrderedMap) {
   for (size_t n : {size_t{100}, size_t{200000}}) {
     FlatMap<int64_t> flat;
-    std::map<uint64_t, int64_t> reference;
-    Xorshift next;
-    for (size_t i = 0; i < n; ++i) {
-      const uint64_t x = next();
-      uint64_t key;
+    const auto reference = CountInBoth<uint64_t>(n, flat, [](size_t i, uint64_t x) -> uint64_t {
       switch (i % 4) {
-        case 0: key = x; break;                                             // anywhere
-        case 1: key = (uint64_t{1} << 63) + (x % 5000) * 60; break;         // biased minutes
-        case 2: key = (uint64_t{(x >> 40) % 700 + 0x80000000u} << 32) | (x % 3000); break;  // (day, url id)
-        default: key = (i % 8 == 3) ? ~uint64_t{0} : 7; break;             // the empty marker, a repeat
+        case 0: return x;                                                       // anywhere
+        case 1: return (uint64_t{1} << 63) + (x % 5000) * 60;                   // biased minutes
+        case 2: return (uint64_t{(x >> 40) % 700 + 0x80000000u} << 32) | (x % 3000);  // (day, url id)
+        default: return (i % 8 == 3) ? ~uint64_t{0} : 7;                       // the empty marker, a repeat
       }
-      ++flat[key];
-      ++reference[key];
-    }
+    });
     EXPECT_EQ(flat.size(), reference.size());
     const auto sorted = flat.TakeSorted();
     ASSERT_EQ(sorted.size(), reference.size());
@@ -164,24 +172,16 @@ TEST(FlatMap, CountsAndSortsLikeAnOrderedMap) {
 TEST(BucketCounts, CountsAndSortsLikeAnOrderedMap) {
   for (size_t n : {size_t{50}, size_t{300000}}) {
     BucketCounts counts(60);
-    std::map<int64_t, int64_t> reference;
-    Xorshift next;
-    for (size_t i = 0; i < n; ++i) {
-      const uint64_t x = next();
-      int64_t bucket;
+    const auto reference = CountInBoth<int64_t>(n, counts, [](size_t i, uint64_t x) -> int64_t {
       switch (i % 16) {
-        case 0: bucket = static_cast<int64_t>(x >> 1) - (int64_t{1} << 62); break;   // anywhere
-        case 1: bucket = 1'700'000'000 + static_cast<int64_t>(x % 100'000); break;   // mostly off the stride
-        case 2: bucket = -62'135'596'800 + static_cast<int64_t>(x % 1000) * 60; break;  // year 1
-        default: {
+        case 0: return static_cast<int64_t>(x >> 1) - (int64_t{1} << 62);       // anywhere
+        case 1: return 1'700'000'000 + static_cast<int64_t>(x % 100'000);       // mostly off the stride
+        case 2: return -62'135'596'800 + static_cast<int64_t>(x % 1000) * 60;   // year 1
+        default:
           // Minutes of a span that widens with i: 1,000 minutes at first, ~2 years at the end.
-          const uint64_t span = 1000 + i * 4;
-          bucket = 1'600'000'000 + static_cast<int64_t>(x % span) * 60;
-        }
+          return 1'600'000'000 + static_cast<int64_t>(x % (1000 + i * 4)) * 60;
       }
-      ++counts[bucket];
-      ++reference[bucket];
-    }
+    });
     EXPECT_EQ(counts.size(), reference.size()) << n;
     const auto sorted = counts.TakeSorted();
     EXPECT_EQ(sorted, (std::vector<std::pair<int64_t, int64_t>>(reference.begin(), reference.end()))) << n;
