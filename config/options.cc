@@ -180,9 +180,15 @@ const std::vector<OptionSpec>& Table() {
        [](ReplayOptions& o, const std::string& v) { return Seconds("poll", v, 0.01, 3600, o.poll_seconds); },
        Show(&ReplayOptions::poll_seconds)},
       {"settle", "", Group::kReplay, false, {},
-       "seconds an id missing below the head is watched for a late commit (0-86400)",
+       "seconds an insert transaction may stay open: a missing id is final once the time column "
+       "is this far past it (following, also once watched this long) (0-86400)",
        [](ReplayOptions& o, const std::string& v) { return Seconds("settle", v, 0, 86400, o.settle_seconds); },
        Show(&ReplayOptions::settle_seconds)},
+      {"settle-ids", "", Group::kReplay, false, {},
+       "judge missing ids by ids, not the time column: final this many ids below the head "
+       "(0: by time; no time column: 10000) (0-1000000000)",
+       [](ReplayOptions& o, const std::string& v) { return Integer("settle-ids", v, 0, 1'000'000'000, o.settle_ids); },
+       Show(&ReplayOptions::settle_ids)},
       {"cutover-timeout", "", Group::kReplay, false, {},
        "seconds the cut-over keeps trying for its locks before giving up, exit 6 (1-86400)",
        [](ReplayOptions& o, const std::string& v) {

@@ -85,10 +85,16 @@ struct ReplayOptions {
   bool follow = false;
   // How often follow mode looks for new events, in seconds.
   double poll_seconds = 1.0;
-  // How long an id missing below the head is watched for a late commit before rewind gives
-  // it up (follow mode; a cut-over makes every gap below the head final at once). Longer
-  // than the application's longest insert transaction; a given-up id is counted in status.
+  // The longest an application's insert transaction stays open. An id missing between two
+  // events is final once the event table's time column (--time-column: the application's
+  // clock) has moved this far past the event above it; following, also once it was watched
+  // this long by rewind's clock (given up, counted in status). A cut-over makes every
+  // missing id final at once. Longer waits cost nothing when rebuilding history.
   double settle_seconds = 60.0;
+  // Judge missing ids by ids instead of the time column (whose values may not be
+  // the insert times, e.g. events copied in with their old times): final once this many
+  // ids below the head. 0: by the time column; a table without it: 10,000.
+  uint64_t settle_ids = 0;
   // How long the cut-over keeps trying to take its locks (the event table's READ lock, the
   // live tables' RENAME) before it gives up cleanly (exit 6, resumable). Each single wait
   // is at most about a second, so no application query waits longer than that.

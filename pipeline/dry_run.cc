@@ -103,8 +103,11 @@ int DryRunCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
   const ReadPlan reads = PlanReads(o.events, projectors);
   Result<std::unique_ptr<Connection>> reader_conn = Connection::Open(o.connection);
   if (!reader_conn.ok()) return fail(reader_conn.status().message());
-  ReaderOptions ro{o.events, reads.scope, std::min<size_t>(o.batch_size, kSampleEvents), kBeforeFirstId, last,
-                   {}, o.settle_seconds, o.until_time};
+  ReaderOptions ro = ReaderOptionsFor(o, reads.scope);
+  ro.batch_size = std::min<size_t>(o.batch_size, kSampleEvents);
+  ro.head_id = last;
+  ro.connections = 1;
+  ro.result_buffer = 0;
   Result<std::unique_ptr<Reader>> reader = Reader::Make(std::move(*reader_conn), ro);
   if (!reader.ok()) return fail(reader.status().message());
   const Decoder decoder(reads.page_fields, reads.page_class, reads.catalog);

@@ -271,8 +271,10 @@ class Run {
 
     Result<std::unique_ptr<Connection>> reader_conn = Connection::Open(o_.connection);
     if (!reader_conn.ok()) return reader_conn.status();
-    ReaderOptions ro{o_.events, read_plan_.scope, o_.batch_size, start_after, sum_.head_id, watched,
-                     o_.settle_seconds, o_.until_time, o_.read_connections, o_.result_buffer};
+    ReaderOptions ro = ReaderOptionsFor(o_, read_plan_.scope);
+    ro.start_after_id = start_after;
+    ro.head_id = sum_.head_id;
+    ro.watched = watched;
     Result<std::unique_ptr<Reader>> reader = Reader::Make(std::move(*reader_conn), ro);
     if (!reader.ok()) return reader.status();
     reader_ = std::move(*reader);
@@ -332,6 +334,7 @@ class Run {
     for (const auto& r : runners_) sum_.failures += r->stats().failures_recorded;
     sum_.late_events = reader_->late_events();
     sum_.gaps_given_up = reader_->gaps_given_up();
+    sum_.holes_watched_peak = reader_->peak_watched_gaps();
     for (size_t i = 0; i < runners_.size(); ++i) {
       const RunnerStats& st = runners_[i]->stats();
       ProjectorSummary& ps = sum_.projectors[i];
@@ -427,12 +430,17 @@ class Run {
     FaultPoint("before-catch-up");
     for (int round = 0; round < 20 && !stop_.load(); ++round) {
       if (Status s = EnsureAdmin(*admin_, lock_tables_, plan_.lock_prefix); !s.ok()) return s;
-      Result<EventId> head = ReadHeadId(*admin_, o_.events);
+      Result<Head> head = reader_->ReadHead();
       if (!head.ok()) return head.status();
-      if (*head <= reader_->head() && reader_->watched_gaps() == 0) return Status::Ok();
+      // The first round re-reads the holes still watched (late commits found before the
+      // lock, not under it); later rounds only what the new head proves final.
+      if (head->id <= reader_->head() && (round > 0 || reader_->watched_gaps() == 0) &&
+          !reader_->has_due_gaps()) {
+        return Status::Ok();
+      }
       const uint64_t before = sum_.events_read;
-      if (*head > reader_->head()) reader_->ExtendHead(*head);
-      if (reader_->watched_gaps() > 0) reader_->QueueGapCheck(GapCheck::kRecheck);
+      if (head->id >= reader_->head()) reader_->ExtendHead(*head);
+      if (round == 0 && reader_->watched_gaps() > 0) reader_->QueueGapCheck(GapCheck::kRecheck);
       if (Status s = QuietPass(); !s.ok()) return s;
       sum_.catch_up_events += sum_.events_read - before;
       sum_.head_id = reader_->head();
@@ -460,14 +468,17 @@ class Run {
     }
     const auto held_since = std::chrono::steady_clock::now();
     FaultPoint("writers-held");
-    // No insert is open now: read to the final head, and settle every gap.
-    Result<EventId> head = ReadHeadId(*admin_, o_.events);
+    // No insert is open now: read to the final head, and settle every gap (only the holes
+    // still watched are read again: those near the head).
+    Result<Head> head = reader_->ReadHead();
     Status s = head.ok() ? Status::Ok() : head.status();
     if (s.ok()) {
       const uint64_t before = sum_.events_read;
-      if (*head > reader_->head()) reader_->ExtendHead(*head);
+      if (head->id >= reader_->head()) reader_->ExtendHead(*head);
       reader_->QueueGapCheck(GapCheck::kFinal);
+      const uint64_t watched = reader_->watched_gaps();
       s = QuietPass();
+      sum_.holes_read_under_lock += watched;
       sum_.catch_up_events += sum_.events_read - before;
       sum_.head_id = reader_->head();
     }
@@ -536,14 +547,14 @@ class Run {
       }
       if (stop_.load()) break;
       if (Status s = EnsureAdmin(*admin_, lock_tables_, plan_.lock_prefix); !s.ok()) return s;
-      Result<EventId> now = ReadHeadId(*admin_, o_.events);
+      Result<Head> now = reader_->ReadHead();
       if (!now.ok()) return now.status();
-      if (*now <= reader_->head() && reader_->watched_gaps() == 0) continue;
+      if (now->id <= reader_->head() && reader_->watched_gaps() == 0) continue;
       const uint64_t before = sum_.events_read, given_before = reader_->gaps_given_up();
       const uint64_t late_before = reader_->late_events();
       const EventId from = reader_->head();
-      if (reader_->watched_gaps() > 0) reader_->QueueGapCheck(GapCheck::kRecheck);
-      if (*now > reader_->head()) reader_->ExtendHead(*now);
+      if (reader_->watched_gaps() > 0) reader_->QueueGapCheck(GapCheck::kFollow);
+      if (now->id >= reader_->head()) reader_->ExtendHead(*now);
       if (Status s = QuietPass(); !s.ok()) return s;
       if (const uint64_t given = reader_->gaps_given_up() - given_before; given > 0) {
         fmt::print(stderr, "rewind: gave up {} gap(s) in the ids after {} s without a commit\n",
@@ -598,6 +609,19 @@ class Run {
 };
 
 }  // namespace
+
+ReaderOptions ReaderOptionsFor(const ReplayOptions& o, const ReadScope& scope) {
+  ReaderOptions ro;
+  ro.events = o.events;
+  ro.scope = scope;
+  ro.batch_size = o.batch_size;
+  ro.settle_seconds = o.settle_seconds;
+  ro.settle_ids = o.settle_ids;
+  ro.until_time = o.until_time;
+  ro.connections = o.read_connections;
+  ro.result_buffer = o.result_buffer;
+  return ro;
+}
 
 RunPlan PlanFor(const ReplayOptions& options) {
   RunPlan plan;

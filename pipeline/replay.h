@@ -64,6 +64,10 @@ struct ReadPlan {
 };
 ReadPlan PlanReads(const EventTableOptions& events, std::vector<std::unique_ptr<Projector>>& projectors);
 
+// The reader's options for a run with these options, reading `scope` (the range, and
+// the holes an interrupted run left, are the caller's).
+ReaderOptions ReaderOptionsFor(const ReplayOptions& options, const ReadScope& scope);
+
 // What distinguishes a rebuild from a verify run.
 struct RunPlan {
   std::string table_suffix = kShadowSuffix;  // where the build writes, beside each live table

@@ -44,8 +44,10 @@ std::string ReplaySummary::Text() const {
   if (swapped) {
     out += fmt::format(
         "cut-over: {} event(s) appended during the rebuild applied before the swap, {} late "
-        "commit(s); inserts into the event table held for {:.3f} s ({} attempt(s))\n",
-        WithThousands(catch_up_events), late_events, writers_held_seconds, cutover_attempts);
+        "commit(s); inserts into the event table held for {:.3f} s ({} attempt(s), {} watched "
+        "hole(s) read again under the lock)\n",
+        WithThousands(catch_up_events), late_events, writers_held_seconds, cutover_attempts,
+        WithThousands(holes_read_under_lock));
   }
   return out;
 }
@@ -71,6 +73,8 @@ std::string ReplaySummary::Json() const {
       {"failures", failures},
       {"late_events", late_events},
       {"gaps_given_up", gaps_given_up},
+      {"holes_watched_peak", holes_watched_peak},
+      {"holes_read_under_lock", holes_read_under_lock},
       {"catch_up_events", catch_up_events},
       {"writers_held_seconds", writers_held_seconds},
       {"cutover_attempts", cutover_attempts},

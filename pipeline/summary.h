@@ -40,6 +40,8 @@ struct ReplaySummary {
   uint64_t failures = 0;     // events recorded in rewind_failures
   uint64_t late_events = 0;  // events that committed after a higher id was read
   uint64_t gaps_given_up = 0;
+  uint64_t holes_watched_peak = 0;     // the most missing-id ranges watched at once
+  uint64_t holes_read_under_lock = 0;  // watched ranges read again under the cut-over's lock
   uint64_t catch_up_events = 0;      // appended while the rebuild ran, applied before the swap
   double writers_held_seconds = 0;   // how long the cut-over held inserts off the event table
   int cutover_attempts = 0;

@@ -6,10 +6,15 @@
 // by the cut-over's lock on the event table (no insert is open then), or given up after
 // the settle window (counted). A GapSet holds such ids as disjoint closed ranges.
 //
+// Every operation is logarithmic in the number of ranges (plus what it merges or removes):
+// a table whose ids step by 2 has a hole after every event.
+//
 // Plain values; thread-compatible.
 #pragma once
 
 #include <algorithm>
+#include <iterator>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -28,38 +33,52 @@ class GapSet {
  public:
   bool empty() const { return ranges_.empty(); }
   size_t size() const { return ranges_.size(); }
-  const std::vector<IdRange>& ranges() const { return ranges_; }
+  // The ranges in id order (a copy: for checkpoints and tests, not for hot paths).
+  std::vector<IdRange> ranges() const {
+    std::vector<IdRange> out;
+    out.reserve(ranges_.size());
+    for (const auto& [lo, hi] : ranges_) out.push_back({lo, hi});
+    return out;
+  }
+  // The lowest id in the set. REQUIRES: !empty().
+  EventId lowest() const { return ranges_.begin()->first; }
 
-  // Adds [lo, hi] (merging with neighbours).
+  // Adds [lo, hi] (merging with neighbours). O(log n) plus the ranges it absorbs.
   void Add(IdRange r) {
     if (r.lo > r.hi) return;
-    auto it = std::lower_bound(ranges_.begin(), ranges_.end(), r,
-                               [](const IdRange& a, const IdRange& b) { return a.hi + 1 < b.lo; });
-    while (it != ranges_.end() && it->lo <= r.hi + 1) {
-      r.lo = std::min(r.lo, it->lo);
-      r.hi = std::max(r.hi, it->hi);
+    auto it = ranges_.upper_bound(r.lo);  // the first range starting after r.lo
+    if (it != ranges_.begin()) {
+      auto before = std::prev(it);
+      if (before->second + 1 >= r.lo) {  // overlaps or touches: extend that one
+        r.lo = before->first;
+        r.hi = std::max(r.hi, before->second);
+        it = ranges_.erase(before);
+      }
+    }
+    while (it != ranges_.end() && it->first <= r.hi + 1) {
+      r.hi = std::max(r.hi, it->second);
       it = ranges_.erase(it);
     }
-    ranges_.insert(it, r);
+    ranges_.emplace_hint(it, r.lo, r.hi);
   }
-  // Removes [lo, hi] (splitting a range it falls inside).
+  // Removes [lo, hi] (splitting a range it falls inside). O(log n) plus the ranges removed.
   void Subtract(IdRange r) {
-    std::vector<IdRange> out;
-    out.reserve(ranges_.size() + 1);
-    for (const IdRange& g : ranges_) {
-      if (g.hi < r.lo || g.lo > r.hi) {
-        out.push_back(g);
-        continue;
+    if (r.lo > r.hi) return;
+    auto it = ranges_.upper_bound(r.lo);
+    if (it != ranges_.begin() && std::prev(it)->second >= r.lo) --it;  // the range holding r.lo
+    while (it != ranges_.end() && it->first <= r.hi) {
+      const EventId lo = it->first, hi = it->second;
+      it = ranges_.erase(it);
+      if (lo < r.lo) ranges_.emplace_hint(it, lo, r.lo - 1);
+      if (hi > r.hi) {
+        ranges_.emplace_hint(it, r.hi + 1, hi);
+        break;
       }
-      if (g.lo < r.lo) out.push_back({g.lo, r.lo - 1});
-      if (g.hi > r.hi) out.push_back({r.hi + 1, g.hi});
     }
-    ranges_.swap(out);
   }
   bool Contains(EventId id) const {
-    auto it = std::lower_bound(ranges_.begin(), ranges_.end(), id,
-                               [](const IdRange& a, EventId v) { return a.hi < v; });
-    return it != ranges_.end() && it->lo <= id;
+    auto it = ranges_.upper_bound(id);
+    return it != ranges_.begin() && std::prev(it)->second >= id;
   }
   // Drops every range (or part of one) above `id`.
   void TrimAbove(EventId id) { Subtract({id + 1, kMaxId}); }
@@ -67,10 +86,10 @@ class GapSet {
   // "lo-hi,lo-hi" (a single id as "id"): the form stored in the checkpoint.
   std::string Text() const {
     std::string out;
-    for (const IdRange& r : ranges_) {
+    for (const auto& [lo, hi] : ranges_) {
       if (!out.empty()) out += ',';
-      out += IdText(r.lo);
-      if (r.hi != r.lo) out += ':' + IdText(r.hi);
+      out += IdText(lo);
+      if (hi != lo) out += ':' + IdText(hi);
     }
     return out;
   }
@@ -92,7 +111,7 @@ class GapSet {
   static constexpr EventId kMaxId = static_cast<EventId>(UINT64_MAX) + 1;
 
  private:
-  std::vector<IdRange> ranges_;
+  std::map<EventId, EventId> ranges_;  // lo -> hi, disjoint and not touching
 };
 
 }  // namespace rw

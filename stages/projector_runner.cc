@@ -340,8 +340,7 @@ void ProjectorRunner::ApplyRecords(const Batch& batch, bool late) {
 Status ProjectorRunner::ApplyLate(const Batch& batch) {
   if (projector_->reads_records()) {
     ApplyRecords(batch, /*late=*/true);
-    for (const IdRange& r : batch.settled) gaps_.Subtract(r);
-    gaps_changed_ = gaps_changed_ || !batch.settled.empty();
+    Settle(batch.settled);
     return Status::Ok();
   }
   // Only the ids still open for this runner: one it applied before a crash is not in its
@@ -362,9 +361,16 @@ Status ProjectorRunner::ApplyLate(const Batch& batch) {
   Apply(usable_);
   stats_.late_applied += usable_.size();
   late_since_flush_ += usable_.size();
-  for (const IdRange& r : batch.settled) gaps_.Subtract(r);
-  gaps_changed_ = gaps_changed_ || !batch.settled.empty();
+  Settle(batch.settled);
   return Status::Ok();
+}
+
+void ProjectorRunner::Settle(const std::vector<IdRange>& settled) {
+  for (const IdRange& r : settled) {
+    if (gaps_.empty() || r.hi < gaps_.lowest()) continue;
+    gaps_.Subtract(r);
+    gaps_changed_ = true;
+  }
 }
 
 Status ProjectorRunner::Consume(const Batch& batch) {
@@ -374,7 +380,10 @@ Status ProjectorRunner::Consume(const Batch& batch) {
   }
   last_sequence_ = static_cast<int64_t>(batch.sequence);
   if (batch.late) return ApplyLate(batch);
-  if (batch.last_id <= applied_id_) return Status::Ok();  // committed before a resume
+  if (batch.last_id <= applied_id_) {  // committed before a resume
+    Settle(batch.settled);
+    return Status::Ok();
+  }
 
   std::span<const PageVisit> visits(batch.visits);
   if (batch.after_id < applied_id_) {  // the batch straddles the checkpoint: skip the old part
@@ -387,6 +396,7 @@ Status ProjectorRunner::Consume(const Batch& batch) {
     gaps_.Add({std::max(g.lo, applied_id_ + 1), g.hi});
     gaps_changed_ = true;
   }
+  Settle(batch.settled);  // holes final now (of earlier batches, or given up of this one)
   if (projector_->reads_records()) {
     ApplyRecords(batch, /*late=*/false);
     if (options_.stop_on_failure && !pending_failures_.empty()) {

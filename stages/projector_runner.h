@@ -104,6 +104,8 @@ class ProjectorRunner {
   };
   Status RunTransaction(const std::vector<Step>& steps);
   Status ApplyLate(const Batch& batch);
+  // Removes ranges that are settled (found, or final) from the watched gaps.
+  void Settle(const std::vector<IdRange>& settled);
   void CountFailed(uint64_t events);
   void Apply(std::span<const PageVisit> visits);
   // Declared read models: the records of the batch with ids above the checkpoint, or (late)

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "projectors/civil_time.h"
 #include "stages/fault.h"
 
 namespace rw {
@@ -19,6 +20,12 @@ Result<EventId> ReadHeadId(Connection& c, const EventTableOptions& e) {
   std::optional<EventId> id = ParseEventId(**head);
   if (!id) return Status::InvalidInput(fmt::format("the head id '{}' is not an integer", **head));
   return *id;
+}
+
+std::optional<int64_t> EventTimeSeconds(std::string_view text) {
+  std::optional<CivilTime> t = ParseDateOrTimestamp(text);
+  if (!t) return std::nullopt;
+  return t->epoch_seconds();
 }
 
 Status CheckEventTable(Connection& c, const EventTableOptions& e, bool with_time_column) {
@@ -145,6 +152,32 @@ std::vector<std::string> WantedClasses(const ReaderOptions& o) {
   return classes;
 }
 
+Result<bool> HasColumn(Connection& c, const EventTableOptions& e, const std::string& column) {
+  Result<std::optional<std::string>> n = c.QueryValue(fmt::format(
+      "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND "
+      "TABLE_NAME = {} AND COLUMN_NAME = {}",
+      c.Quote(e.table), c.Quote(column)));
+  if (!n.ok()) return n.status();
+  return *n && **n != "0";
+}
+
+// The head: the highest id and (with_time) its time column, in one indexed look.
+Result<Head> HeadOf(Connection& c, const EventTableOptions& e, bool with_time) {
+  const std::string id = QuoteIdentifier(e.id_column);
+  Result<Rows> rows = c.Query(fmt::format("SELECT {}{} FROM {} ORDER BY {} DESC LIMIT 1", id,
+                                          with_time ? ", " + QuoteIdentifier(e.time_column) : "",
+                                          QuoteIdentifier(e.table), id));
+  if (!rows.ok()) return rows.status();
+  Head head;
+  if (rows->rows.empty()) return head;
+  const auto& row = rows->rows[0];
+  std::optional<EventId> parsed = row[0] ? ParseEventId(*row[0]) : std::nullopt;
+  if (!parsed) return Status::InvalidInput(fmt::format("the head id '{}' is not an integer", row[0].value_or("NULL")));
+  head.id = *parsed;
+  if (with_time && row[1]) head.time = EventTimeSeconds(*row[1]);
+  return head;
+}
+
 bool HasFourByteCharacter(const std::string& text) {
   for (unsigned char ch : text) {
     if (ch >= 0xF0) return true;
@@ -180,7 +213,8 @@ Result<ClassComparison> ExactClassComparison(Connection& c, const EventTableOpti
 }
 
 Reader::Reader(std::unique_ptr<Connection> c, std::vector<std::unique_ptr<Connection>> helpers,
-               const ReaderOptions& o, const ClassComparison& compare, size_t query_bytes)
+               const ReaderOptions& o, const ClassComparison& compare, size_t query_bytes,
+               int time_index, const Head& known)
     : connection_(std::move(c)),
       options_(o),
       head_id_(o.head_id),
@@ -212,14 +246,22 @@ Reader::Reader(std::unique_ptr<Connection> c, std::vector<std::unique_ptr<Connec
   }
   std::string columns;
   for (const std::string& col : options_.scope.columns) columns += ", " + QuoteIdentifier(col);
+  if (time_index >= 0) {  // last: each hole is judged by the time of the event above it
+    time_index_ = static_cast<int>(2 + (with_class_ ? 1 : 0) + options_.scope.columns.size());
+    columns += ", " + QuoteIdentifier(e.time_column);
+  }
+  settle_ids_ = static_cast<EventId>(options_.settle_ids);
+  if (time_index_ < 0 && settle_ids_ == 0) settle_ids_ = kDefaultSettleIds;
   select_ = fmt::format("SELECT {id}, CASE WHEN {match}{until} THEN COALESCE({payload}, '') END{index}{columns} "
                         "FROM {table}",
                         fmt::arg("until", until), fmt::arg("id", QuoteIdentifier(e.id_column)),
                         fmt::arg("match", match), fmt::arg("index", index), fmt::arg("columns", columns),
                         fmt::arg("payload", QuoteIdentifier(e.payload_column)),
                         fmt::arg("table", QuoteIdentifier(e.table)));
-  const auto now = std::chrono::steady_clock::now();
-  for (const IdRange& r : options_.watched.ranges()) watched_.push_back({r, now});
+  // Holes an interrupted run was watching: read again at once; their neighbours' times are
+  // not known, so each is judged as written when the run starts.
+  known_ = known;
+  for (const IdRange& r : options_.watched.ranges()) Watch(r, known_.time);
   if (!watched_.empty()) queued_check_ = GapCheck::kRecheck;
 }
 
@@ -234,14 +276,25 @@ Result<std::unique_ptr<Reader>> Reader::Make(std::unique_ptr<Connection> connect
   if (!compare.ok()) return compare.status();
   Result<size_t> query_bytes = PageQueryBytes(*connection, options.result_buffer);
   if (!query_bytes.ok()) return query_bytes.status();
+  // Holes are judged by the time column when the table has it (and its head's time
+  // parses), else by ids.
+  int time_index = -1;
+  if (options.settle_ids == 0) {
+    Result<bool> has = HasColumn(*connection, options.events, options.events.time_column);
+    if (!has.ok()) return has.status();
+    if (*has) time_index = 0;
+  }
+  Result<Head> known = HeadOf(*connection, options.events, time_index >= 0);
+  if (!known.ok()) return known.status();
+  if (time_index >= 0 && known->id != kBeforeFirstId && !known->time) time_index = -1;
   std::vector<std::unique_ptr<Connection>> helpers;
   for (size_t i = 1; i < options.connections; ++i) {
     Result<std::unique_ptr<Connection>> c = Connection::Open(connection->options());
     if (!c.ok()) return c.status().With("opening the reader's second connection");
     helpers.push_back(std::move(*c));
   }
-  return std::unique_ptr<Reader>(
-      new Reader(std::move(connection), std::move(helpers), options, *compare, *query_bytes));
+  return std::unique_ptr<Reader>(new Reader(std::move(connection), std::move(helpers), options, *compare,
+                                            *query_bytes, time_index, *known));
 }
 
 std::string Reader::Padded(std::string sql, const Page& page) const {
@@ -323,28 +376,82 @@ std::unique_ptr<Batch> Reader::NewBatch() {
   return batch;
 }
 
-void Reader::Watch(const std::vector<IdRange>& gaps) {
-  const auto now = std::chrono::steady_clock::now();
-  for (const IdRange& g : gaps) watched_.push_back({g, now});
-  if (watched_.size() > kMaxWatched) {
-    const size_t drop = watched_.size() - kMaxWatched;
-    fmt::print(stderr, "rewind: more than {} gaps in the ids are watched; giving up the {} oldest\n",
-               kMaxWatched, drop);
-    gaps_given_up_ += drop;
-    watched_.erase(watched_.begin(), watched_.begin() + static_cast<long>(drop));
+bool Reader::FinalAgainst(const IdRange& hole, const std::optional<int64_t>& time, const Head& known) const {
+  if (time_index_ >= 0) {
+    return time && known.time && static_cast<double>(*known.time - *time) >= options_.settle_seconds;
+  }
+  return known.id != kBeforeFirstId && hole.hi <= known.id - settle_ids_;
+}
+
+void Reader::Watch(IdRange range, std::optional<int64_t> time,
+                   std::optional<std::chrono::steady_clock::time_point> since) {
+  watched_.emplace(range.lo, Hole{range.hi, time, since.value_or(std::chrono::steady_clock::now())});
+  if (time) by_time_.emplace(*time, range.lo);
+  peak_watched_ = std::max<uint64_t>(peak_watched_, watched_.size() + due_.size());
+  if (watched_.size() <= kMaxWatched) return;
+  // Too many open at once: the lowest is given up (counted), so memory and the checkpoint
+  // stay bounded.
+  if (!warned_cap_) {
+    fmt::print(stderr, "rewind: more than {} holes in the ids are open at once; giving up the lowest ones\n",
+               kMaxWatched);
+    warned_cap_ = true;
+  }
+  auto lowest = watched_.begin();
+  settled_.push_back({lowest->first, lowest->second.hi});
+  ++gaps_given_up_;
+  Unwatch(lowest);
+}
+
+void Reader::Unwatch(std::map<EventId, Hole>::iterator it) {
+  if (it->second.time) by_time_.erase({*it->second.time, it->first});
+  watched_.erase(it);
+}
+
+void Reader::MarkDue() {
+  if (time_index_ >= 0) {
+    while (!by_time_.empty()) {
+      auto [time, lo] = *by_time_.begin();
+      auto it = watched_.find(lo);
+      if (!FinalAgainst({lo, it->second.hi}, time, known_)) break;
+      due_.Add({lo, it->second.hi});
+      Unwatch(it);
+    }
+    return;
+  }
+  while (!watched_.empty() && FinalAgainst({watched_.begin()->first, watched_.begin()->second.hi}, {}, known_)) {
+    due_.Add({watched_.begin()->first, watched_.begin()->second.hi});
+    Unwatch(watched_.begin());
   }
 }
 
+void Reader::ExtendHead(const Head& head) {
+  head_id_ = head.id;
+  if (head.id > known_.id) known_ = head;
+  MarkDue();
+}
+
+Result<Head> Reader::ReadHead() {
+  WaitForStartedPages();  // the first connection is free
+  Result<Head> head = Status::Ok();
+  Status s = RetryOnConnectionLoss(*connection_, [&] {
+    head = HeadOf(*connection_, options_.events, time_index_ >= 0);
+    return head.ok() ? Status::Ok() : head.status();
+  });
+  if (!s.ok()) return s.With("reading the head of the event table");
+  return head;
+}
+
 Result<std::unique_ptr<Batch>> Reader::Next() {
-  if (queued_check_) {
-    const GapCheck kind = *queued_check_;
+  if (queued_check_ || !due_.empty()) {
+    std::optional<GapCheck> kind = queued_check_;
     queued_check_.reset();
-    if (!watched_.empty()) {
+    if (!watched_.empty() || !due_.empty()) {
       WaitForStartedPages();  // the first connection reads the gaps
       return ReadGaps(kind);
     }
   }
   if (pages_.empty() && after_id_ >= head_id_) {
+    if (!settled_.empty()) return ReadGaps(std::nullopt);  // hand on what was settled
     pool_->Drain();
     return std::unique_ptr<Batch>();
   }
@@ -366,6 +473,7 @@ Result<std::unique_ptr<Batch>> Reader::NextInline() {
   page.hi = head_id_;
   page.limit = limit;
   page.batch = NewBatch();
+  page.known = known_;
   ReadRange(*connection_, page);
   if (page.status.ok() && throttle_ != nullptr) throttle_->Took(page.batch->rows_read);
   return Finish(page);
@@ -384,6 +492,7 @@ void Reader::StartPages() {
     if (page.hi - page.lo > span_) pages_.insert(pages_.begin() + static_cast<long>(i) + 1, SplitOff(page, page.lo + span_));
     page.limit = options_.batch_size;
     page.batch = NewBatch();
+    page.known = known_;
     page.started = true;
     idle->page = &page;
     started = true;
@@ -450,12 +559,15 @@ void Reader::ReadRange(Connection& connection, Page& page) {
       connection,
       [&] {
         page.last_id = page.lo;
+        page.gap_times.clear();
+        page.first_time.reset();
+        page.any = false;
         batch.rows_read = batch.skipped = 0;
         batch.raw.clear();
         batch.raw_columns.clear();
         batch.gaps.clear();
         batch.payloads.clear();
-        return ReadPage(connection, sql, batch, page.last_id);
+        return ReadPage(connection, sql, page);
       },
       [](const Status& lost, int attempt) {
         // Lost the server (restart, network): wait, reconnect, read the same page again.
@@ -466,27 +578,64 @@ void Reader::ReadRange(Connection& connection, Page& page) {
 
 Result<std::unique_ptr<Batch>> Reader::Finish(Page& page) {
   if (!page.status.ok()) return page.status.With(fmt::format("reading events after id {}", IdText(page.lo)));
-  std::unique_ptr<Batch> batch = std::move(page.batch);
   EventId last_id = page.last_id;
-  if (batch->rows_read < page.limit) {
+  if (page.batch->rows_read < page.limit) {
     // The page ended below the limit: the batch covers its whole range, and any id
     // between its last row and the range's end is missing (for now).
-    if (last_id < page.hi) batch->gaps.push_back({last_id + 1, page.hi});
+    if (last_id < page.hi) {
+      page.batch->gaps.push_back({last_id + 1, page.hi});
+      page.gap_times.push_back(std::nullopt);  // the event above it is in a later page
+    }
     last_id = page.hi;
   }
   FaultPoint("read-batch");
-  Watch(batch->gaps);
+  JudgeGaps(page);
+  std::unique_ptr<Batch> batch = std::move(page.batch);
   last_payload_bytes_ = std::max(last_payload_bytes_, batch->payloads.size());
   batch->payloads.append(simdjson::SIMDJSON_PADDING, '\0');
   batch->last_id = last_id;
+  batch->settled = std::move(settled_);
+  settled_.clear();
   batch->sequence = next_sequence_++;
   after_id_ = last_id;
   return batch;
 }
 
-Status Reader::ReadPage(Connection& connection, const std::string& sql, Batch& b, EventId& last_id) {
-  Batch* batch = &b;
+void Reader::JudgeGaps(Page& page) {
+  // Holes that trailed earlier pages: this page's first event is the one above them.
+  if (page.any && !trailing_.empty()) {
+    for (const auto& [hole, known] : trailing_) {
+      auto it = watched_.find(hole.lo);
+      if (it == watched_.end() || it->second.hi != hole.hi) continue;  // settled meanwhile
+      if (FinalAgainst(hole, page.first_time, known)) {  // final when it was read
+        settled_.push_back(hole);
+        Unwatch(it);
+      } else if (page.first_time) {
+        it->second.time = page.first_time;
+        by_time_.emplace(*page.first_time, hole.lo);
+      }
+    }
+    trailing_.clear();
+  }
+  std::vector<IdRange>& gaps = page.batch->gaps;
+  size_t kept = 0;
+  for (size_t i = 0; i < gaps.size(); ++i) {
+    const IdRange hole = gaps[i];
+    const std::optional<int64_t>& time = page.gap_times[i];
+    const bool trailing = i + 1 == gaps.size() && hole.hi == page.hi && page.last_id < page.hi;
+    if (FinalAgainst(hole, time, page.known)) continue;  // final at once: nobody watches it
+    if (trailing && time_index_ >= 0) trailing_.push_back({hole, page.known});
+    Watch(hole, time);
+    gaps[kept++] = hole;
+  }
+  gaps.resize(kept);
+}
+
+Status Reader::ReadPage(Connection& connection, const std::string& sql, Page& page) {
+  Batch* batch = page.batch.get();
+  EventId& last_id = page.last_id;
   Status bad_id;
+  const int time_at = time_index_;
   Status s = connection.Stream(sql, [&](char** values, unsigned long* lengths) {
     const std::optional<EventId> id = ParseEventId(std::string_view(values[0], lengths[0]));
     if (!id) {
@@ -494,26 +643,45 @@ Status Reader::ReadPage(Connection& connection, const std::string& sql, Batch& b
                                                 std::string_view(values[0], lengths[0])));
       return;
     }
-    if (*id > last_id + 1) batch->gaps.push_back({last_id + 1, *id - 1});
+    const bool hole = *id > last_id + 1;
+    if ((hole || !page.any) && time_at >= 0) {
+      // The time of the event above a hole judges the hole; the page's first one judges
+      // the hole trailing the page before.
+      std::optional<int64_t> time;
+      if (values[time_at] != nullptr) time = EventTimeSeconds(std::string_view(values[time_at], lengths[time_at]));
+      if (!page.any) page.first_time = time;
+      if (hole) page.gap_times.push_back(time);
+    } else if (hole) {
+      page.gap_times.push_back(std::nullopt);
+    }
+    if (hole) batch->gaps.push_back({last_id + 1, *id - 1});
+    page.any = true;
     last_id = *id;
     AddEvent(*batch, *id, values, lengths, with_class_, options_.scope.columns.size());
   });
   return s.ok() ? bad_id : s;
 }
 
-Result<std::unique_ptr<Batch>> Reader::ReadGaps(GapCheck kind) {
+Result<std::unique_ptr<Batch>> Reader::ReadGaps(std::optional<GapCheck> kind) {
   std::unique_ptr<Batch> batch = NewBatch();
   batch->late = true;
   batch->after_id = batch->last_id = kBeforeFirstId;
+  // What to read: the due holes, and for a check every watched one.
+  std::vector<IdRange> ranges = due_.ranges();
+  if (kind) {
+    for (const auto& [lo, hole] : watched_) ranges.push_back({lo, hole.hi});
+    std::sort(ranges.begin(), ranges.end(), [](const IdRange& a, const IdRange& b) { return a.lo < b.lo; });
+  }
   const std::string id = QuoteIdentifier(options_.events.id_column);
   std::vector<EventId> found;
-  constexpr size_t kRangesPerQuery = 500;
-  for (size_t from = 0; from < watched_.size(); from += kRangesPerQuery) {
+  constexpr size_t kRangesPerQuery = 1000;
+  for (size_t from = 0; from < ranges.size(); from += kRangesPerQuery) {
     std::string where;
-    for (size_t i = from; i < std::min(watched_.size(), from + kRangesPerQuery); ++i) {
-      const IdRange& r = watched_[i].range;
-      where += fmt::format("{}{} BETWEEN {} AND {}", where.empty() ? "" : " OR ", id,
-                           IdText(r.lo), IdText(r.hi));
+    for (size_t i = from; i < std::min(ranges.size(), from + kRangesPerQuery); ++i) {
+      const IdRange& r = ranges[i];
+      if (!where.empty()) where += " OR ";
+      where += r.lo == r.hi ? fmt::format("{} = {}", id, IdText(r.lo))
+                            : fmt::format("{} BETWEEN {} AND {}", id, IdText(r.lo), IdText(r.hi));
     }
     const std::string sql = fmt::format("{} WHERE {} ORDER BY {}", select_, where, id);
     const size_t raw_before = batch->raw.size(), found_before = found.size();
@@ -537,29 +705,43 @@ Result<std::unique_ptr<Batch>> Reader::ReadGaps(GapCheck kind) {
     if (!s.ok()) return s.With("reading the ids watched for late commits");
   }
   late_events_ += found.size();
-  // What is settled now: the ids found, and, by the kind of check, the ranges that are
-  // final (under the lock) or were watched longer than the settle window.
-  for (EventId f : found) batch->settled.push_back({f, f});
-  const auto now = std::chrono::steady_clock::now();
-  const auto window = std::chrono::duration<double>(options_.settle_seconds);
-  std::vector<Watched> still;
-  for (const Watched& w : watched_) {
-    GapSet left;
-    left.Add(w.range);
-    for (EventId f : found) {
-      if (f >= w.range.lo && f <= w.range.hi) left.Subtract({f, f});
-    }
-    const bool expired = now - w.since >= window;
-    for (const IdRange& r : left.ranges()) {
-      if (kind == GapCheck::kFinal || expired) {
-        batch->settled.push_back(r);
-        if (kind != GapCheck::kFinal) ++gaps_given_up_;
-      } else {
-        still.push_back({r, w.since});
+  // What is settled now: the ids found; the due holes (final: read once more after the
+  // head proved them so); for a final check every hole; following, the holes watched the
+  // settle window by the wall clock (given up).
+  std::vector<IdRange>& settled = batch->settled;
+  settled = std::move(settled_);
+  settled_.clear();
+  for (EventId f : found) {
+    settled.push_back({f, f});
+    auto it = watched_.upper_bound(f);
+    if (it == watched_.begin() || std::prev(it)->second.hi < f) continue;  // a due hole's
+    it = std::prev(it);
+    const Hole hole = it->second;
+    const EventId lo = it->first;
+    Unwatch(it);
+    if (lo < f) Watch({lo, f - 1}, hole.time, hole.since);
+    if (f < hole.hi) Watch({f + 1, hole.hi}, hole.time, hole.since);
+  }
+  for (const IdRange& r : due_.ranges()) settled.push_back(r);  // found ids inside come twice: harmless
+  due_ = GapSet();
+  if (kind == GapCheck::kFinal) {
+    for (const auto& [lo, hole] : watched_) settled.push_back({lo, hole.hi});
+    watched_.clear();
+    by_time_.clear();
+    trailing_.clear();
+  } else if (kind == GapCheck::kFollow) {
+    const auto now = std::chrono::steady_clock::now();
+    const auto window = std::chrono::duration<double>(options_.settle_seconds);
+    for (auto it = watched_.begin(); it != watched_.end();) {
+      auto next = std::next(it);
+      if (now - it->second.since >= window) {
+        settled.push_back({it->first, it->second.hi});
+        ++gaps_given_up_;
+        Unwatch(it);
       }
+      it = next;
     }
   }
-  watched_.swap(still);
   batch->payloads.append(simdjson::SIMDJSON_PADDING, '\0');
   batch->sequence = next_sequence_++;
   return batch;

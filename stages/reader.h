@@ -7,12 +7,25 @@
 // handles come back with a NULL payload (the filter runs in the server, exactly — see
 // ClassComparison — their payloads never cross the wire) and are counted as skipped.
 //
-// Gaps: every id missing in a range the reader covered is watched (see stages/gaps.h).
-// After QueueGapCheck(), the next Next() returns a *late* batch first: the watched ids
-// that have appeared since, read again, and the ranges that are settled now. A normal
-// check settles what it found and gives up ranges watched longer than the settle window;
-// a final check (under the cut-over's lock on the event table, when no insert is open)
-// settles every range.
+// Gaps (see stages/gaps.h): an id missing between two events read may belong to a
+// transaction that is still open. It matters only while that transaction may still commit,
+// so a missing id ("hole") is judged when it is read, by the event table's own clock:
+//  - Time (the default, when the table has the time column): a hole is final at once when
+//    the event just above it was written at least `settle_seconds` before the newest event
+//    known to be committed when its page was read (the head, by its time column: the
+//    application's clock, never the server's NOW()). Any transaction that took the hole's
+//    id began before that event was written, and an application transaction lasts less than
+//    the settle window; so rebuilding history watches nothing.
+//  - Ids (settle_ids > 0, or a table without the time column): final at once when it lies
+//    at least settle_ids ids below that head (Axon's maxGapOffset).
+// Every other hole is watched, in structures whose every operation is logarithmic, and
+// handed to the projectors in the batch's `gaps`. A watched hole becomes *due* when the
+// head moves far enough past it (ExtendHead with a newer head), and then is read once more
+// and settled: found (a late event) or final. QueueGapCheck() re-reads every watched hole:
+// a recheck settles what it found (and, following, what was watched settle_seconds by the
+// wall clock: given up, counted); a final check (under the cut-over's lock, when no insert
+// is open) settles every hole. Settled ranges reach the projectors in a later batch's
+// `settled`. At most kMaxWatched holes are watched; beyond, the lowest are given up.
 //
 // A lost connection (server restart) is retried: reconnect with backoff, reread the page.
 //
@@ -32,7 +45,10 @@
 #include <condition_variable>
 #include <deque>
 #include <memory>
+#include <map>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -71,7 +87,13 @@ struct ReaderOptions {
   EventId start_after_id = kBeforeFirstId;  // resume point: read ids > this
   EventId head_id = kBeforeFirstId;         // read ids <= this
   GapSet watched;                           // gaps left open by an interrupted run
-  double settle_seconds = 60;               // a gap is given up after this long
+  // How long an application transaction may stay open: a hole is final once the event
+  // table's time column has moved this far past it (and, following, once it was watched
+  // this long by the wall clock). See "Gaps" above.
+  double settle_seconds = 60;
+  // Judge holes by ids instead: final once this many ids below the head (0: by the time
+  // column; a table without it is judged by kDefaultSettleIds).
+  uint64_t settle_ids = 0;
   // Events whose time column is after this ('YYYY-MM-DD HH:MM:SS', as stored) are skipped
   // in the server like events of other classes ("" = none).
   std::string until_time;
@@ -105,7 +127,24 @@ struct ClassComparison {
 Result<ClassComparison> ExactClassComparison(Connection& connection, const EventTableOptions& events,
                                              const std::vector<std::string>& classes);
 
-enum class GapCheck { kRecheck, kFinal };
+// The head of the event table: its highest id and that event's time column (seconds, the
+// wall clock as written; nullopt when the table has no time column or it did not parse).
+struct Head {
+  EventId id = kBeforeFirstId;
+  std::optional<int64_t> time;
+};
+
+// A time column's value as seconds ('YYYY-MM-DD HH:MM:SS[.f]', 'T' or a zone suffix
+// accepted, the zone ignored), or nullopt.
+std::optional<int64_t> EventTimeSeconds(std::string_view text);
+
+enum class GapCheck {
+  kRecheck,  // re-read every watched hole; settle what is found and what is due
+  kFollow,   // the same, and give up holes watched settle_seconds by the wall clock
+  kFinal,    // re-read every watched hole and settle all (no insert is open)
+};
+
+inline constexpr uint64_t kDefaultSettleIds = 10'000;
 
 class Reader {
  public:
@@ -121,20 +160,33 @@ class Reader {
   EventId position() const { return after_id_; }
   EventId head() const { return head_id_; }
   uint64_t next_sequence() const { return next_sequence_; }
-  // Moves the end of the range (new events were appended). REQUIRES: >= the current head.
-  void ExtendHead(EventId head_id) { head_id_ = head_id; }
+  // Reads the event table's head now (on the reader's connection). REQUIRES: no Next()
+  // under way.
+  Result<Head> ReadHead();
+  // Moves the end of the range to `head` (new events were appended) and judges the
+  // watched holes against it: those it proves final are read once more by the next
+  // Next(). REQUIRES: head.id >= the current head.
+  void ExtendHead(const Head& head);
   // The next Next() returns a late batch first (see above).
   void QueueGapCheck(GapCheck kind) { queued_check_ = kind; }
+  // Whether holes are judged by the time column (else by ids).
+  bool settles_by_time() const { return time_index_ >= 0; }
   // Pages are sized and paced by `throttle` from now on (null: none). Not owned.
   void SetThrottle(Throttle* throttle) { throttle_ = throttle; }
 
-  size_t watched_gaps() const { return watched_.size(); }
+  size_t watched_gaps() const { return watched_.size() + due_.size(); }
+  // Holes proven final that the next Next() reads once more.
+  bool has_due_gaps() const { return !due_.empty(); }
   uint64_t late_events() const { return late_events_; }
   uint64_t gaps_given_up() const { return gaps_given_up_; }
+  // The most holes watched at once.
+  uint64_t peak_watched_gaps() const { return peak_watched_; }
 
  private:
-  struct Watched {
-    IdRange range;
+  // A watched hole (its first id is its key in watched_).
+  struct Hole {
+    EventId hi;
+    std::optional<int64_t> time;  // of the event just above it (unknown: trailing a page)
     std::chrono::steady_clock::time_point since;
   };
   // One page: the ids in (lo, hi], at most `limit` of them, read into `batch`.
@@ -145,6 +197,10 @@ class Reader {
     EventId last_id = 0;  // the last id read
     Status status;
     bool started = false, done = false;
+    Head known;  // the head known committed when the page was started
+    std::vector<std::optional<int64_t>> gap_times;  // per batch gap: the time of the event above it
+    std::optional<int64_t> first_time;               // the time of the page's first event
+    bool any = false;                                // the page read an event
   };
   // A connection of its own and the thread that reads pages on it, one at a time.
   struct Worker {
@@ -153,13 +209,14 @@ class Reader {
     std::thread thread;
   };
   Reader(std::unique_ptr<Connection> c, std::vector<std::unique_ptr<Connection>> helpers,
-         const ReaderOptions& o, const ClassComparison& compare, size_t query_bytes);
+         const ReaderOptions& o, const ClassComparison& compare, size_t query_bytes, int time_index,
+         const Head& known);
   // `page`'s query `sql`, padded with a comment to query_bytes_ (ReaderOptions::
   // result_buffer) when the page may bring enough events to gain from it.
   std::string Padded(std::string sql, const Page& page) const;
   // Ends `page` at `at` and returns the rest of its range, (at, hi], as a page not started.
   static std::unique_ptr<Page> SplitOff(Page& page, EventId at);
-  Status ReadPage(Connection& connection, const std::string& sql, Batch& batch, EventId& last_id);
+  Status ReadPage(Connection& connection, const std::string& sql, Page& page);
   // Reads `page` on `connection`, retrying a lost connection; sets status, last_id.
   void ReadRange(Connection& connection, Page& page);
   // Batch bookkeeping once a page is read: the gaps, what it covers, the span; the batch.
@@ -169,10 +226,22 @@ class Reader {
   void StartWorkers();
   void StartPages();
   void WaitForStartedPages();
-  Result<std::unique_ptr<Batch>> ReadGaps(GapCheck kind);
+  // Re-reads the due holes (and, for a check, every watched one) into a late batch.
+  Result<std::unique_ptr<Batch>> ReadGaps(std::optional<GapCheck> kind);
   std::unique_ptr<Batch> NewBatch();
-  void Watch(const std::vector<IdRange>& gaps);
-  static constexpr size_t kMaxWatched = 100'000;  // ranges; beyond, the oldest are given up
+  // Judges the page's holes (final at once, or watched) and keeps only watched ones in the
+  // batch's gaps; settles the holes trailing earlier pages that this page's first event
+  // proves final.
+  void JudgeGaps(Page& page);
+  // Watches a hole (since: when first seen, default now); gives up the lowest beyond kMaxWatched.
+  void Watch(IdRange range, std::optional<int64_t> time,
+             std::optional<std::chrono::steady_clock::time_point> since = std::nullopt);
+  // Moves the watched holes that `known_` proves final into due_.
+  void MarkDue();
+  // Whether a hole whose upper neighbour was written at `time` is final, judged against `known`.
+  bool FinalAgainst(const IdRange& hole, const std::optional<int64_t>& time, const Head& known) const;
+  void Unwatch(std::map<EventId, Hole>::iterator it);
+  static constexpr size_t kMaxWatched = 100'000;  // ranges; beyond, the lowest are given up
 
   std::unique_ptr<Connection> connection_;
   const ReaderOptions options_;
@@ -184,7 +253,17 @@ class Reader {
   uint64_t next_sequence_ = 0;
   size_t last_payload_bytes_ = 0;  // to reserve the next batch's buffer in one go
   const std::shared_ptr<BufferPool> pool_ = std::make_shared<BufferPool>();
-  std::vector<Watched> watched_;  // in the order they were seen
+  int time_index_ = -1;        // the time column's place in select_ (-1: judged by ids)
+  EventId settle_ids_ = 0;     // by ids: how far below the head a hole is final
+  Head known_;                 // the newest head read (committed when read)
+  std::map<EventId, Hole> watched_;                  // lo -> hole
+  std::set<std::pair<int64_t, EventId>> by_time_;    // (time, lo) of the watched holes with a time
+  // Holes that trail a page (no event above them read yet), with the head known when read.
+  std::vector<std::pair<IdRange, Head>> trailing_;
+  GapSet due_;                    // proven final, to be read once more
+  std::vector<IdRange> settled_;  // to hand on with the next batch
+  bool warned_cap_ = false;
+  uint64_t peak_watched_ = 0;
   std::optional<GapCheck> queued_check_;
   uint64_t late_events_ = 0;
   uint64_t gaps_given_up_ = 0;

@@ -40,15 +40,6 @@ Status Insert(Connection& c, const std::string& cls, const std::string& payload,
                                table, c.Quote(cls), c.Quote(payload)));
 }
 
-// Every read model equals the reference computed by the server from the event table.
-void ExpectEveryReadModelMatchesTheEvents(Connection& c) {
-  CreateReferenceView(c);
-  for (const auto& [table, sql] : ReferenceQueries()) {
-    EXPECT_EQ(CompareWithReference(c, table, sql), "");
-  }
-  EXPECT_EQ(TableAsMap(c, "sessions_per_day"), ReferenceSessions(c));
-}
-
 // ---------------------------------------------------------------- security
 
 TEST(HostileServer, ALocalInfileRequestGetsNoFile) {

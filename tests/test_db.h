@@ -122,15 +122,31 @@ inline ConnectionOptions LoadFixture(const std::string& name, const GeneratorOpt
   return o;
 }
 
+// The ids of a generated table, as production tables have them.
+struct IdShape {
+  const char* name = "dense";
+  uint64_t step = 0;       // GeneratorOptions::id_step
+  double holes = 0;        // GeneratorOptions::holes
+  std::string deleted;     // id ranges deleted afterwards, "lo:hi,..."
+};
+// Dense; a Galera node's step of 2; and 1 id in 50 burned with two ranges deleted.
+inline std::vector<IdShape> ProductionIdShapes() {
+  return {IdShape{"step2", 2, 0, ""}, IdShape{"holey", 0, 0.02, "1000:1999,5000:5100"}};
+}
+
 // A fresh database `name` with `events` generated events (odd URLs every 37th).
-inline ConnectionOptions Store(const std::string& name, uint64_t events, uint64_t bad_every = 0) {
+inline ConnectionOptions Store(const std::string& name, uint64_t events, uint64_t bad_every = 0,
+                               const IdShape& shape = {}) {
   ConnectionOptions o = FreshDatabase(name);
   auto c = Connect(o);
   GeneratorOptions g;
   g.events = events;
   g.odd_url_every = 37;
   g.bad_every = bad_every;
+  g.id_step = shape.step;
+  g.holes = shape.holes;
   EXPECT_TRUE(LoadEvents(*c, "stored_events", g, AccessLog()).ok());
+  EXPECT_TRUE(DeleteIdRanges(*c, "stored_events", shape.deleted).ok());
   return o;
 }
 
@@ -253,6 +269,15 @@ inline std::map<std::string, int64_t> TableAsMap(Connection& c, const std::strin
     for (auto& r : rows->rows) out[*r[0]] = std::stoll(*r[1]);
   }
   return out;
+}
+
+// Every read model equals the reference computed by the server from the event table.
+inline void ExpectEveryReadModelMatchesTheEvents(Connection& c) {
+  CreateReferenceView(c);
+  for (const auto& [table, sql] : ReferenceQueries()) {
+    EXPECT_EQ(CompareWithReference(c, table, sql), "");
+  }
+  EXPECT_EQ(TableAsMap(c, "sessions_per_day"), ReferenceSessions(c));
 }
 
 }  // namespace rw::testing

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "projectors/civil_time.h"
+#include "projectors/event_id.h"
 
 namespace rw {
 namespace {
@@ -110,8 +111,24 @@ Result<std::vector<AccessLogLine>> ReadAccessLog(const std::string& path) {
   return out;
 }
 
+std::vector<int64_t> GeneratedIds(const GeneratorOptions& o, int64_t after) {
+  std::vector<int64_t> ids;
+  if (o.id_step <= 1 && o.holes <= 0) return ids;
+  const auto step = static_cast<int64_t>(std::max<uint64_t>(o.id_step, 1));
+  std::mt19937_64 rng(o.seed * 0xD1B54A32D192ED03ull + static_cast<uint64_t>(after));
+  std::uniform_real_distribution<double> burn(0, 1);
+  ids.reserve(o.events);
+  int64_t id = after;
+  for (uint64_t n = 0; n < o.events; ++n) {
+    id += step;
+    while (o.holes > 0 && burn(rng) < o.holes) id += step;  // a rolled-back insert's id
+    ids.push_back(id);
+  }
+  return ids;
+}
+
 void WriteEventRows(const GeneratorOptions& o, const std::vector<AccessLogLine>& log,
-                    std::ostream& out) {
+                    std::ostream& out, const std::vector<int64_t>& ids) {
   static const std::vector<std::string> odd = OddUrls();
   static const char* const kOffsets[] = {"+00:00", "+00:00", "+02:00", "-05:00", "+05:30", "Z"};
   static const char* const kOtherClasses[] = {"App\\Analytics\\NewsletterSubscribed",
@@ -176,6 +193,10 @@ void WriteEventRows(const GeneratorOptions& o, const std::vector<AccessLogLine>&
     char created[20];
     FormatDateTime(t + (i % 20 == 0 ? 365 * 86400 : 0), created);
     row.clear();
+    if (!ids.empty()) {
+      row += std::to_string(ids[n]);
+      row += '\t';
+    }
     row += Uuid(rng);
     row += '\t';
     AppendField(row, event_class);
@@ -200,21 +221,51 @@ std::string EventTableDdl(const std::string& table) {
 Status LoadEvents(Connection& c, const std::string& table, const GeneratorOptions& o,
                   const std::vector<AccessLogLine>& log) {
   if (Status s = c.Execute(EventTableDdl(table)); !s.ok()) return s;
+  int64_t after = 0;
+  if (o.id_step > 1 || o.holes > 0) {
+    Result<std::optional<std::string>> max = c.QueryValue("SELECT MAX(id) FROM " + QuoteIdentifier(table));
+    if (!max.ok()) return max.status();
+    if (*max) after = std::stoll(**max);
+  }
+  const std::vector<int64_t> all_ids = GeneratedIds(o, after);
   constexpr uint64_t kChunk = 100'000;  // bounded memory and transactions
   for (uint64_t done = 0; done < o.events; done += kChunk) {
     GeneratorOptions part = o;
     part.first_index = o.first_index + done;
     part.events = std::min(kChunk, o.events - done);
     part.total_for_spread = o.total_for_spread ? o.total_for_spread : o.first_index + o.events;
+    std::vector<int64_t> ids;
+    if (!all_ids.empty()) ids.assign(all_ids.begin() + done, all_ids.begin() + done + part.events);
     std::ostringstream rows;
-    WriteEventRows(part, log, rows);
+    WriteEventRows(part, log, rows, ids);
     // Served from memory through rewind's own LOAD DATA handler: no temporary file.
     Status s = c.LoadData(fmt::format("INTO TABLE {} CHARACTER SET utf8mb4 FIELDS TERMINATED BY "
-                                      "'\\t' LINES TERMINATED BY '\\n' (uuid, eventClass, payload, "
+                                      "'\\t' LINES TERMINATED BY '\\n' ({}uuid, eventClass, payload, "
                                       "createdAt)",
-                                      QuoteIdentifier(table)),
+                                      QuoteIdentifier(table), ids.empty() ? "" : "id, "),
                           rows.str());
     if (!s.ok()) return s.With("loading generated events");
+  }
+  return Status::Ok();
+}
+
+Status DeleteIdRanges(Connection& c, const std::string& table, const std::string& ranges) {
+  std::string_view rest = ranges;
+  while (!rest.empty()) {
+    const size_t comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    const size_t colon = item.find(':');
+    const auto lo = ParseEventId(item.substr(0, colon));
+    const auto hi = colon == std::string_view::npos ? lo : ParseEventId(item.substr(colon + 1));
+    if (!lo || !hi || *lo > *hi) {
+      return Status::InvalidInput(fmt::format("'{}' is not an id range LO:HI", item));
+    }
+    if (Status s = c.Execute(fmt::format("DELETE FROM {} WHERE id BETWEEN {} AND {}", QuoteIdentifier(table),
+                                         IdText(*lo), IdText(*hi)));
+        !s.ok()) {
+      return s;
+    }
   }
   return Status::Ok();
 }

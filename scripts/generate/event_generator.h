@@ -36,21 +36,37 @@ struct GeneratorOptions {
   uint64_t other_class_every = 50; // every Nth event is of another class (0: none)
   uint64_t odd_url_every = 997;    // every Nth event gets an odd URL (0: none)
   uint64_t bad_every = 0;          // every Nth event has a bad payload (0: none)
+  // Ids as production tables have them (0 and 0.0: the table's auto-increment, dense).
+  // id_step N: ids go up by N (a Galera node's auto_increment_increment); holes F: each
+  // id is burned (a rolled-back insert) with probability F, deterministically per seed.
+  // The first id follows the table's highest id (1 on an empty table).
+  uint64_t id_step = 0;
+  double holes = 0;
 };
+
+// Ids that `options` gives its events (id_step and holes), the first one after `after`;
+// empty when the table's auto-increment assigns them. Exposed for tests.
+std::vector<int64_t> GeneratedIds(const GeneratorOptions& options, int64_t after);
 
 // Parses a combined-format access log. Lines that do not parse are skipped.
 Result<std::vector<AccessLogLine>> ReadAccessLog(const std::string& path);
 
-// Writes the events as LOAD DATA rows: uuid, eventClass, payload (\N for NULL), createdAt.
+// Writes the events as LOAD DATA rows: [id,] uuid, eventClass, payload (\N for NULL),
+// createdAt; the id column only when `ids` is not empty (one per event).
 void WriteEventRows(const GeneratorOptions& options, const std::vector<AccessLogLine>& log,
-                    std::ostream& out);
+                    std::ostream& out, const std::vector<int64_t>& ids = {});
 
 // The default event table (the blog's schema).
 std::string EventTableDdl(const std::string& table);
 
-// Creates the table if missing and appends the events (LOAD DATA LOCAL INFILE).
+// Creates the table if missing and appends the events (LOAD DATA LOCAL INFILE), with the
+// ids of GeneratedIds when the options ask for a shape.
 Status LoadEvents(Connection& connection, const std::string& table,
                   const GeneratorOptions& options, const std::vector<AccessLogLine>& log);
+
+// Deletes the events whose ids are in [lo, hi] for each "lo:hi" of `ranges` (comma
+// separated): an erasure request, a purged tenant.
+Status DeleteIdRanges(Connection& connection, const std::string& table, const std::string& ranges);
 
 // Appends shop events (scripts/generate/shop_events.h) to an existing event table, in
 // multi-row INSERTs of about 1 MiB.

@@ -14,17 +14,22 @@ int main(int argc, char** argv) {
   std::vector<std::string> rest;
   bool append = false;
   int shop_orders = 0;
+  std::string delete_ranges;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
     if (a == "--help") {
       fmt::print(
-          "rewind-gen [--events N] [--bad-every N] [--append] [--seed N] [connection options]\n"
+          "rewind-gen [--events N] [--bad-every N] [--append] [--seed N] [--id-step N] [--holes F]\n"
+          "           [--delete-ranges LO:HI[,LO:HI...]] [connection options]\n"
           "rewind-gen --shop ORDERS [connection options]\n"
           "Creates the event table (default stored_events) if missing and appends N sample\n"
           "PageVisited events (default 1,000,000). Without --append an existing table is\n"
           "dropped first. --bad-every N makes every Nth payload bad (for testing).\n"
-          "--shop ORDERS fills it instead with a small shop's events (config/shop.toml reads them).\n");
+          "--shop ORDERS fills it instead with a small shop's events (config/shop.toml reads them).\n"
+          "Ids as production tables have them: --id-step N makes ids go up by N (a Galera node's\n"
+          "auto_increment_increment), --holes F burns each id with probability F (rolled-back\n"
+          "inserts), --delete-ranges deletes the events with ids in those ranges afterwards.\n");
       return 0;
     }
     if (a == "--events") g.events = std::stoull(next());
@@ -32,6 +37,9 @@ int main(int argc, char** argv) {
     else if (a == "--bad-every") g.bad_every = std::stoull(next());
     else if (a == "--seed") g.seed = std::stoull(next());
     else if (a == "--append") append = true;
+    else if (a == "--id-step") g.id_step = std::stoull(next());
+    else if (a == "--holes") g.holes = std::stod(next());
+    else if (a == "--delete-ranges") delete_ranges = next();
     else rest.push_back(a);
   }
   rest.insert(rest.begin(), "replay");
@@ -78,7 +86,15 @@ int main(int argc, char** argv) {
                cl->options.connection.database, table);
     return 0;
   }
+  if (g.holes < 0 || g.holes >= 1) {
+    fmt::print(stderr, "rewind-gen: --holes takes a fraction in [0, 1)\n");
+    return 2;
+  }
   if (Status s = LoadEvents(**c, table, g, *log); !s.ok()) {
+    fmt::print(stderr, "rewind-gen: {}\n", s.message());
+    return 1;
+  }
+  if (Status s = DeleteIdRanges(**c, table, delete_ranges); !s.ok()) {
     fmt::print(stderr, "rewind-gen: {}\n", s.message());
     return 1;
   }

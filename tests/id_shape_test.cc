@@ -1,0 +1,216 @@
+// Event tables whose ids have holes, as production tables do (issue 22): a Galera node's
+// step of 2, rolled-back inserts and deleted ranges. Each test runs against the real
+// MariaDB on every shape of ProductionIdShapes() (and dense ids), checks the read models
+// against the server's own computation, and checks the rule for when a hole is final:
+// a hole whose upper neighbour was written `--settle` seconds before the head is final at
+// once (so history is never watched), and only holes near the head are read again under
+// the cut-over's lock.
+#include <fmt/core.h>
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <string>
+#include <vector>
+
+#include "pipeline/replay.h"
+#include "tests/rewind_process.h"
+#include "tests/test_db.h"
+
+namespace rw {
+namespace {
+
+using namespace rw::testing;
+
+constexpr const char* kClass = "App\\Analytics\\PageVisited";
+
+std::string Payload(const std::string& url, const std::string& at) {
+  return fmt::format(R"({{"uuid":"u","url":"{}","visitedAt":"{}","ip":"10.0.0.9","userAgent":"ua","raw":"r","uri":"{}"}})",
+                     url, at, url);
+}
+
+// An application connection that inserts with the table's step (a Galera node's
+// auto_increment_increment), as the events already there were.
+std::unique_ptr<Connection> Application(const ConnectionOptions& o, const IdShape& shape) {
+  auto app = Connect(o);
+  if (app && shape.step > 1) {
+    EXPECT_TRUE(app->Execute(fmt::format("SET SESSION auto_increment_increment = {}", shape.step)).ok());
+  }
+  return app;
+}
+
+Status Insert(Connection& c, const std::string& url) {
+  return c.Execute(fmt::format("INSERT INTO stored_events (uuid, eventClass, payload, createdAt) VALUES "
+                               "('u', {}, {}, NOW())",
+                               c.Quote(kClass), c.Quote(Payload(url, "2024-05-06T07:08:09+00:00"))));
+}
+
+// The holes the rule must watch, computed by the server: ranges of missing ids whose
+// upper neighbour's time column is less than `settle` seconds before the head's.
+int64_t HolesNearTheHead(Connection& c, int settle, const std::string& time_column = "createdAt") {
+  return Count(c, fmt::format(
+                      "SELECT COUNT(*) FROM (SELECT id, LAG(id) OVER (ORDER BY id) AS prev, {0} AS t FROM "
+                      "stored_events) x WHERE prev IS NOT NULL AND id > prev + 1 AND t > (SELECT {0} FROM "
+                      "stored_events ORDER BY id DESC LIMIT 1) - INTERVAL {1} SECOND",
+                      time_column, settle));
+}
+
+std::vector<IdShape> EveryShape() {
+  std::vector<IdShape> shapes = {IdShape{}};
+  for (const IdShape& s : ProductionIdShapes()) shapes.push_back(s);
+  return shapes;
+}
+
+}  // namespace
+}  // namespace rw
+
+namespace rw::testing {
+void PrintTo(const IdShape& shape, std::ostream* os) { *os << shape.name; }
+}  // namespace rw::testing
+
+namespace rw {
+namespace {
+
+using namespace rw::testing;
+
+class IdShapes : public ::testing::TestWithParam<IdShape> {
+ protected:
+  std::string Db(const std::string& what) const { return std::string("rewind_test_ids_") + what + "_" + GetParam().name; }
+};
+
+// History: every read model exact; the holes watched are exactly those the rule says
+// (near the head by the time column, plus at most one range a page boundary splits off per
+// batch), and only they are read again under the lock, whatever the number of holes.
+TEST_P(IdShapes, RebuildingHistoryIsExactAndWatchesOnlyHolesNearTheHead) {
+  const IdShape& shape = GetParam();
+  ConnectionOptions o = Store(Db("history"), 20'000, 500, shape);
+  auto c = Connect(o);
+  const int64_t holes = Count(*c, "SELECT COUNT(*) FROM (SELECT id, LAG(id) OVER (ORDER BY id) AS prev FROM "
+                                  "stored_events) x WHERE id > prev + 1");
+  if (shape.step > 1) {
+    ASSERT_GT(holes, 5'000);
+  } else if (shape.holes > 0) {
+    ASSERT_GT(holes, 300);
+  }
+  const int64_t near_head = HolesNearTheHead(*c, 60);
+  ReplayOptions ro;
+  ro.connection = o;
+  ro.all = true;
+  ro.progress = ProgressMode::kQuiet;
+  ro.batch_size = 5'000;
+  const std::atomic<bool> stop{false};
+  const ReplaySummary sum = Replay(ro, std::move(*SelectProjectors(ro)), stop);
+  ASSERT_TRUE(sum.swapped) << sum.status.message();
+  EXPECT_EQ(sum.ExitCode(), 3);  // the bad payloads, recorded
+  const int64_t pages = 20'000 / 5'000 + 2;
+  EXPECT_GE(static_cast<int64_t>(sum.holes_watched_peak), near_head);
+  EXPECT_LE(static_cast<int64_t>(sum.holes_watched_peak), near_head + pages);
+  EXPECT_GE(static_cast<int64_t>(sum.holes_read_under_lock), near_head);
+  EXPECT_LE(static_cast<int64_t>(sum.holes_read_under_lock), near_head + pages);
+  EXPECT_LT(near_head, holes / 10 + 1) << "the generator's times put most holes near the head";
+  // Nothing is left watched in the checkpoints once the cut-over made every hole final.
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM rewind_checkpoints WHERE gaps <> ''"), 0);
+  ExpectEveryReadModelMatchesTheEvents(*c);
+}
+
+// A table without the time column is judged by ids: holes further than --settle-ids below
+// the head are final at once, the rest watched.
+TEST_P(IdShapes, ATableWithoutTheTimeColumnIsJudgedByIds) {
+  const IdShape& shape = GetParam();
+  ConnectionOptions o = Store(Db("no_time"), 8'000, 0, shape);
+  auto c = Connect(o);
+  ASSERT_TRUE(c->Execute("ALTER TABLE stored_events CHANGE createdAt written_at DATETIME NOT NULL").ok());
+  const int64_t head = Count(*c, "SELECT MAX(id) FROM stored_events");
+  const int64_t near_head = Count(*c, fmt::format("SELECT COUNT(*) FROM (SELECT id, LAG(id) OVER (ORDER BY id) "
+                                                  "AS prev FROM stored_events) x WHERE id > prev + 1 AND "
+                                                  "id - 1 > {} - 1000",
+                                                  head));
+  ReplayOptions ro;
+  ro.connection = o;
+  ro.all = true;
+  ro.progress = ProgressMode::kQuiet;
+  ro.settle_ids = 1'000;
+  const std::atomic<bool> stop{false};
+  const ReplaySummary sum = Replay(ro, std::move(*SelectProjectors(ro)), stop);
+  ASSERT_TRUE(sum.swapped) << sum.status.message();
+  EXPECT_GE(static_cast<int64_t>(sum.holes_read_under_lock), near_head);
+  EXPECT_LE(static_cast<int64_t>(sum.holes_read_under_lock), near_head + 2);
+  ExpectEveryReadModelMatchesTheEvents(*c);
+}
+
+// The application appends while the rebuild runs, one of its transactions still open (a
+// hole near the head) at the cut-over: the swapped tables hold every event once.
+TEST_P(IdShapes, ALateCommitNearTheHeadReachesTheSwappedTablesOnce) {
+  const IdShape& shape = GetParam();
+  ConnectionOptions o = Store(Db("late"), 10'000, 0, shape);
+  auto c = Connect(o);
+  const std::string file = PauseFile(std::string("late_") + shape.name);
+  std::vector<std::string> env = Env(o);
+  env.push_back("REWIND_FAULT=before-catch-up@" + file);
+  Subprocess run(Rewind({"replay", "--all", "--progress", "plain", "--cutover-timeout", "120"}), env);
+  ASSERT_TRUE(run.WaitFor("fault point before-catch-up reached", 120)) << run.err();
+  auto app = Application(o, shape), other = Application(o, shape);
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE(Insert(*other, "/appended").ok());
+  ASSERT_TRUE(app->Execute("START TRANSACTION").ok());
+  ASSERT_TRUE(Insert(*app, "/late-commit").ok());
+  ASSERT_TRUE(Insert(*other, "/after-the-late-one").ok());
+  Release(file);
+  ASSERT_TRUE(run.WaitFor("kept the lock waiting", 120)) << run.err();
+  ASSERT_TRUE(app->Execute("COMMIT").ok());
+  EXPECT_EQ(run.Wait(), 0) << run.err();
+  ExpectEveryReadModelMatchesTheEvents(*c);
+  EXPECT_EQ(Count(*c, "SELECT `count` FROM visits_per_post_per_day WHERE uri = '/late-commit'"), 1);
+  EXPECT_EQ(Count(*c, "SELECT SUM(`count`) FROM visits_per_post_per_day WHERE uri = '/appended'"), 50);
+}
+
+// Follow on ids with holes: a late commit near the head is applied once, and every read
+// model (sessions_per_day included) equals the events.
+TEST_P(IdShapes, FollowAppliesALateCommitOnce) {
+  const IdShape& shape = GetParam();
+  ConnectionOptions o = Store(Db("follow"), 5'000, 0, shape);
+  auto c = Connect(o);
+  ReplayOptions ro;
+  ro.connection = o;
+  ro.all = true;
+  Follower follower(ro);
+  ASSERT_TRUE(follower.following());
+  auto app = Application(o, shape), other = Application(o, shape);
+  ASSERT_TRUE(app->Execute("START TRANSACTION").ok());
+  ASSERT_TRUE(Insert(*app, "/slow-transaction").ok());
+  ASSERT_TRUE(Insert(*other, "/fast-one").ok());
+  const int64_t head = Count(*c, "SELECT MAX(id) FROM stored_events");
+  EXPECT_TRUE(WaitUntil(*c, "SELECT MIN(last_event_id) >= " + std::to_string(head) + " FROM rewind_checkpoints", 1));
+  ASSERT_TRUE(app->Execute("COMMIT").ok());
+  EXPECT_TRUE(WaitUntil(*c, "SELECT MIN(late_events) FROM rewind_checkpoints", 1));
+  const ReplaySummary& sum = follower.Stop();
+  ASSERT_TRUE(sum.status.ok()) << sum.status.message();
+  EXPECT_EQ(sum.late_events, 1u);
+  ExpectEveryReadModelMatchesTheEvents(*c);
+  EXPECT_EQ(Count(*c, "SELECT `count` FROM visits_per_post_per_day WHERE uri = '/slow-transaction'"), 1);
+}
+
+// kill -9 inside a flush, then --resume: the result equals the events, and verify agrees.
+TEST_P(IdShapes, KillNineInAFlushThenResumeAndVerify) {
+  const IdShape& shape = GetParam();
+  ConnectionOptions o = Store(Db("kill"), 30'000, 1'000, shape);
+  auto c = Connect(o);
+  std::vector<std::string> env = Env(o);
+  env.push_back("REWIND_FAULT=mid-flush:20");
+  {
+    Subprocess run(Rewind({"replay", "--all", "--progress", "plain", "--flush-every", "5000", "--batch-size", "2000"}), env);
+    ASSERT_TRUE(run.WaitFor("fault point", 120)) << run.err();
+    run.Signal(SIGKILL);
+    EXPECT_EQ(run.Wait(), 128 + SIGKILL);
+  }
+  Outcome resumed = RunRewind({"replay", "--resume", "--all", "--quiet", "--batch-size", "2000"}, Env(o));
+  EXPECT_EQ(resumed.code, 3) << resumed.err;
+  EXPECT_NE(resumed.err.find("visits_per_day resumes after event"), std::string::npos) << resumed.err;
+  ExpectEveryReadModelMatchesTheEvents(*c);
+  Outcome verify = RunRewind({"verify", "--quiet"}, Env(o));
+  EXPECT_EQ(verify.code, 0) << verify.err << verify.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, IdShapes, ::testing::ValuesIn(EveryShape()),
+                         [](const ::testing::TestParamInfo<IdShape>& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace rw
