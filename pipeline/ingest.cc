@@ -16,12 +16,13 @@
 #include "projectors/civil_time.h"
 #include "projectors/sha256.h"
 #include "stages/access_log.h"
-#include "stages/retry.h"
 #include "stages/checkpoint_store.h"
 #include "stages/connection.h"
 #include "stages/fault.h"
 #include "stages/progress.h"
 #include "stages/projector_runner.h"
+#include "stages/retry.h"
+#include "stages/table_admin.h"
 
 namespace rw {
 namespace {
@@ -70,28 +71,91 @@ void RestoreThrottle(IpThrottle& t, const std::string& text) {
   }
 }
 
+bool IsGzipName(const std::string& path) {
+  return path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
+}
+
+// What zlib says of `gz` after a read that brought nothing (`n` <= 0): Ok at the end of a
+// whole gzip stream, else why `path` cannot be trusted (`good` bytes were read before).
+Status GzipState(gzFile gz, int n, const std::string& path, uint64_t good) {
+  int code = Z_OK;
+  std::string what = gzerror(gz, &code);
+  if (n == 0 && code == Z_OK) return Status::Ok();
+  if (what.starts_with(path + ": ")) what.erase(0, path.size() + 2);
+  if (code == Z_BUF_ERROR) {
+    return Status::InvalidInput(
+        fmt::format("{} is truncated: its gzip stream ends early, after {} bytes of log; nothing "
+                    "of it was stored. Ingest it again once it is whole (is it still being "
+                    "compressed?) or put an intact copy in its place",
+                    path, WithThousands(good)));
+  }
+  return Status::InvalidInput(
+      fmt::format("{} is corrupt (zlib: {}); nothing of it was stored. Put an intact copy in its "
+                  "place (`gzip -t` checks one)",
+                  path, what.empty() ? "read error" : what));
+}
+
+// Reads the whole of a `.gz` file, as `gzip -t` does: Ok when it is one or more whole gzip
+// streams. Deflate has no checksum but the one at the end, so a damaged file is only known
+// to be damaged once it has all been read.
+Status CheckGzip(const std::string& path) {
+  gzFile gz = gzopen(path.c_str(), "rb");
+  if (gz == nullptr) return Status::NotFound(fmt::format("cannot read '{}'", path));
+  Status s;
+  if (gzdirect(gz) == 1) {
+    s = Status::InvalidInput(
+        fmt::format("{} is named .gz but is not a gzip file; nothing of it was stored (a plain "
+                    "log must not end in .gz: rename it)",
+                    path));
+  } else {
+    std::vector<char> chunk(1 << 16);
+    uint64_t good = 0;
+    for (;;) {
+      const int n = gzread(gz, chunk.data(), static_cast<unsigned>(chunk.size()));
+      if (n <= 0) {
+        s = GzipState(gz, n, path, good);
+        break;
+      }
+      good += static_cast<uint64_t>(n);
+    }
+  }
+  gzclose(gz);
+  return s;
+}
+
 // The lines of a log file, plain or gzip (`.gz`, read directly), from a byte offset of its
-// (uncompressed) content.
+// (uncompressed) content. A `.gz` file is checked whole before any of it is read: one that
+// is truncated, corrupt or not gzip at all is refused.
 class LineSource {
  public:
-  static std::unique_ptr<LineSource> Open(const std::string& path) {
+  static Result<std::unique_ptr<LineSource>> Open(const std::string& path) {
     auto s = std::unique_ptr<LineSource>(new LineSource());
-    if (path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0) {
+    s->path_ = path;
+    if (IsGzipName(path)) {
+      if (Status ok = CheckGzip(path); !ok.ok()) return ok;
       s->gz_ = gzopen(path.c_str(), "rb");
-      if (s->gz_ == nullptr) return nullptr;
+      if (s->gz_ == nullptr) return Status::NotFound(fmt::format("cannot read '{}'", path));
     } else {
       s->in_.open(path, std::ios::binary);
-      if (!s->in_) return nullptr;
+      if (!s->in_) return Status::NotFound(fmt::format("cannot read '{}'", path));
     }
     return s;
   }
   ~LineSource() {
     if (gz_ != nullptr) gzclose(gz_);
   }
+  // A `.gz` (checked whole): its last line is final even without a newline.
+  bool compressed() const { return gz_ != nullptr; }
+  // Why reading stopped early (a `.gz` damaged after it was checked), else Ok.
+  const Status& status() const { return status_; }
+
   void Seek(uint64_t offset) {
     if (gz_ != nullptr) {
       gzrewind(gz_);
-      gzseek(gz_, static_cast<z_off_t>(offset), SEEK_SET);
+      if (gzseek(gz_, static_cast<z_off_t>(offset), SEEK_SET) < 0) {
+        status_ = GzipState(gz_, -1, path_, 0);
+      }
+      read_ = offset;
     } else {
       in_.clear();
       in_.seekg(static_cast<std::streamoff>(offset));
@@ -99,7 +163,8 @@ class LineSource {
     buffer_.clear();
   }
   // The next line and whether it ended with a newline (false: the file ends, or is still
-  // being written, in the middle of it). False when nothing is left.
+  // being written, in the middle of it). False when nothing is left, or on a read error
+  // (status()).
   bool Next(std::string& line, bool& complete) {
     if (gz_ == nullptr) {
       if (!in_.good()) in_.clear();  // at the end last time: the file may have grown
@@ -108,11 +173,17 @@ class LineSource {
       if (!complete) in_.clear();  // more may be appended later
       return true;
     }
+    if (!status_.ok()) return false;
     char chunk[1 << 16];
     size_t nl;
     while ((nl = buffer_.find('\n')) == std::string::npos) {
       const int n = gzread(gz_, chunk, sizeof chunk);
-      if (n <= 0) break;
+      if (n <= 0) {
+        status_ = GzipState(gz_, n, path_, read_);
+        if (!status_.ok()) return false;
+        break;
+      }
+      read_ += static_cast<uint64_t>(n);
       buffer_.append(chunk, static_cast<size_t>(n));
     }
     if (nl == std::string::npos) {
@@ -130,9 +201,12 @@ class LineSource {
 
  private:
   LineSource() = default;
+  std::string path_;
   std::ifstream in_;
   gzFile gz_ = nullptr;
+  uint64_t read_ = 0;  // uncompressed bytes read from a `.gz`
   std::string buffer_;
+  Status status_;
 };
 
 // One log file (and, when following, whatever takes its name after a rotation): read from
@@ -160,14 +234,20 @@ class FileIngest {
     }
   }
 
-  // Opens the file and finds where to start: the saved position when it is the same file.
+  // Opens the file, takes its locks and finds where to start: the saved position when it is
+  // the same file.
   Status Start() {
     if (Status s = OpenCurrent(); !s.ok()) return s;
-    if (c_ == nullptr || o_.from_start) return Status::Ok();
+    if (c_ == nullptr) return Status::Ok();
+    if (Status s = TakeLocks(); !s.ok()) return s;
+    // A file never ingested gets its row now (nothing read), so every batch has one to lock.
+    if (Status s = checkpoint_store::CreateIngestPosition(*c_, pos_); !s.ok()) return s;
     Result<std::optional<IngestPosition>> saved = checkpoint_store::LoadIngestPosition(*c_, pos_.source);
     if (!saved.ok()) return saved.status();
-    if (!*saved) return Status::Ok();
-    const IngestPosition& p = **saved;
+    if (!*saved) return Status::Internal(fmt::format("the saved position of {} vanished", path_));
+    saved_ = **saved;
+    if (o_.from_start) return Status::Ok();
+    const IngestPosition& p = saved_;
     RestoreThrottle(throttle_, p.throttle);
     if (p.device == pos_.device && p.inode == pos_.inode && p.offset > 0 && p.first_line_hash == FirstLineHash()) {
       pos_.offset = p.offset;
@@ -186,19 +266,28 @@ class FileIngest {
     return Status::Ok();
   }
 
-  // Reads every complete line there is now (and, unless following, a last unterminated one).
-  Status ReadAvailable(bool following) {
+  // Reads every complete line there is now. A last line without its newline may be in the
+  // middle of being written: it is left for later (the position stays before it) unless
+  // the file is `rotated` away or a `.gz` (checked whole), where it is final.
+  Status ReadAvailable(bool rotated) {
     std::string line;
     bool complete = false;
     while (source_->Next(line, complete)) {
-      if (!complete && following) {
+      if (!complete && !rotated && !source_->compressed()) {
         source_->Seek(pos_.offset);  // a line still being written: wait for its end
+        if (!o_.follow) {
+          fmt::print(stderr,
+                     "rewind: {} ends in a line without a newline (still being written?); it is "
+                     "left for the next run, which reads it once it is complete\n",
+                     path_);
+        }
         break;
       }
       if (pos_.offset == 0) pos_.first_line_hash = Sha256Hex(line, 32);
       pos_.offset += line.size() + (complete ? 1 : 0);
       if (Status s = Take(line); !s.ok()) return s;
     }
+    if (!source_->status().ok()) return source_->status();  // nothing of the batch stored
     return Commit();
   }
 
@@ -209,13 +298,14 @@ class FileIngest {
     struct stat st {};
     if (::stat(path_.c_str(), &st) != 0) return Status::Ok();  // between rename and create
     if (static_cast<uint64_t>(st.st_ino) != pos_.inode || static_cast<uint64_t>(st.st_dev) != pos_.device) {
-      if (Status s = ReadAvailable(false); !s.ok()) return s;  // the rest of the old file
+      // The rest of the old file, its last line too.
+      if (Status s = ReadAvailable(/*rotated=*/true); !s.ok()) return s;
       fmt::print(stderr, "rewind: {} was rotated; reading the new file from its start\n", path_);
       return Reopen();
     }
     if (static_cast<uint64_t>(st.st_size) < pos_.offset) {
       const IngestPosition before = pos_;
-      if (Status s = Reopen(); !s.ok()) return s;
+      if (Status s = OpenCurrent(); !s.ok()) return s;
       if (Status s = DrainRotatedRemainder(before); !s.ok()) return s;
       fmt::print(stderr, "rewind: {} was truncated (copytruncate); reading it from its start\n", path_);
     }
@@ -226,8 +316,9 @@ class FileIngest {
   Status OpenCurrent() {
     struct stat st {};
     if (::stat(path_.c_str(), &st) != 0) return Status::NotFound(fmt::format("cannot read '{}'", path_));
-    source_ = LineSource::Open(path_);
-    if (source_ == nullptr) return Status::NotFound(fmt::format("cannot read '{}'", path_));
+    Result<std::unique_ptr<LineSource>> source = LineSource::Open(path_);
+    if (!source.ok()) return source.status();
+    source_ = std::move(*source);
     pos_.device = st.st_dev;
     pos_.inode = st.st_ino;
     pos_.offset = 0;
@@ -247,23 +338,83 @@ class FileIngest {
     return any && complete ? Sha256Hex(first, 32) : std::string();
   }
 
-  // The lines of the previous file that the last run had not read: in <path>.1 when its
-  // first line is the one the saved position remembers.
+  // The lines of the previous file (`before`, where it was left) that were not read yet:
+  // in <path>.1 when its first line is the one `before` remembers; all of them, the last one
+  // too (the file was rotated away). Meanwhile the saved position is the old file's,
+  // advanced through <path>.1, so a run killed here continues there; the last transaction
+  // moves it to the file now open (pos_ on entry), at its start.
   Status DrainRotatedRemainder(const IngestPosition& before) {
+    const IngestPosition now = pos_;
     const std::string rotated = path_ + ".1";
-    std::unique_ptr<LineSource> old = LineSource::Open(rotated);
-    if (old == nullptr) return Status::Ok();
+    Result<std::unique_ptr<LineSource>> opened =
+        std::filesystem::exists(rotated) ? LineSource::Open(rotated) : Status::NotFound(rotated);
     std::string line;
     bool complete = false;
-    if (!old->Next(line, complete) || Sha256Hex(line, 32) != before.first_line_hash) return Status::Ok();
-    old->Seek(before.offset);
-    uint64_t read = 0;
-    while (old->Next(line, complete)) {
-      ++read;
-      if (Status s = Take(line); !s.ok()) return s;
+    if (opened.ok() && (*opened)->Next(line, complete) &&
+        Sha256Hex(line, 32) == before.first_line_hash) {
+      LineSource& old = **opened;
+      pos_.device = before.device;
+      pos_.inode = before.inode;
+      pos_.offset = before.offset;
+      pos_.first_line_hash = before.first_line_hash;
+      old.Seek(before.offset);
+      uint64_t read = 0;
+      while (old.Next(line, complete)) {
+        ++read;
+        pos_.offset += line.size() + (complete ? 1 : 0);
+        if (Status s = Take(line); !s.ok()) return s;
+      }
+      if (!old.status().ok()) return old.status();
+      if (read > 0) fmt::print(stderr, "rewind: read {} line(s) left in {}\n", read, rotated);
+      pos_.device = now.device;
+      pos_.inode = now.inode;
+      pos_.offset = now.offset;
+      pos_.first_line_hash = now.first_line_hash;
     }
-    if (read > 0) fmt::print(stderr, "rewind: read {} line(s) left in {}\n", read, rotated);
     return Commit(/*force=*/true);
+  }
+
+  // One ingest at a time per log file: server-wide locks, in this database, on its path
+  // (the key of its saved position, the same through rotations) and on its device and
+  // inode (the same file under another name). Held until the connection closes; taken
+  // again after a reconnect.
+  Status TakeLocks() {
+    if (lock_names_.empty()) {
+      const std::string db = c_->options().database;
+      lock_names_ = {table_admin::FitLockName("rewind-ingest", db + ":" + pos_.source),
+                     table_admin::FitLockName(
+                         "rewind-ingest", fmt::format("{}:{}:{}", db, pos_.device, pos_.inode))};
+    }
+    for (const std::string& name : lock_names_) {
+      Result<std::optional<std::string>> holder = table_admin::TryLock(*c_, name);
+      if (!holder.ok()) return holder.status();
+      if (*holder) {
+        return Status::Error(
+            Status::Code::kBusy,
+            fmt::format("{} is already being ingested by another rewind (connection {}); wait "
+                        "for it to finish or stop it (two at once would store its lines twice)",
+                        path_, **holder));
+      }
+    }
+    return Status::Ok();
+  }
+
+  // Inside a batch's transaction: the saved position, locked, must be the one this run
+  // started from or last wrote. Another writer (an ingest that got past the locks) moved
+  // it otherwise, and appending the batch could store its lines a second time.
+  Status CheckPositionUnmoved() {
+    Result<std::optional<IngestPosition>> now =
+        checkpoint_store::LoadIngestPosition(*c_, pos_.source, true);
+    if (!now.ok()) return now.status();
+    if (*now && checkpoint_store::SameIngestPosition(**now, saved_)) return Status::Ok();
+    return Status::Error(
+        Status::Code::kBusy,
+        fmt::format(
+            "the saved position of {} moved while this ingest ran (byte {}, {} lines read, where "
+            "this run left it at byte {}, {} lines): another rewind is ingesting it; stopped "
+            "without storing this batch",
+            path_, *now ? (*now)->offset : 0, *now ? (*now)->lines_read : 0, saved_.offset,
+            saved_.lines_read));
   }
 
   Status Take(const std::string& raw) {
@@ -313,26 +464,34 @@ class FileIngest {
     if (c_ != nullptr) {
       const std::string position_sql = checkpoint_store::SaveIngestPositionSql(*c_, pos_);
       const std::vector<std::string> rows = tsv_.Take();
-      bool lost = false;  // only then can the batch have landed without our knowing
-      Status s = RetryOnConnectionLoss(*c_, [&]() -> Status {
-        if (lost) {
-          // The connection died, maybe during COMMIT: the position row tells whether it landed.
-          Result<std::optional<IngestPosition>> landed = checkpoint_store::LoadIngestPosition(*c_, pos_.source);
-          if (landed.ok() && *landed && (*landed)->offset == pos_.offset && (*landed)->inode == pos_.inode &&
-              (*landed)->lines_read == pos_.lines_read) {
-            return Status::Ok();
-          }
-        }
-        Status t = c_->Execute("START TRANSACTION");
-        if (t.ok() && !values_.empty()) t = c_->Execute(insert_prefix_ + values_);
-        if (t.ok() && !rows.empty()) t = c_->LoadData(load_tail_, rows);
-        if (t.ok()) t = c_->Execute(position_sql);
-        if (t.ok()) FaultPoint("ingest-batch");
-        if (t.ok()) t = c_->Execute("COMMIT");
-        if (!t.ok() && t.code() != Status::Code::kConnection) (void)c_->Execute("ROLLBACK");
-        return t;
-      }, [&](const Status&, int) { lost = true; });
+      RetryPolicy lost_connections;
+      lost_connections.retry_transient = false;
+      RetryHooks hooks;
+      hooks.after_reconnect = [&]() -> Result<bool> {
+        // The locks went with the old connection. It died maybe during COMMIT: the position
+        // row tells whether the batch landed.
+        if (Status s = TakeLocks(); !s.ok()) return s;
+        Result<std::optional<IngestPosition>> landed =
+            checkpoint_store::LoadIngestPosition(*c_, pos_.source);
+        if (!landed.ok()) return landed.status();
+        return *landed && checkpoint_store::SameIngestPosition(**landed, pos_);
+      };
+      Status s = Retry(
+          lost_connections, c_,
+          [&]() -> Status {
+            Status t = c_->Execute("START TRANSACTION");
+            if (t.ok()) t = CheckPositionUnmoved();
+            if (t.ok() && !values_.empty()) t = c_->Execute(insert_prefix_ + values_);
+            if (t.ok() && !rows.empty()) t = c_->LoadData(load_tail_, rows);
+            if (t.ok()) t = c_->Execute(position_sql);
+            if (t.ok()) FaultPoint("ingest-batch");
+            if (t.ok()) t = c_->Execute("COMMIT");
+            if (!t.ok() && t.code() != Status::Code::kConnection) (void)c_->Execute("ROLLBACK");
+            return t;
+          },
+          hooks);
       if (!s.ok()) return s.With(fmt::format("appending a batch of {} up to byte {}", path_, pos_.offset));
+      saved_ = pos_;
     }
     values_.clear();
     batch_lines_ = batch_events_ = 0;
@@ -347,6 +506,8 @@ class FileIngest {
   const AccessLogRules rules_;
   IpThrottle throttle_;
   IngestPosition pos_;
+  IngestPosition saved_;  // the saved position as this run last read or wrote it
+  std::vector<std::string> lock_names_;
   std::unique_ptr<LineSource> source_;
   std::string insert_prefix_, load_tail_, values_;
   bool bulk_ = false;
@@ -393,7 +554,7 @@ int IngestCommand(const ReplayOptions& o, const std::vector<std::string>& files,
   for (const std::string& file : files) {
     FileIngest ingest(o, conn.get(), file, counts, rng);
     if (Status s = ingest.Start(); !s.ok()) return fail(s);
-    if (Status s = ingest.ReadAvailable(o.follow); !s.ok()) return fail(s);
+    if (Status s = ingest.ReadAvailable(/*rotated=*/false); !s.ok()) return fail(s);
     if (!o.follow) continue;
     fmt::print(stderr, "rewind: following {} (Ctrl-C to stop)\n", file);
     auto said = std::chrono::steady_clock::now();
@@ -403,9 +564,9 @@ int IngestCommand(const ReplayOptions& o, const std::vector<std::string>& files,
            waited += std::chrono::milliseconds(10)) {
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
       }
-      if (Status s = ingest.ReadAvailable(true); !s.ok()) return fail(s);
+      if (Status s = ingest.ReadAvailable(/*rotated=*/false); !s.ok()) return fail(s);
       if (Status s = ingest.CheckRotation(); !s.ok()) return fail(s);
-      if (Status s = ingest.ReadAvailable(true); !s.ok()) return fail(s);
+      if (Status s = ingest.ReadAvailable(/*rotated=*/false); !s.ok()) return fail(s);
       if (std::chrono::steady_clock::now() - said > std::chrono::seconds(5) && o.progress != ProgressMode::kQuiet) {
         fmt::print(stderr, "rewind: {}\n", counts.Text(o.dry_run));
         said = std::chrono::steady_clock::now();

@@ -8,10 +8,22 @@
 // from its start. --from-start ignores the saved position; --dry-run counts and writes
 // nothing. Malformed lines are counted by reason and never stop the run (exit 0).
 //
+// Each line is stored exactly once: one ingest at a time per file (server-wide locks on its
+// path and on its device and inode; a second one is refused, exit 1), and each batch's
+// transaction first locks the saved position and stops (exit 1) unless it is the one this
+// run started from or last wrote. A last line without its newline is left for later (the
+// position before it) unless the file is final: a `.gz`, or the old file of a rotation. A
+// `.gz` is checked whole before any of it is read: a truncated or corrupt one, or a plain
+// file named .gz, stops the run (exit 1) with nothing of it stored.
+//
 // --follow (one FILE) keeps reading what is appended, until `stop`; a rotation by rename is
 // followed (the old file read to its end, then the new one from its start), and so is
 // copytruncate (the rest read from <FILE>.1, then the file from its start); after a restart
-// the lines a rotation moved to <FILE>.1 are read first. `.gz` files are read directly.
+// the lines a rotation moved to <FILE>.1 are read first, the saved position the old file's
+// until they all are. `.gz` files are read directly.
+//
+// Thread safety: IngestCommand runs on the calling thread; `stop` may be set from any other
+// (the signal handler).
 #pragma once
 
 #include <atomic>

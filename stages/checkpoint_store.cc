@@ -319,11 +319,13 @@ Status DeleteFailuresAfter(Connection& c, const std::string& run_id, EventId aft
                                c.Quote(run_id), IdText(after)));
 }
 
-Result<std::optional<IngestPosition>> LoadIngestPosition(Connection& c, const std::string& source) {
-  Result<Rows> r = c.Query(fmt::format(
-      "SELECT device, inode, byte_offset, first_line_hash, throttle, lines_read, events_stored FROM "
-      "rewind_ingest_positions WHERE source = {}",
-      c.Quote(source)));
+Result<std::optional<IngestPosition>> LoadIngestPosition(Connection& c, const std::string& source,
+                                                         bool for_update) {
+  Result<Rows> r =
+      c.Query(fmt::format("SELECT device, inode, byte_offset, first_line_hash, throttle, "
+                          "lines_read, events_stored FROM "
+                          "rewind_ingest_positions WHERE source = {}{}",
+                          c.Quote(source), for_update ? " FOR UPDATE" : ""));
   if (!r.ok()) return r.status();
   if (r->rows.empty()) return std::optional<IngestPosition>();
   const auto& row = r->rows[0];
@@ -339,12 +341,30 @@ Result<std::optional<IngestPosition>> LoadIngestPosition(Connection& c, const st
   return std::optional<IngestPosition>(p);
 }
 
-std::string SaveIngestPositionSql(Connection& c, const IngestPosition& p) {
+namespace {
+// `verb` (REPLACE, INSERT IGNORE) of one position row.
+std::string WriteIngestPositionSql(Connection& c, const char* verb, const IngestPosition& p) {
   return fmt::format(
-      "REPLACE INTO rewind_ingest_positions (source, device, inode, byte_offset, first_line_hash, "
-      "throttle, lines_read, events_stored, updated_at) VALUES ({}, {}, {}, {}, {}, {}, {}, {}, NOW(6))",
-      c.Quote(p.source), p.device, p.inode, p.offset, c.Quote(p.first_line_hash), c.Quote(p.throttle),
-      p.lines_read, p.events_stored);
+      "{} INTO rewind_ingest_positions (source, device, inode, byte_offset, first_line_hash, "
+      "throttle, lines_read, events_stored, updated_at) VALUES ({}, {}, {}, {}, {}, {}, {}, {}, "
+      "NOW(6))",
+      verb, c.Quote(p.source), p.device, p.inode, p.offset, c.Quote(p.first_line_hash),
+      c.Quote(p.throttle), p.lines_read, p.events_stored);
+}
+}  // namespace
+
+std::string SaveIngestPositionSql(Connection& c, const IngestPosition& p) {
+  return WriteIngestPositionSql(c, "REPLACE", p);
+}
+
+Status CreateIngestPosition(Connection& c, const IngestPosition& p) {
+  return c.Execute(WriteIngestPositionSql(c, "INSERT IGNORE", p));
+}
+
+bool SameIngestPosition(const IngestPosition& a, const IngestPosition& b) {
+  return a.source == b.source && a.device == b.device && a.inode == b.inode &&
+         a.offset == b.offset && a.first_line_hash == b.first_line_hash &&
+         a.lines_read == b.lines_read && a.events_stored == b.events_stored;
 }
 
 Result<Rows> StatusRows(Connection& c, EventId head) {

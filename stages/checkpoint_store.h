@@ -92,9 +92,17 @@ std::string InsertFailuresSql(Connection& c, const std::string& run_id,
 Result<uint64_t> CountFailures(Connection& c, const std::string& run_id);
 Status DeleteFailuresAfter(Connection& c, const std::string& run_id, EventId after);
 
-Result<std::optional<IngestPosition>> LoadIngestPosition(Connection& c, const std::string& source);
+// `for_update`: inside a transaction, the row locked until it ends (a batch checks that
+// nobody moved it before appending).
+Result<std::optional<IngestPosition>> LoadIngestPosition(Connection& c, const std::string& source,
+                                                         bool for_update = false);
+// The row of a source never ingested before, as `initial` (nothing read yet), so that every
+// batch has a row to lock; a row already there is left as it is.
+Status CreateIngestPosition(Connection& c, const IngestPosition& initial);
 // The statement an ingest batch runs inside its transaction.
 std::string SaveIngestPositionSql(Connection& c, const IngestPosition& position);
+// Whether two positions are the same place: identity, offset, first line, counters.
+bool SameIngestPosition(const IngestPosition& a, const IngestPosition& b);
 
 // `rewind status`: one row per checkpoint, with the failures of its run and its lag behind
 // `head`. Columns: projector, target_table, live_table, status, last_event_id, behind,

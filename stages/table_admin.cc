@@ -8,27 +8,39 @@
 
 namespace rw::table_admin {
 
-std::string LockName(const std::string& prefix, const std::string& database,
-                     const std::string& table) {
-  std::string name = fmt::format("{}:{}.{}", prefix, database, table);
+std::string FitLockName(const std::string& prefix, const std::string& key) {
+  std::string name = fmt::format("{}:{}", prefix, key);
   if (name.size() <= 64) return name;
   return fmt::format("{}:#{}", prefix.substr(0, 20), Sha256Hex(name, 20));
 }
 
+std::string LockName(const std::string& prefix, const std::string& database,
+                     const std::string& table) {
+  return FitLockName(prefix, database + "." + table);
+}
+
+Result<std::optional<std::string>> TryLock(Connection& c, const std::string& name) {
+  const std::string quoted = c.Quote(name);
+  Result<std::optional<std::string>> got =
+      c.QueryValue(fmt::format("SELECT GET_LOCK({}, 0)", quoted));
+  if (!got.ok()) return got.status();
+  if (*got && **got == "1") return std::optional<std::string>();
+  Result<std::optional<std::string>> holder =
+      c.QueryValue(fmt::format("SELECT IS_USED_LOCK({})", quoted));
+  return std::optional<std::string>(holder.ok() && *holder ? **holder : std::string("?"));
+}
+
 Status Lock(Connection& c, const std::vector<std::string>& tables, const std::string& prefix) {
   for (const std::string& table : tables) {
-    const std::string name = c.Quote(LockName(prefix, c.options().database, table));
-    Result<std::optional<std::string>> got = c.QueryValue(fmt::format("SELECT GET_LOCK({}, 0)", name));
-    if (!got.ok()) return got.status();
-    if (!*got || **got != "1") {
-      Result<std::optional<std::string>> holder =
-          c.QueryValue(fmt::format("SELECT IS_USED_LOCK({})", name));
+    Result<std::optional<std::string>> holder =
+        TryLock(c, LockName(prefix, c.options().database, table));
+    if (!holder.ok()) return holder.status();
+    if (*holder) {
       return Status::Error(
           Status::Code::kBusy,
           fmt::format("another rewind (connection {}) is already {} {}; wait for it to finish "
                       "or stop it",
-                      holder.ok() && *holder ? **holder : std::string("?"),
-                      prefix == "rewind" ? "rebuilding" : "verifying", table));
+                      **holder, prefix == "rewind" ? "rebuilding" : "verifying", table));
     }
   }
   return Status::Ok();

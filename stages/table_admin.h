@@ -1,5 +1,6 @@
 // TableAdmin: the tables a rebuild writes beside the live ones, the locks that make one
-// rewind at a time per read model, and the cut-over's two lock steps.
+// rewind at a time per read model (and one ingest at a time per log file), and the
+// cut-over's two lock steps.
 //
 // Lock names are server-wide (GET_LOCK works across machines) and at most 64 bytes: a
 // longer name is hashed rather than cut, so two databases sharing a long prefix never
@@ -10,6 +11,7 @@
 // Thread safety: stateless functions; each call uses the connection it is given.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,12 @@ namespace rw::table_admin {
 // The server-wide lock name of one table under `prefix` ("rewind", "rewind-verify").
 std::string LockName(const std::string& prefix, const std::string& database,
                      const std::string& table);
+// `prefix:key`, or `prefix:#<hash of it>` when that is longer than 64 bytes.
+std::string FitLockName(const std::string& prefix, const std::string& key);
+// Takes the server-wide lock `name` (at most 64 bytes) on `c` without waiting; held until
+// `c` closes. nullopt when it is taken (or already held by `c`), else the connection id of
+// the session holding it ("?" when it let go meanwhile).
+Result<std::optional<std::string>> TryLock(Connection& c, const std::string& name);
 // Takes the lock of each table on `c` without waiting; held until `c` closes. kBusy with
 // the holder's connection id when another rewind has one.
 Status Lock(Connection& c, const std::vector<std::string>& tables, const std::string& prefix);

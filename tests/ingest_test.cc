@@ -2,14 +2,18 @@
 // events are exactly the lines an independent reading of the rules keeps, the read models
 // rebuilt from them equal counts computed from those lines, a killed ingest continues
 // without a duplicate or a gap, a rotated file is read from its start, and a dry run
-// writes nothing.
+// writes nothing. Issue 23 part 4: every line once across concurrent runs (the lock, and the
+// position checked in each batch's transaction), a line still being written, a run killed
+// in <file>.1, and damaged gzip files.
 #include <fmt/core.h>
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 
 #include "projectors/civil_time.h"
@@ -195,6 +199,207 @@ TEST(Ingest, ReadsGzipRotatedFilesDirectly) {
   ASSERT_EQ(run.code, 0) << run.err;
   EXPECT_EQ(StoredVisits(*c), KeptByTheRules());
   std::remove(gz.c_str());
+}
+
+// The log's lines, each with its newline.
+std::vector<std::string> LogLines() {
+  std::vector<std::string> lines;
+  std::ifstream in(kLog);
+  std::string line;
+  while (std::getline(in, line)) lines.push_back(line + "\n");
+  return lines;
+}
+
+// The kept lines of the log's first `n` lines, as (createdAt|ip|url), by the reference.
+std::vector<std::string> KeptAmongTheFirst(size_t n) {
+  std::vector<std::string> want;
+  const std::vector<Expected> reference = ReferenceIngest(kLog);
+  for (size_t i = 0; i < n && i < reference.size(); ++i) {
+    const Expected& e = reference[i];
+    if (e.reason != "kept") continue;
+    char when[20];
+    FormatDateTime(e.t, when);
+    want.push_back(std::string(when, 19) + "|" + e.ip + "|" + e.url);
+  }
+  return want;
+}
+
+// Two `rewind ingest` of one file at once: the second is refused, naming the file, while
+// the first holds a batch's transaction open (a fault point, not a sleep); the first then
+// ends and every line is stored once.
+TEST(Ingest, ASecondConcurrentIngestOfTheSameFileIsRefused) {
+  ConnectionOptions o = EmptyStore("rewind_test_ingest_concurrent");
+  auto c = Connect(o);
+  const std::string pause = PauseFile("ingest_concurrent");
+  std::vector<std::string> env = Env(o);
+  env.push_back("REWIND_FAULT=ingest-batch:2@" + pause);
+  Subprocess first(Rewind({"ingest", kLog, "--batch-size", "700"}), env);
+  ASSERT_TRUE(first.WaitFor("fault point", 60)) << first.err();
+  Outcome second = RunRewind({"ingest", kLog, "--batch-size", "700"}, Env(o));
+  EXPECT_NE(second.code, 0) << second.err;
+  EXPECT_NE(second.err.find("is already being ingested"), std::string::npos) << second.err;
+  EXPECT_NE(second.err.find(kLog), std::string::npos) << second.err;
+  Release(pause);
+  EXPECT_EQ(first.Wait(), 0) << first.err();
+  EXPECT_EQ(StoredVisits(*c), KeptByTheRules());
+  std::remove(pause.c_str());
+}
+
+// The lock bypassed: the first ingest's connection is killed inside a batch (so its lock
+// goes), a second ingest reads the whole file meanwhile, then the first goes on. Its batch's
+// transaction finds the saved position moved by another writer and stops instead of
+// appending the batch again.
+TEST(Ingest, ABatchIsNotAppendedWhenAnotherWriterMovedThePosition) {
+  ConnectionOptions o = EmptyStore("rewind_test_ingest_bypassed");
+  auto c = Connect(o);
+  const std::string pause = PauseFile("ingest_bypassed");
+  std::vector<std::string> env = Env(o);
+  env.push_back("REWIND_FAULT=ingest-batch:3@" + pause);
+  Subprocess first(Rewind({"ingest", kLog, "--batch-size", "700"}), env);
+  ASSERT_TRUE(first.WaitFor("fault point", 60)) << first.err();
+  auto ids =
+      c->Query(fmt::format("SELECT ID FROM information_schema.PROCESSLIST WHERE DB = {} AND ID <> "
+                           "CONNECTION_ID()",
+                           c->Quote(o.database)));
+  ASSERT_TRUE(ids.ok());
+  ASSERT_EQ(ids->rows.size(), 1u);
+  ASSERT_TRUE(c->Execute("KILL " + *ids->rows[0][0]).ok());
+  Outcome second = RunRewind({"ingest", kLog, "--batch-size", "700"}, Env(o));
+  ASSERT_EQ(second.code, 0) << second.err;
+  Release(pause);
+  EXPECT_NE(first.Wait(), 0) << first.err();
+  EXPECT_NE(first.err().find("moved"), std::string::npos) << first.err();
+  EXPECT_EQ(StoredVisits(*c), KeptByTheRules());
+  std::remove(pause.c_str());
+}
+
+// A last line still being written (no newline yet) is left for later: not stored, the
+// position before it; once it is complete the next run stores it, exactly once.
+TEST(Ingest, AnUnterminatedLastLineWaitsForItsEnd) {
+  ConnectionOptions o = EmptyStore("rewind_test_ingest_unterminated");
+  auto c = Connect(o);
+  const std::vector<std::string> lines = LogLines();
+  const std::vector<Expected> reference = ReferenceIngest(kLog);
+  size_t k = 100;
+  while (reference[k].reason != "kept") ++k;  // the partial line is one the rules keep
+  const std::string file = ::testing::TempDir() + "/rewind_unterminated.log";
+  uint64_t before = 0;
+  {
+    std::ofstream out(file, std::ios::binary | std::ios::trunc);
+    for (size_t i = 0; i < k; ++i) {
+      out << lines[i];
+      before += lines[i].size();
+    }
+    out << lines[k].substr(0, 10);  // cut before its date
+  }
+  Outcome run = RunRewind({"ingest", file}, Env(o));
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(StoredVisits(*c), KeptAmongTheFirst(k));
+  EXPECT_EQ(Count(*c, "SELECT byte_offset FROM rewind_ingest_positions"),
+            static_cast<int64_t>(before));
+  {
+    std::ofstream out(file, std::ios::binary | std::ios::app);
+    out << lines[k].substr(10);
+  }
+  Outcome again = RunRewind({"ingest", file}, Env(o));
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_EQ(StoredVisits(*c), KeptAmongTheFirst(k + 1));
+  EXPECT_EQ(Count(*c, "SELECT byte_offset FROM rewind_ingest_positions"),
+            static_cast<int64_t>(before + lines[k].size()));
+  std::remove(file.c_str());
+}
+
+// A run killed while it reads what a rotation left in <file>.1 (after one of those batches
+// committed) continues there on the next run: no line of <file>.1 lost or stored twice.
+TEST(Ingest, ARunKilledWhileReadingTheRotatedRemainderContinuesThere) {
+  ConnectionOptions o = EmptyStore("rewind_test_ingest_drain_killed");
+  auto c = Connect(o);
+  const std::vector<std::string> lines = LogLines();
+  const std::string dir = ::testing::TempDir() + "/rewind_drain";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string file = dir + "/access.log";
+  auto write = [&](const std::string& path, size_t from, size_t to, std::ios::openmode mode) {
+    std::ofstream out(path, std::ios::binary | mode);
+    for (size_t i = from; i < to; ++i) out << lines[i];
+  };
+  write(file, 0, 3000, std::ios::trunc);
+  ASSERT_EQ(RunRewind({"ingest", file, "--batch-size", "700"}, Env(o)).code, 0);
+  write(file, 3000, 6000, std::ios::app);  // then rotated by rename before the next run
+  std::filesystem::rename(file, file + ".1");
+  write(file, 6000, lines.size(), std::ios::trunc);
+  std::vector<std::string> env = Env(o);
+  env.push_back("REWIND_FAULT=ingest-batch:3");  // two batches of <file>.1 committed
+  Subprocess killed(Rewind({"ingest", file, "--batch-size", "700"}), env);
+  ASSERT_TRUE(killed.WaitFor("fault point", 60)) << killed.err();
+  killed.Signal(SIGKILL);
+  killed.Wait();
+  Outcome rest = RunRewind({"ingest", file, "--batch-size", "700"}, Env(o));
+  ASSERT_EQ(rest.code, 0) << rest.err;
+  EXPECT_EQ(StoredVisits(*c), KeptByTheRules());
+  std::filesystem::remove_all(dir);
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+void Spit(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+// The log gzipped with zlib.
+std::string Gzipped(const std::string& path) {
+  const std::string out = ::testing::TempDir() + "/rewind_whole.log.gz";
+  gzFile gz = gzopen(out.c_str(), "wb6");
+  EXPECT_NE(gz, nullptr);
+  const std::string text = Slurp(path);
+  EXPECT_EQ(gzwrite(gz, text.data(), static_cast<unsigned>(text.size())),
+            static_cast<int>(text.size()));
+  EXPECT_EQ(gzclose(gz), Z_OK);
+  std::string bytes = Slurp(out);
+  std::remove(out.c_str());
+  return bytes;
+}
+
+// A truncated gzip, a bit-flipped one and a plain file named .gz: each stops the ingest
+// with a message naming it and exit 1, and nothing of it is stored (a good file before it
+// in the same run is stored whole, once).
+TEST(Ingest, ADamagedGzipStopsTheIngestAndStoresNothingOfIt) {
+  const std::string good = Gzipped(kLog);
+  ASSERT_GT(good.size(), 1000u);
+  std::string flipped = good;
+  flipped[flipped.size() / 2] ^= 0x10;
+  const struct {
+    const char* name;
+    std::string bytes;
+    const char* says;
+  } cases[] = {{"truncated", good.substr(0, good.size() / 2), "truncated"},
+               {"flipped", flipped, "corrupt"},
+               {"plain", Slurp(kLog), "is not a gzip file"}};
+  const std::string dir = ::testing::TempDir() + "/rewind_gz";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  Spit(dir + "/good.log.gz", good);
+  for (const auto& k : cases) {
+    SCOPED_TRACE(k.name);
+    ConnectionOptions o = EmptyStore(std::string("rewind_test_ingest_gz_") + k.name);
+    auto c = Connect(o);
+    const std::string damaged = dir + "/" + k.name + ".log.gz";
+    Spit(damaged, k.bytes);
+    Outcome run =
+        RunRewind({"ingest", dir + "/good.log.gz", damaged, "--batch-size", "500"}, Env(o));
+    EXPECT_EQ(run.code, 1) << run.err;
+    EXPECT_NE(run.err.find(damaged), std::string::npos) << run.err;
+    EXPECT_NE(run.err.find(k.says), std::string::npos) << run.err;
+    EXPECT_EQ(StoredVisits(*c), KeptByTheRules());
+    EXPECT_EQ(
+        Count(*c, fmt::format("SELECT COUNT(*) FROM rewind_ingest_positions WHERE source = {} AND "
+                              "byte_offset > 0",
+                              c->Quote(damaged))),
+        0);
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
