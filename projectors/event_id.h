@@ -5,6 +5,7 @@
 // Plain values; thread-compatible.
 #pragma once
 
+#include <charconv>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -19,7 +20,11 @@ inline constexpr EventId kBeforeFirstId = -static_cast<EventId>(INT64_MAX) - 2;
 
 // Decimal text, as SQL literals and messages want it.
 inline std::string IdText(EventId id) {
-  if (id == 0) return "0";
+  if (id >= INT64_MIN && id <= INT64_MAX) {  // every signed BIGINT: no 128-bit division
+    char buf[24];
+    const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, static_cast<int64_t>(id));
+    return std::string(buf, end);
+  }
   const bool negative = id < 0;
   unsigned __int128 v = negative ? static_cast<unsigned __int128>(-(id + 1)) + 1
                                  : static_cast<unsigned __int128>(id);
