@@ -246,9 +246,7 @@ class Run {
       }
       return Status::Ok();
     };
-    if (!plan_.scratch) {  // verify first drops what a killed verify left
-      if (Status s = in_the_way(); !s.ok()) return s;
-    }
+    if (Status s = in_the_way(); !s.ok()) return s;
     if (Status s = checkpoint_store::Ensure(c); !s.ok()) return s;
     if (Status s = table_admin::Lock(c, lock_tables_, plan_.lock_prefix); !s.ok()) return s;
     locked_ = true;

@@ -7,6 +7,7 @@
 
 #include "projectors/sha256.h"
 #include "stages/checkpoint_store.h"
+#include "stages/fault.h"
 #include "stages/table_schema.h"
 
 namespace rw::table_admin {
@@ -161,6 +162,7 @@ Status SwapIn(Connection& c, const std::vector<std::string>& live_tables, const 
     for (const std::string& old : olds) (void)checkpoint_store::ForgetTable(c, old);  // not renamed
     return s.With("swapping the rebuilt tables in");
   }
+  FaultPoint("after-rename");
   for (const std::string& live : live_tables) {
     if (Status s = checkpoint_store::ForgetTable(c, live + suffix); !s.ok()) return s;  // now live
   }

@@ -788,6 +788,55 @@ TEST(OddInput, StatusWithoutAnEventTableSaysSo) {
   EXPECT_NE(j["error"].get<std::string>().find("stored_events"), std::string::npos) << json.out;
 }
 
+// A swap killed between its RENAME and the drop of the old live table leaves
+// `<table>__rewind_old`, recorded as rewind's: the next replay drops it and swaps.
+TEST(Ownership, TheOldCopyAKilledSwapLeftIsDroppedByTheNextSwap) {
+  ConnectionOptions o = Store("rewind_test_swap_leftover", 2'000);
+  auto c = Connect(o);
+  ASSERT_EQ(RunRewind({"replay", "visits_per_day", "--quiet"}, Env(o)).code, 0);
+  {
+    std::vector<std::string> env = Env(o);
+    env.push_back("REWIND_FAULT=after-rename");
+    Subprocess killed(Rewind({"replay", "visits_per_day", "--quiet"}), env);
+    ASSERT_TRUE(killed.WaitFor("fault point", 60)) << killed.err();
+    killed.Signal(SIGKILL);
+    killed.Wait();
+  }
+  const std::string old = "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND "
+                          "TABLE_NAME = 'visits_per_day__rewind_old'";
+  ASSERT_EQ(Count(*c, old), 1);
+  Outcome next = RunRewind({"replay", "visits_per_day", "--quiet"}, Env(o));
+  EXPECT_EQ(next.code, 0) << next.err;
+  EXPECT_EQ(Count(*c, old), 0);
+  CreateReferenceView(*c);
+  EXPECT_EQ(CompareWithReference(*c, "visits_per_day", "SELECT DATE(t), '', COUNT(*) FROM ref_visits GROUP BY 1"), "");
+}
+
+// An --into build killed half-way is continued by --resume (its table is rewind's, by its
+// record) and equals the reference.
+TEST(Ownership, AnIntoBuildKilledHalfWayIsResumed) {
+  ConnectionOptions o = Store("rewind_test_into_resume", 6'000);
+  auto c = Connect(o);
+  {
+    std::vector<std::string> env = Env(o);
+    env.push_back("REWIND_FAULT=mid-flush:3");  // two flushes committed, the third open
+    Subprocess killed(Rewind({"replay", "visits_per_day", "--quiet", "--into", "_half", "--batch-size", "1000",
+                              "--flush-every", "1000"}),
+                      env);
+    ASSERT_TRUE(killed.WaitFor("fault point", 60)) << killed.err();
+    killed.Signal(SIGKILL);
+    killed.Wait();
+  }
+  ASSERT_GT(Count(*c, "SELECT GREATEST(0, COALESCE(MAX(last_event_id), 0)) FROM rewind_checkpoints WHERE "
+                      "target_table = 'visits_per_day_half'"), 0);
+  Outcome resumed = RunRewind({"replay", "visits_per_day", "--resume", "--into", "_half"}, Env(o));
+  EXPECT_EQ(resumed.code, 0) << resumed.err;
+  EXPECT_NE(resumed.err.find("resumes after event"), std::string::npos) << resumed.err;
+  CreateReferenceView(*c);
+  EXPECT_EQ(CompareWithReference(*c, "visits_per_day_half", "SELECT DATE(t), '', COUNT(*) FROM ref_visits GROUP BY 1"),
+            "");
+}
+
 // The blog's own live table has no uri_hash column: verify compares the read model's own
 // columns and shows keys a person can read.
 TEST(Ownership, VerifyComparesTheBlogsOriginalTableLayout) {
