@@ -10,6 +10,7 @@
 
 #include "projectors/projector.h"
 #include "stages/checkpoint_store.h"
+#include "stages/table_admin.h"
 
 namespace rw {
 namespace {
@@ -185,13 +186,18 @@ class Parser {
     if (!name.ok()) return name.status();
     plan.name = *name;
     const toml::node& name_node = *t.get("name");
-    // Room for the longest suffix rewind adds ("__rewind_verify", 15 bytes) within 64.
+    // Room for the longest suffix rewind adds (table_admin::kVerifySuffix, 15 bytes) within 64.
     if (!PlainIdentifier(plan.name) || plan.name.size() > 48) {
       return Fail(name_node, fmt::format("read model name '{}' is not a plain identifier of at most 48 "
                                          "characters (letters, digits, _): it is also the table name", plan.name));
     }
     if (Lower(plan.name) == Lower(events_table_)) {
       return Fail(name_node, fmt::format("read model name '{}' is the event table's", plan.name));
+    }
+    if (const char* own = table_admin::OwnSuffixOf(plan.name)) {
+      return Fail(name_node, fmt::format("read model name '{}' ends like the tables rewind makes beside a "
+                                         "live table ({}): choose another name",
+                                         plan.name, own));
     }
     if (Lower(plan.name).rfind("rewind_", 0) == 0) {
       return Fail(name_node, fmt::format("read model name '{}' is reserved: rewind's own tables start with rewind_",

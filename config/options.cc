@@ -1,6 +1,7 @@
 #include "config/options.h"
 
 #include "projectors/civil_time.h"
+#include "stages/table_admin.h"
 
 #include <fmt/core.h>
 #include <unistd.h>
@@ -78,11 +79,8 @@ Status CheckSuffix(const char* key, const std::string& v, std::string& out) {
     return Status::InvalidInput(fmt::format(
         "--{} expects a plain identifier suffix (letters, digits, _; at most 40), got '{}'", key, v));
   }
-  for (const char* own : {"__rewind_new", "__rewind_verify", "__rewind_old"}) {
-    const std::string o(own);
-    if (v.size() >= o.size() && v.compare(v.size() - o.size(), o.size(), o) == 0) {
-      return Status::InvalidInput(fmt::format("--{} may not end like rewind's own tables ({})", key, own));
-    }
+  if (const char* own = table_admin::OwnSuffixOf(v)) {
+    return Status::InvalidInput(fmt::format("--{} may not end like rewind's own tables ({})", key, own));
   }
   out = v;
   return Status::Ok();
@@ -296,6 +294,9 @@ const std::vector<OptionSpec>& Table() {
        Flag("keep", &ReplayOptions::stress_keep), nullptr},
       {"dry-run", "", Group::kControl, true, {}, "print what the run would read, write and need; touch nothing",
        Flag("dry-run", &ReplayOptions::dry_run), nullptr},
+      {"allow-empty", "", Group::kControl, true, {},
+       "allow a build in which a read model receives no event (refused otherwise)",
+       Flag("allow-empty", &ReplayOptions::allow_empty), nullptr},
       {"max-events-per-second", "", Group::kControl, false, {}, "never read faster than N events/s",
        [](ReplayOptions& o, const std::string& v) {
          return Integer("max-events-per-second", v, 1, 1'000'000'000, o.max_events_per_second);
@@ -332,6 +333,13 @@ const std::vector<OptionSpec>& Table() {
        [](ReplayOptions& o, const std::string& v) {
          std::optional<EventId> id = ParseEventId(v);
          if (!id) return Status::InvalidInput(fmt::format("--until-id expects an integer id, got '{}'", v));
+         // The ids of every id column rewind reads: BIGINT and BIGINT UNSIGNED.
+         constexpr EventId kLowest = -static_cast<EventId>(INT64_MAX) - 1, kHighest = UINT64_MAX;
+         if (*id < kLowest || *id > kHighest) {
+           return Status::InvalidInput(fmt::format("--until-id must be an id between {} and {} (a BIGINT or "
+                                                   "BIGINT UNSIGNED id column), got '{}'",
+                                                   IdText(kLowest), IdText(kHighest), v));
+         }
          o.until_id = *id;
          return Status::Ok();
        },
@@ -700,7 +708,7 @@ std::string HelpText() {
   rewind verify --against SUFFIX    compare the live tables with an --into build
   rewind replay --all --dry-run     what a run would read, write and need; touches nothing
   rewind ingest FILE...             append the visits of access logs to the event table
-                                    (resumable; --from-start, --dry-run; no --follow yet)
+                                    (resumable; --from-start, --dry-run, --follow)
   rewind stress [--quick] [--only 1,2,3,4] [--out DIR] [--keep]
                                     the four event-store questions answered on this server
                                     (in its own database, --stress-database, default

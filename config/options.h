@@ -118,8 +118,11 @@ struct ReplayOptions {
   // it, nothing is swapped and the exit code is 5.
   std::optional<uint64_t> max_failures;
   std::optional<double> max_failures_percent;
+  // Allow a build in which a read model receives no event (e.g. an --until-id below the
+  // first event). Off: such a build is refused, as it is more often a mistake than a wish.
+  bool allow_empty = false;
   // Rebuild up to a point, beside the live tables (REQUIRES: into).
-  std::optional<EventId> until_id;            // events with id <= this
+  std::optional<EventId> until_id;            // events with id <= this: a BIGINT or BIGINT UNSIGNED
   std::string until_time;                     // events whose time column is <= this
   // Build <table><into> and never swap it in: its own checkpoints and locks.
   std::string into;

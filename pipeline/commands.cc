@@ -56,13 +56,20 @@ int StatusCommand(const ReplayOptions& o, std::FILE* out) {
     fmt::print(stderr, "rewind: {}\n", version.status().message());
     return exit_code::kError;
   }
+  // Without a readable event table there is no head to measure lag against: say why (the
+  // event table's check names what is missing), in the form asked for.
   Result<EventId> head = ReadHeadId(c, o.events);
   if (!head.ok()) {
-    fmt::print(stderr, "rewind: {}\n", head.status().message());
+    Status events = CheckEventTable(c, o.events, false);
+    const std::string why = fmt::format("status needs the event table to measure the lag: {}",
+                                        (events.ok() ? head.status() : events).message());
+    if (o.json) fmt::print(out, "{}\n", nlohmann::json{{"error", why}}.dump(2));
+    fmt::print(stderr, "rewind: {}\n", why);
     return exit_code::kError;
   }
   Rows rows;
-  if (*version == kSchemaVersion) {
+  // Layout 2 differs from the current one only by the ownership records status does not read.
+  if (*version >= 2 && *version <= kSchemaVersion) {
     Result<Rows> r = checkpoint_store::StatusRows(c, *head);
     if (!r.ok()) {
       fmt::print(stderr, "rewind: {}\n", r.status().message());

@@ -72,6 +72,7 @@ int DryRunCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
   if (!conn.ok()) return fail(conn.status().message());
   Connection& c = **conn;
   if (Status s = CheckEventTable(c, o.events, !o.until_time.empty()); !s.ok()) return fail(s.message());
+  if (Status s = CheckUntilId(c, o); !s.ok()) return fail(s.message());
   Result<EventId> head = ReadHeadId(c, o.events);
   if (!head.ok()) return fail(head.status().message());
   const EventId last = o.until_id ? std::min(*head, *o.until_id) : *head;
@@ -176,10 +177,17 @@ int DryRunCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
   const double seconds = sample_seconds * scale + total_rows / kAssumedWriteRowsPerSecond;
 
   // Tables it would create, locks held by another run, grants it needs.
-  std::vector<std::pair<std::string, bool>> tables;  // name, exists already (would be replaced)
+  // Per read model: its build table exists already, and may be replaced (rewind made it),
+  // or is in the way (refused, as the real run would refuse it before any work).
+  struct TableState {
+    bool exists = false, in_the_way = false;
+  };
+  std::vector<TableState> tables;
   for (size_t i = 0; i < projectors.size(); ++i) {
     Result<bool> exists = table_admin::Exists(c, models[i].table);
-    tables.emplace_back(models[i].table, exists.ok() && *exists);
+    Status way = CheckTablesInTheWay(c, plan, o.events.table, projectors[i]->table().name);
+    tables.push_back({exists.ok() && *exists, !way.ok()});
+    if (!way.ok()) blockers.push_back(way.message());
     Result<bool> free = table_admin::IsFree(c, plan.lock_prefix, LockedTable(plan, projectors[i]->table().name));
     if (free.ok() && !*free) {
       blockers.push_back(fmt::format("another rewind is rebuilding {} (its lock is held)", models[i].name));
@@ -213,7 +221,8 @@ int DryRunCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
     for (size_t i = 0; i < models.size(); ++i) {
       j["read_models"].push_back({{"name", models[i].name},
                                   {"table", models[i].table},
-                                  {"replaces_existing", tables[i].second},
+                                  {"replaces_existing", tables[i].exists && !tables[i].in_the_way},
+                                  {"in_the_way", tables[i].in_the_way},
                                   {"estimated_rows", static_cast<uint64_t>(models[i].rows)},
                                   {"estimated_bytes", static_cast<uint64_t>(models[i].bytes)},
                                   {"estimate", !whole}});
@@ -228,7 +237,8 @@ int DryRunCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
     fmt::print(out, "{:<26} {:<40} {:>14} {:>12}\n", "read model", "would create", "rows", "size");
     for (size_t i = 0; i < models.size(); ++i) {
       fmt::print(out, "{:<26} {:<40} {:>14} {:>12}{}\n", models[i].name,
-                 models[i].table + (tables[i].second ? " (replaces a leftover)" : ""),
+                 models[i].table + (tables[i].in_the_way ? " (refused: see below)"
+                                    : tables[i].exists ? " (replaces a leftover)" : ""),
                  WithThousands(static_cast<uint64_t>(models[i].rows)), Human(models[i].bytes),
                  whole ? "" : "  (estimate)");
     }

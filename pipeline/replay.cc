@@ -81,8 +81,15 @@ struct Prepared {
   uint64_t prior_applied = 0, prior_failed = 0;  // by the interrupted part of the run
 };
 
+// What a plan's build table is, in messages and in rewind_tables.
+std::string TableKind(const RunPlan& plan) {
+  return plan.scratch ? "scratch" : plan.swap ? "shadow" : "--into";
+}
+
 // Creates (or, resuming, finds) the target table and the checkpoint row of a projector.
+// REQUIRES: CheckTablesInTheWay passed for it.
 Result<Prepared> PrepareProjector(Connection& c, const Projector& p, const std::string& target,
+                                  const std::string& kind, const std::string& events_table,
                                   const std::string& fingerprint, bool resume,
                                   const std::string& run_id, EventId head,
                                   std::string* resumed_run_id, std::FILE* log) {
@@ -114,7 +121,10 @@ Result<Prepared> PrepareProjector(Connection& c, const Projector& p, const std::
       fmt::print(log, "rewind: {} has no interrupted rebuild to resume; starting it afresh\n", name);
     }
   }
-  if (Status s = table_admin::Recreate(c, p.table(), target); !s.ok()) return s;
+  if (Status s = table_admin::CreateOwned(c, p.table(), target, p.table().name, kind, events_table);
+      !s.ok()) {
+    return s;
+  }
   Checkpoint cp;
   cp.projector = name;
   cp.target_table = target;
@@ -160,7 +170,8 @@ void CleanAbandonedScratch(Connection& c, const RunPlan& plan) {
   for (const Checkpoint& cp : *rows) {
     Result<bool> free = table_admin::IsFree(c, plan.lock_prefix, cp.live_table);
     if (!free.ok() || !*free) continue;
-    (void)table_admin::Drop(c, cp.target_table);
+    // Only a table rewind recorded making; another is reported by CheckTablesInTheWay.
+    if (!table_admin::DropOwned(c, cp.target_table).ok()) continue;
     (void)checkpoint_store::Delete(c, cp.projector, cp.target_table);
   }
 }
@@ -208,10 +219,10 @@ class Run {
     admin_ = std::move(*admin);
     Connection& c = *admin_;
     if (Status s = CheckEventTable(c, o_.events, !o_.until_time.empty()); !s.ok()) return s;
+    if (Status s = CheckUntilId(c, o_); !s.ok()) return s;
     // What to read and decode (binds the declared read models), checked before any work.
     read_plan_ = PlanReads(o_.events, projectors);
     if (Status s = CheckReadColumns(c, o_.events, read_plan_.scope.columns); !s.ok()) return s;
-    if (Status s = checkpoint_store::Ensure(c); !s.ok()) return s;
     for (const auto& p : projectors) {
       live_tables_.push_back(p->table().name);
       names_.emplace_back(p->name());
@@ -220,11 +231,27 @@ class Run {
         return Status::InvalidInput(fmt::format("the table name {} is longer than 64 characters; "
                                                 "choose a shorter suffix", target));
       }
+      if (Status s = table_admin::CheckNotReserved(target, o_.events.table,
+                                                   fmt::format("the {} table of {}", TableKind(plan_), live_tables_.back()));
+          !s.ok()) {
+        return s;
+      }
       lock_tables_.push_back(LockedTable(plan_, p->table().name));
     }
+    // Every table in the way is refused before any work (read-only, whatever the layout of
+    // the bookkeeping), and again once the locks are held: the authoritative check.
+    auto in_the_way = [&]() -> Status {
+      for (const std::string& live : live_tables_) {
+        if (Status s = CheckTablesInTheWay(c, plan_, o_.events.table, live); !s.ok()) return s;
+      }
+      return Status::Ok();
+    };
+    if (Status s = in_the_way(); !s.ok()) return s;
+    if (Status s = checkpoint_store::Ensure(c); !s.ok()) return s;
     if (Status s = table_admin::Lock(c, lock_tables_, plan_.lock_prefix); !s.ok()) return s;
     locked_ = true;
     if (plan_.scratch) CleanAbandonedScratch(c, plan_);
+    if (Status s = in_the_way(); !s.ok()) return s;
 
     Result<EventId> head = ReadHeadId(c, o_.events);
     if (!head.ok()) return head.status();
@@ -236,8 +263,9 @@ class Run {
     std::string resumed_run_id;
     for (auto& p : projectors) {
       const std::string target = p->table().name + plan_.table_suffix;
-      Result<Prepared> prep = PrepareProjector(c, *p, target, Fingerprint(o_, names_, *p), o_.resume,
-                                               sum_.run_id, sum_.head_id, &resumed_run_id, stderr);
+      Result<Prepared> prep = PrepareProjector(c, *p, target, TableKind(plan_), o_.events.table,
+                                               Fingerprint(o_, names_, *p), o_.resume, sum_.run_id,
+                                               sum_.head_id, &resumed_run_id, stderr);
       if (!prep.ok()) return prep.status().With(fmt::format("preparing {}", p->name()));
       start_after = std::min(start_after, prep->resume_after);
       for (const IdRange& r : prep->gaps.ranges()) watched.Add(r);
@@ -581,7 +609,7 @@ class Run {
     if (!EnsureAdmin(c, lock_tables_, plan_.lock_prefix).ok()) return;
     for (size_t i = 0; i < live_tables_.size(); ++i) {
       const std::string target = live_tables_[i] + plan_.table_suffix;
-      (void)table_admin::Drop(c, target);
+      if (!table_admin::DropOwned(c, target).ok()) continue;
       (void)checkpoint_store::Delete(c, names_[i], target);
     }
   }
@@ -621,6 +649,38 @@ ReaderOptions ReaderOptionsFor(const ReplayOptions& o, const ReadScope& scope) {
   ro.connections = o.read_connections;
   ro.result_buffer = o.result_buffer;
   return ro;
+}
+
+Status CheckTablesInTheWay(Connection& c, const RunPlan& plan, const std::string& events_table,
+                           const std::string& live) {
+  if (plan.swap) {  // the swap replaces the live table, and drops the old copy
+    if (Status s = table_admin::CheckNotReserved(live, events_table,
+                                                 fmt::format("the live table of the read model {}", live));
+        !s.ok()) {
+      return s;
+    }
+    if (Status s = table_admin::CheckMayReplace(c, live + table_admin::kOldSuffix, events_table,
+                                                fmt::format("the old copy of {} that the swap drops", live));
+        !s.ok()) {
+      return s;
+    }
+  }
+  return table_admin::CheckMayReplace(c, live + plan.table_suffix, events_table,
+                                      fmt::format("the {} table of {}", TableKind(plan), live));
+}
+
+Status CheckUntilId(Connection& c, const ReplayOptions& o) {
+  if (!o.until_id || o.allow_empty) return Status::Ok();
+  Result<std::optional<std::string>> min = c.QueryValue(
+      fmt::format("SELECT MIN({}) FROM {}", QuoteIdentifier(o.events.id_column), QuoteIdentifier(o.events.table)));
+  if (!min.ok()) return min.status();
+  if (!*min) return Status::Ok();  // no events at all: not an --until-id question
+  const std::optional<EventId> first = ParseEventId(**min);
+  if (!first || *o.until_id >= *first) return Status::Ok();
+  return Status::InvalidInput(fmt::format(
+      "--until-id {} is below the first event of {} (id {}): the build would receive no event; "
+      "pass --allow-empty to build empty read models up to it anyway",
+      IdText(*o.until_id), o.events.table, IdText(*first)));
 }
 
 RunPlan PlanFor(const ReplayOptions& options) {

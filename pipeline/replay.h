@@ -3,8 +3,9 @@
 //
 //  1. Prepare: connect, check the event table (its id column included), bring rewind's
 //     bookkeeping tables to the current layout, take a named lock per read model
-//     (GET_LOCK), create a shadow table `<table>__rewind_new` per read model (or, with
-//     --resume, find the interrupted one; a resume refuses a build of another event
+//     (GET_LOCK), refuse any table in the way that rewind did not make (before any work),
+//     create a shadow table `<table>__rewind_new` per read model, recorded as rewind's (or,
+//     with --resume, find the interrupted one; a resume refuses a build of another event
 //     source, another set of read models or another version of a read model).
 //  2. Rebuild: one pass from the lowest checkpoint to the head id taken at the start;
 //     every read model commits its rows with its checkpoint.
@@ -38,10 +39,9 @@
 #include "projectors/projector.h"
 #include "stages/reader.h"
 #include "stages/checkpoint_store.h"
+#include "stages/table_admin.h"
 
 namespace rw {
-
-inline constexpr const char* kShadowSuffix = "__rewind_new";
 
 // Selects projectors by name (or every one when `all`). Unknown names are an error that
 // lists the known ones.
@@ -70,7 +70,7 @@ ReaderOptions ReaderOptionsFor(const ReplayOptions& options, const ReadScope& sc
 
 // What distinguishes a rebuild from a verify run.
 struct RunPlan {
-  std::string table_suffix = kShadowSuffix;  // where the build writes, beside each live table
+  std::string table_suffix = table_admin::kShadowSuffix;  // where the build writes, beside each live table
   std::string lock_prefix = "rewind";        // its named locks
   bool swap = true;                          // cut over at the end
   // Scratch builds (verify) clean up after themselves, and before, what a killed run of
@@ -87,6 +87,16 @@ RunPlan PlanFor(const ReplayOptions& options);
 // build beside the live tables (--into) locks its own table, so it runs beside a rebuild
 // or a follow of the live ones; the others lock the live table.
 std::string LockedTable(const RunPlan& plan, const std::string& live);
+
+// What a run of `plan` would create, replace or drop for the read model whose live table is
+// `live`, checked against what rewind may touch: never the event table or rewind's
+// bookkeeping, and beside the live table only tables rewind recorded creating (its build
+// target, and for a swap the old copy). The first table in the way, named with what to do.
+// Changes nothing; a run checks every read model before any work, as does --dry-run.
+Status CheckTablesInTheWay(Connection& c, const RunPlan& plan, const std::string& events_table,
+                           const std::string& live);
+// Refuses an --until-id below the first event (an empty build) unless --allow-empty.
+Status CheckUntilId(Connection& c, const ReplayOptions& options);
 
 ReplaySummary RunRebuild(const ReplayOptions& options,
                          std::vector<std::unique_ptr<Projector>> projectors,

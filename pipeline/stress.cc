@@ -17,7 +17,9 @@
 #include "projectors/declared.h"
 #include "projectors/order.h"
 #include "stages/event_store.h"
+#include "stages/fault.h"
 #include "stages/projector_runner.h"
+#include "stages/table_admin.h"
 #include "stages/table_schema.h"
 
 namespace rw {
@@ -53,7 +55,9 @@ values = [
 ]
 )toml";
 
-constexpr const char* kMarker = "rewind_stress_marker";
+// Stress's own bookkeeping: every table it created in its database, recorded before it is
+// created. It drops only those; any other table there makes it refuse the database.
+constexpr const char* kOwnTables = "rewind_stress_tables";
 constexpr int64_t kEventsPerStream = 100;  // question 3, as published
 
 class Stress {
@@ -69,6 +73,7 @@ class Stress {
       fmt::print(stderr, "rewind stress: {}\n", s.message());
       return exit_code::kError;
     }
+    FaultPoint("stress-prepared");
     const auto wants = [&](int q) {
       return o_.stress_only.empty() || std::find(o_.stress_only.begin(), o_.stress_only.end(), q) != o_.stress_only.end();
     };
@@ -78,11 +83,7 @@ class Stress {
     if (s.ok() && wants(4)) s = Question4();
     if (s.ok() && stop_.load()) s = Status::Error(Status::Code::kCancelled, "stopped");
     const bool reported = WriteReport(out, s);
-    if (!o_.stress_keep && created_) {
-      (void)admin_->Execute("DROP DATABASE " + QuoteIdentifier(conn_.database));
-    } else if (!o_.stress_keep) {
-      (void)DropOwnTables();
-    }
+    if (!o_.stress_keep) Clean();
     if (!s.ok()) {
       fmt::print(stderr, "rewind stress: {}\n", s.message());
       return exit_code::kError;
@@ -125,8 +126,8 @@ class Stress {
     return WriteStressReport(o_.stress_out, results_, ctx, status, out);
   }
 
-  // Its own database: created when missing; refused when it holds tables without the
-  // marker rewind stress leaves in every database it creates.
+  // Its own database: created when missing; refused when it holds a table that stress did
+  // not record creating (its bookkeeping table alone makes no other table its own).
   Status Prepare() {
     ConnectionOptions server = conn_;
     server.database.clear();
@@ -137,16 +138,13 @@ class Stress {
         fmt::format("SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = {}", admin_->Quote(conn_.database)));
     if (!exists.ok()) return exists.status();
     if (*exists && **exists != "0") {
-      Result<Rows> tables = admin_->Query(fmt::format(
-          "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = {}", admin_->Quote(conn_.database)));
-      if (!tables.ok()) return tables.status();
-      bool marked = false;
-      std::string names;
-      for (const auto& r : tables->rows) {
-        if (*r[0] == kMarker) marked = true;
-        if (names.size() < 200) names += (names.empty() ? "" : ", ") + *r[0];
-      }
-      if (!tables->rows.empty() && !marked) {
+      Result<std::vector<std::string>> strangers = TablesNotOwn();
+      if (!strangers.ok()) return strangers.status();
+      if (!strangers->empty()) {
+        std::string names;
+        for (const std::string& t : *strangers) {
+          if (names.size() < 200) names += (names.empty() ? "" : ", ") + t;
+        }
         return Status::InvalidInput(fmt::format(
             "database '{}' holds tables that rewind stress did not create ({}); it touches nothing there: "
             "choose another with --stress-database",
@@ -161,31 +159,93 @@ class Stress {
     Result<std::unique_ptr<Connection>> c = Connection::Open(conn_);
     if (!c.ok()) return c.status();
     c_ = std::move(*c);
-    if (Status s = c_->Execute(fmt::format("CREATE TABLE IF NOT EXISTS {} (created_at DATETIME NOT NULL DEFAULT NOW())",
-                                           QuoteIdentifier(kMarker)));
+    if (Status s = c_->Execute(fmt::format("CREATE TABLE IF NOT EXISTS {} (table_name VARCHAR(64) NOT NULL PRIMARY "
+                                           "KEY, created_at DATETIME NOT NULL DEFAULT NOW()) ENGINE=InnoDB "
+                                           "DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+                                           QuoteIdentifier(kOwnTables)));
         !s.ok()) {
       return s;
     }
-    if (Status s = DropOwnTables(/*keep_marker=*/true); !s.ok()) return s;
+    if (Status s = DropOwnTables(); !s.ok()) return s;  // what a run with --keep left
     store_ = std::make_unique<EventStore>(*c_, EventStoreTables{});
     Progress(fmt::format("working in database {}{} ({})", conn_.database, created_ ? " (created)" : "",
                          quick_ ? "--quick" : "full run"));
-    return store_->Create();
+    return CreateStore(*store_);
   }
 
-  Status DropOwnTables(bool keep_marker = false) {
+  // The tables of the database that stress did not record creating (all of them when it
+  // never worked there).
+  Result<std::vector<std::string>> TablesNotOwn() {
+    const std::string db = admin_->Quote(conn_.database);
+    Result<std::optional<std::string>> booked = admin_->QueryValue(fmt::format(
+        "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {}", db,
+        admin_->Quote(kOwnTables)));
+    if (!booked.ok()) return booked.status();
+    const bool has_record = *booked && **booked != "0";
     Result<Rows> tables = admin_->Query(fmt::format(
-        "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = {}", admin_->Quote(conn_.database)));
+        "SELECT TABLE_NAME FROM information_schema.TABLES t WHERE TABLE_SCHEMA = {0} AND TABLE_NAME <> {1}{2} "
+        "ORDER BY TABLE_NAME",
+        db, admin_->Quote(kOwnTables),
+        has_record ? fmt::format(" AND NOT EXISTS (SELECT 1 FROM {}.{} o WHERE BINARY o.table_name = BINARY "
+                                 "t.TABLE_NAME)",
+                                 QuoteIdentifier(conn_.database), QuoteIdentifier(kOwnTables))
+                   : std::string()));
     if (!tables.ok()) return tables.status();
-    for (const auto& r : tables->rows) {
-      if (keep_marker && *r[0] == kMarker) continue;
+    std::vector<std::string> out;
+    for (const auto& r : tables->rows) out.push_back(r[0].value_or(""));
+    return out;
+  }
+
+  // Records `table` as stress's own, before it is created.
+  Status Own(const std::string& table) {
+    return c_->Execute(fmt::format("INSERT IGNORE INTO {} (table_name) VALUES ({})", QuoteIdentifier(kOwnTables),
+                                   c_->Quote(table)));
+  }
+
+  // An event store's two tables, recorded, then created.
+  Status CreateStore(EventStore& es) {
+    if (Status s = Own(es.tables().events); !s.ok()) return s;
+    if (Status s = Own(es.tables().snapshots); !s.ok()) return s;
+    return es.Create();
+  }
+
+  // `table` recorded as stress's own, dropped if there, and created by `create_sql`.
+  Status Recreate(const std::string& table, const std::string& create_sql) {
+    if (Status s = Own(table); !s.ok()) return s;
+    if (Status s = c_->Execute("DROP TABLE IF EXISTS " + QuoteIdentifier(table)); !s.ok()) return s;
+    return c_->Execute(create_sql);
+  }
+
+  // Drops the tables stress recorded creating, and forgets them.
+  Status DropOwnTables() {
+    const std::string own_table = QuoteIdentifier(conn_.database) + "." + QuoteIdentifier(kOwnTables);
+    Result<Rows> own = admin_->Query("SELECT table_name FROM " + own_table);
+    if (!own.ok()) return own.status();
+    for (const auto& r : own->rows) {
+      const std::string table = r[0].value_or("");
       if (Status s = admin_->Execute(fmt::format("DROP TABLE IF EXISTS {}.{}", QuoteIdentifier(conn_.database),
-                                                 QuoteIdentifier(*r[0])));
+                                                 QuoteIdentifier(table)));
+          !s.ok()) {
+        return s;
+      }
+      if (Status s = admin_->Execute(
+              fmt::format("DELETE FROM {} WHERE table_name = {}", own_table, admin_->Quote(table)));
           !s.ok()) {
         return s;
       }
     }
     return Status::Ok();
+  }
+
+  // The end of a run without --keep: its tables go, then its bookkeeping; the database too
+  // when stress created it and nothing else is in it now.
+  void Clean() {
+    if (!DropOwnTables().ok()) return;
+    Result<std::vector<std::string>> others = TablesNotOwn();
+    if (!others.ok()) return;
+    (void)admin_->Execute(
+        fmt::format("DROP TABLE IF EXISTS {}.{}", QuoteIdentifier(conn_.database), QuoteIdentifier(kOwnTables)));
+    if (created_ && others->empty()) (void)admin_->Execute("DROP DATABASE " + QuoteIdentifier(conn_.database));
   }
 
   // Bulk-loads streams of generated Order events into `table`: (name, length, confirm at).
@@ -434,9 +494,8 @@ class Stress {
         ++per_day[e->at.substr(0, 10)];
       }
     }
-    if (Status s = c_->Execute("DROP TABLE IF EXISTS " + QuoteIdentifier(table)); !s.ok()) return s;
-    if (Status s = c_->Execute(fmt::format("CREATE TABLE {} (day DATE PRIMARY KEY, confirmed BIGINT NOT NULL)",
-                                           QuoteIdentifier(table)));
+    if (Status s = Recreate(table, fmt::format("CREATE TABLE {} (day DATE PRIMARY KEY, confirmed BIGINT NOT NULL)",
+                                               QuoteIdentifier(table)));
         !s.ok()) {
       return s;
     }
@@ -457,7 +516,7 @@ class Stress {
     for (int64_t volume : volumes) {
       const std::string table = fmt::format("es_rebuild_{}", volume);
       EventStore es(*c_, EventStoreTables{table, "es_snapshots"});
-      if (Status s = es.Create(); !s.ok()) return s;
+      if (Status s = CreateStore(es); !s.ok()) return s;
       std::vector<std::tuple<std::string, int64_t, int64_t>> streams;
       for (int64_t i = 0; i < volume / kEventsPerStream; ++i) {
         streams.emplace_back(fmt::format("order-{:07d}", i), kEventsPerStream, i % 4 == 3 ? 0 : 90);
@@ -519,6 +578,16 @@ class Stress {
     po.progress = ProgressMode::kQuiet;
     std::vector<std::unique_ptr<Projector>> projectors;
     projectors.push_back(MakeDeclaredProjector(plan));
+    // What the pipeline may create here: its bookkeeping, the live table, the shadow table
+    // and the old copy the swap leaves.
+    const std::string live = projectors[0]->table().name;
+    std::vector<std::string> made(std::begin(kBookkeepingTables), std::end(kBookkeepingTables));
+    for (const std::string& t : {live, live + table_admin::kShadowSuffix, live + table_admin::kOldSuffix}) {
+      made.push_back(t);
+    }
+    for (const std::string& t : made) {
+      if (Status s = Own(t); !s.ok()) return s;
+    }
     ReplaySummary sum = RunRebuild(po, std::move(projectors), stop_, PlanFor(po));
     if (!sum.status.ok()) return sum.status;
     if (sum.failures != 0) return Status::Internal(fmt::format("the pipeline recorded {} failures", sum.failures));

@@ -153,14 +153,14 @@ VerifySummary Verify(const ReplayOptions& options,
   o.resume = false;
   o.follow = false;
   RunPlan plan;
-  plan.table_suffix = kVerifySuffix;
+  plan.table_suffix = table_admin::kVerifySuffix;
   plan.lock_prefix = "rewind-verify";
   plan.swap = false;
   plan.scratch = true;
   // Compared while the run still holds its locks: the scratch tables are its own.
   plan.after_build = [&](Connection& c) -> Status {
     for (const TableSpec& spec : specs) {
-      Result<TableDiff> d = CompareTables(c, spec, spec.name, spec.name + kVerifySuffix);
+      Result<TableDiff> d = CompareTables(c, spec, spec.name, spec.name + table_admin::kVerifySuffix);
       if (!d.ok()) return d.status();
       v.tables.push_back(std::move(*d));
     }

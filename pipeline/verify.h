@@ -17,8 +17,6 @@
 
 namespace rw {
 
-inline constexpr const char* kVerifySuffix = "__rewind_verify";
-
 // A query whose one row fingerprints `table` (of the shape `spec`, storage columns left
 // out): rows, total count, and two order-independent sums of per-row hashes. Equal rows
 // mean equal tables but for a collision in both sums.

@@ -2,6 +2,9 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+#include <cctype>
+
 namespace rw {
 namespace {
 
@@ -42,6 +45,18 @@ const char* const kIngestDdl =
     "throttle MEDIUMTEXT NOT NULL, lines_read BIGINT UNSIGNED NOT NULL DEFAULT 0, "
     "events_stored BIGINT UNSIGNED NOT NULL DEFAULT 0, updated_at DATETIME(6) NOT NULL"
     ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin";
+
+const char* const kOwnedDdl =
+    "CREATE TABLE IF NOT EXISTS rewind_tables ("
+    "table_name VARCHAR(64) NOT NULL PRIMARY KEY, live_table VARCHAR(64) NOT NULL, "
+    "kind VARCHAR(16) NOT NULL, created_at DATETIME(6) NOT NULL"
+    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin";
+
+// The build targets older rewinds' checkpoint rows name, that exist: the tables an older
+// rewind made and kept no other record of (layouts 1 and 2). `{}` is the target column.
+const char* const kOlderBuildTargets =
+    "FROM rewind_checkpoints k JOIN information_schema.TABLES t ON t.TABLE_SCHEMA = DATABASE() "
+    "AND BINARY t.TABLE_NAME = BINARY k.{0} WHERE k.{0} IS NOT NULL AND k.{0} <> k.live_table";
 
 // Version 1 (rewind before the schema table): checkpoints keyed by projector alone, with a
 // building_table column and BIGINT ids; failures with BIGINT event ids and no excerpt.
@@ -141,6 +156,18 @@ std::string ValidUtf8(std::string_view s, size_t max_bytes) {
   return out;
 }
 
+bool IsBookkeepingTable(std::string_view table) {
+  // Case-blind: a server with lower_case_table_names folds names.
+  auto lower = [](char ch) { return static_cast<char>(std::tolower(static_cast<unsigned char>(ch))); };
+  for (std::string_view own : kBookkeepingTables) {
+    if (std::equal(table.begin(), table.end(), own.begin(), own.end(),
+                   [&](char a, char b) { return lower(a) == lower(b); })) {
+      return true;
+    }
+  }
+  return false;
+}
+
 namespace checkpoint_store {
 
 Result<int> Version(Connection& c) {
@@ -194,10 +221,17 @@ Status Ensure(Connection& c) {
   }
   if (s.ok() && *version < kSchemaVersion) {
     for (const char* sql :
-         {kCheckpointsDdl, kFailuresDdl, kIngestDdl,
+         {kCheckpointsDdl, kFailuresDdl, kIngestDdl, kOwnedDdl,
           "CREATE TABLE IF NOT EXISTS rewind_schema (id TINYINT NOT NULL PRIMARY KEY, "
           "version INT NOT NULL, migrated_at DATETIME(6) NOT NULL) ENGINE=InnoDB"}) {
       if (s = c.Execute(sql); !s.ok()) break;
+    }
+    if (s.ok() && *version < 3) {  // layouts 1 and 2 kept no record of the tables they made
+      s = c.Execute(fmt::format("INSERT IGNORE INTO rewind_tables (table_name, live_table, kind, "
+                                "created_at) SELECT k.target_table, k.live_table, 'older rewind', "
+                                "NOW(6) {}",
+                                fmt::format(fmt::runtime(kOlderBuildTargets), "target_table")));
+      if (!s.ok()) s = s.With("recording the tables older rewinds built");
     }
     if (s.ok()) {
       s = c.Execute(fmt::format("REPLACE INTO rewind_schema VALUES (1, {}, NOW(6))", kSchemaVersion));
@@ -282,6 +316,37 @@ Result<std::vector<Checkpoint>> WithTargetSuffix(Connection& c, const std::strin
   std::vector<Checkpoint> out;
   for (const auto& row : r->rows) out.push_back(FromRow(row));
   return out;
+}
+
+Status RecordTable(Connection& c, const std::string& table, const std::string& live_table,
+                   const std::string& kind) {
+  return c.Execute(fmt::format(
+      "INSERT INTO rewind_tables (table_name, live_table, kind, created_at) VALUES ({}, {}, {}, "
+      "NOW(6)) ON DUPLICATE KEY UPDATE live_table = VALUES(live_table), kind = VALUES(kind), "
+      "created_at = VALUES(created_at)",
+      c.Quote(table), c.Quote(live_table), c.Quote(kind)));
+}
+
+Status ForgetTable(Connection& c, const std::string& table) {
+  return c.Execute(fmt::format("DELETE FROM rewind_tables WHERE table_name = {}", c.Quote(table)));
+}
+
+Result<bool> Recorded(Connection& c, const std::string& table) {
+  Result<int> version = Version(c);
+  if (!version.ok()) return version.status();
+  std::string sql;
+  if (*version >= 3) {
+    sql = fmt::format("SELECT COUNT(*) FROM rewind_tables WHERE table_name = {}", c.Quote(table));
+  } else if (*version >= 1) {  // what the migration will record
+    const char* column = *version == 1 ? "building_table" : "target_table";
+    sql = fmt::format("SELECT COUNT(*) {} AND k.{} = {}", fmt::format(fmt::runtime(kOlderBuildTargets), column),
+                      column, c.Quote(table));
+  } else {
+    return false;  // no bookkeeping: rewind made nothing here
+  }
+  Result<std::optional<std::string>> n = c.QueryValue(sql);
+  if (!n.ok()) return n.status();
+  return *n && **n != "0";
 }
 
 std::string InsertFailuresSql(Connection& c, const std::string& run_id,

@@ -8,6 +8,11 @@
 //   rewind_ingest_positions  one row per ingested log file: where `rewind ingest` stopped
 //                       (file identity, byte offset, a hash of its first line) and the
 //                       throttle's per-IP state, written in each batch's transaction
+//   rewind_tables       one row per table rewind created and has not dropped yet (a shadow,
+//                       a scratch, an --into target, the old copy a swap leaves): what rewind
+//                       may replace or drop. A name's shape proves nothing; this record does.
+//                       Migrating to layout 3, the build targets that older rewinds' checkpoint
+//                       rows name (and that exist) are recorded: their only trace of ownership.
 //
 // Nobody else spells these tables' names or their SQL. The layout is versioned: Ensure()
 // creates the tables, or migrates an older layout forward, under a server-wide lock so that
@@ -19,6 +24,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "projectors/event_id.h"
@@ -28,10 +34,17 @@
 
 namespace rw {
 
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 inline constexpr const char* kSchemaTable = "rewind_schema";
 inline constexpr const char* kCheckpointTable = "rewind_checkpoints";
 inline constexpr const char* kFailureTable = "rewind_failures";
+inline constexpr const char* kIngestTable = "rewind_ingest_positions";
+inline constexpr const char* kOwnedTable = "rewind_tables";
+// Every bookkeeping table above, the names rewind never gives a read model's table.
+inline constexpr const char* kBookkeepingTables[] = {kSchemaTable, kCheckpointTable, kFailureTable,
+                                                     kIngestTable, kOwnedTable};
+// True when `table` is one of kBookkeepingTables (compared as the server compares names).
+bool IsBookkeepingTable(std::string_view table);
 
 struct Checkpoint {
   std::string projector;
@@ -83,6 +96,17 @@ Status SetStatus(Connection& c, const std::string& projector, const std::string&
 Status Delete(Connection& c, const std::string& projector, const std::string& target_table);
 // Rows whose target table ends with `suffix` (left behind by a killed run).
 Result<std::vector<Checkpoint>> WithTargetSuffix(Connection& c, const std::string& suffix);
+
+// Ownership (rewind_tables). `live_table` is the read model's table it is built beside;
+// `kind` says what it is for (shadow, scratch, into, old), for people reading the table.
+// Record before creating: a crash in between leaves a record of a missing table, never a
+// table without a record.
+Status RecordTable(Connection& c, const std::string& table, const std::string& live_table,
+                   const std::string& kind);
+Status ForgetTable(Connection& c, const std::string& table);
+// Whether rewind recorded creating `table`. Read-only: on bookkeeping older than layout 3
+// (no records yet) it answers as the migration will, from the checkpoint rows.
+Result<bool> Recorded(Connection& c, const std::string& table);
 
 // Failures.
 // An INSERT of the batch's failures for `run_id`, or "" when there are none. Reasons are

@@ -1,10 +1,14 @@
 #include "stages/table_admin.h"
 
-#include "stages/table_schema.h"
-
 #include <fmt/core.h>
 
+#include <algorithm>
+#include <cctype>
+
 #include "projectors/sha256.h"
+#include "stages/checkpoint_store.h"
+#include "stages/fault.h"
+#include "stages/table_schema.h"
 
 namespace rw::table_admin {
 
@@ -62,13 +66,84 @@ Result<bool> Exists(Connection& c, const std::string& table) {
   return *v && **v != "0";
 }
 
-Status Drop(Connection& c, const std::string& name) {
-  return c.Execute("DROP TABLE IF EXISTS " + QuoteIdentifier(name));
+namespace {
+
+bool SameName(std::string_view a, std::string_view b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
+    return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+  });
 }
 
-Status Recreate(Connection& c, const TableSpec& spec, const std::string& name) {
-  if (Status s = Drop(c, name); !s.ok()) return s;
+}  // namespace
+
+const char* OwnSuffixOf(std::string_view name) {
+  for (const char* suffix : kOwnSuffixes) {
+    const std::string_view s(suffix);
+    if (name.size() >= s.size() && SameName(name.substr(name.size() - s.size()), s)) return suffix;
+  }
+  return nullptr;
+}
+
+Status CheckNotReserved(const std::string& table, const std::string& events_table,
+                        const std::string& what) {
+  if (!events_table.empty() && SameName(table, events_table)) {
+    return Status::InvalidInput(fmt::format(
+        "{} would be {}, the event table: rewind never replaces or drops it; nothing was done "
+        "(choose another --into suffix or read model name)",
+        what, table));
+  }
+  if (IsBookkeepingTable(table)) {
+    return Status::InvalidInput(fmt::format(
+        "{} would be {}, one of rewind's bookkeeping tables: rewind never replaces it with a "
+        "read model; nothing was done (choose another --into suffix or read model name)",
+        what, table));
+  }
+  return Status::Ok();
+}
+
+Status CheckMayReplace(Connection& c, const std::string& table, const std::string& events_table,
+                       const std::string& what) {
+  if (Status s = CheckNotReserved(table, events_table, what); !s.ok()) return s;
+  Result<bool> exists = Exists(c, table);
+  if (!exists.ok()) return exists.status();
+  if (!*exists) return Status::Ok();
+  Result<bool> recorded = checkpoint_store::Recorded(c, table);
+  if (!recorded.ok()) return recorded.status();
+  if (*recorded) return Status::Ok();
+  return Status::InvalidInput(fmt::format(
+      "the table {} is in the way: rewind would put {} there, but it did not create that table "
+      "(its bookkeeping has no record of it), so it neither replaces nor drops it; nothing was "
+      "done. If it is a leftover of an older rewind, drop it yourself (DROP TABLE {}); if it is "
+      "yours, rename it{}",
+      table, what, QuoteIdentifier(table), OwnSuffixOf(table) ? "" : " or choose another --into suffix"));
+}
+
+Status CreateOwned(Connection& c, const TableSpec& spec, const std::string& name,
+                   const std::string& live, const std::string& kind,
+                   const std::string& events_table) {
+  if (Status s = CheckMayReplace(c, name, events_table, "the " + kind + " table of " + live); !s.ok()) {
+    return s;
+  }
+  if (Status s = checkpoint_store::RecordTable(c, name, live, kind); !s.ok()) return s;
+  if (Status s = c.Execute("DROP TABLE IF EXISTS " + QuoteIdentifier(name)); !s.ok()) return s;
   return c.Execute(table_schema::CreateTableSql(spec, name));
+}
+
+Status DropOwned(Connection& c, const std::string& name) {
+  Result<bool> exists = Exists(c, name);
+  if (!exists.ok()) return exists.status();
+  if (*exists) {
+    Result<bool> recorded = checkpoint_store::Recorded(c, name);
+    if (!recorded.ok()) return recorded.status();
+    if (!*recorded || IsBookkeepingTable(name)) {
+      return Status::InvalidInput(fmt::format(
+          "rewind did not create the table {} (its bookkeeping has no record of it), so it does "
+          "not drop it; if it is a leftover of an older rewind, drop it yourself",
+          name));
+    }
+    if (Status s = c.Execute("DROP TABLE IF EXISTS " + QuoteIdentifier(name)); !s.ok()) return s;
+  }
+  return checkpoint_store::ForgetTable(c, name);
 }
 
 Status HoldWriters(Connection& lock, const std::string& events_table) {
@@ -81,11 +156,13 @@ Status ReleaseWriters(Connection& lock) { return lock.Execute("UNLOCK TABLES"); 
 Status SwapIn(Connection& c, const std::vector<std::string>& live_tables, const std::string& suffix) {
   std::vector<std::string> renames, olds;
   for (const std::string& live : live_tables) {
-    const std::string old = live + "__rewind_old";
+    const std::string old = live + kOldSuffix;
     Result<bool> exists = Exists(c, live);
     if (!exists.ok()) return exists.status();
-    if (Status s = Drop(c, old); !s.ok()) return s;
+    // A recorded leftover of an earlier swap goes; anything else there is refused.
+    if (Status s = DropOwned(c, old); !s.ok()) return s;
     if (*exists) {
+      if (Status s = checkpoint_store::RecordTable(c, old, live, "old"); !s.ok()) return s;
       renames.push_back(fmt::format("{} TO {}", QuoteIdentifier(live), QuoteIdentifier(old)));
       olds.push_back(old);
     }
@@ -93,9 +170,16 @@ Status SwapIn(Connection& c, const std::vector<std::string>& live_tables, const 
   }
   std::string sql = "SET STATEMENT lock_wait_timeout = 1 FOR RENAME TABLE ";
   for (size_t i = 0; i < renames.size(); ++i) sql += (i ? ", " : "") + renames[i];
-  if (Status s = c.Execute(sql); !s.ok()) return s.With("swapping the rebuilt tables in");
+  if (Status s = c.Execute(sql); !s.ok()) {
+    for (const std::string& old : olds) (void)checkpoint_store::ForgetTable(c, old);  // not renamed
+    return s.With("swapping the rebuilt tables in");
+  }
+  FaultPoint("after-rename");
+  for (const std::string& live : live_tables) {
+    if (Status s = checkpoint_store::ForgetTable(c, live + suffix); !s.ok()) return s;  // now live
+  }
   for (const std::string& old : olds) {
-    if (Status s = Drop(c, old); !s.ok()) return s;
+    if (Status s = DropOwned(c, old); !s.ok()) return s;
   }
   return Status::Ok();
 }

@@ -224,6 +224,32 @@ TEST(Into, RebuildUpToAPointBesideTheLiveTables) {
   EXPECT_EQ(RunRewind({"replay", "--all", "--into", "x__rewind_new"}, Env(o)).code, 2);
 }
 
+// An --until-id below the first event is an empty build: refused unless --allow-empty says
+// so (#23); nothing is created by the refused run.
+TEST(Into, AnUntilIdBeforeTheFirstEventNeedsAllowEmpty) {
+  ConnectionOptions o = Store("rewind_test_until_before", 2'000);
+  auto c = Connect(o);
+  const std::string first = *c->QueryValue("SELECT MIN(id) FROM stored_events").value();
+  Outcome run = RunRewind({"replay", "visits_per_day", "--quiet", "--into", "_none", "--until-id", "-5"}, Env(o));
+  EXPECT_EQ(run.code, 1) << run.err;
+  EXPECT_NE(run.err.find("--until-id -5"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("first event"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find(first), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("--allow-empty"), std::string::npos) << run.err;
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND "
+                      "TABLE_NAME = 'visits_per_day_none'"), 0);
+  Outcome dry = RunRewind({"replay", "visits_per_day", "--dry-run", "--into", "_none", "--until-id", "-5"}, Env(o));
+  EXPECT_EQ(dry.code, 1) << dry.out;
+  EXPECT_NE(dry.out.find("--allow-empty"), std::string::npos) << dry.out;
+  Outcome big = RunRewind({"replay", "visits_per_day", "--into", "_none", "--until-id", "99999999999999999999"}, Env(o));
+  EXPECT_EQ(big.code, 2) << big.err;
+  EXPECT_NE(big.err.find("99999999999999999999"), std::string::npos) << big.err;
+  Outcome allowed = RunRewind({"replay", "visits_per_day", "--quiet", "--into", "_none", "--until-id", "-5",
+                               "--allow-empty"}, Env(o));
+  EXPECT_EQ(allowed.code, 0) << allowed.err;
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM visits_per_day_none"), 0);
+}
+
 // The nice value of each thread of a process, from /proc (field 19 of a task's stat).
 std::map<pid_t, int> ThreadNiceValues(pid_t pid) {
   std::map<pid_t, int> out;

@@ -5,6 +5,8 @@
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -612,6 +614,218 @@ TEST(Ownership, BookkeepingTablesOfTheOldLayoutAreMigrated) {
   // A second rewind finds the work done.
   EXPECT_EQ(RunRewind({"status"}, Env(o)).code, 0);
   EXPECT_EQ(RunRewind({"replay", "visits_per_day", "--quiet"}, Env(o)).code, 0);
+}
+
+// ---------------------------------------------------------------- only what rewind made (#23)
+
+// The tables of the database with their row counts, as one string: what a refused run
+// must leave exactly as it was.
+std::string Tables(Connection& c) {
+  std::string out;
+  auto names = c.Query("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() "
+                       "ORDER BY TABLE_NAME");
+  EXPECT_TRUE(names.ok());
+  for (const auto& r : names->rows) {
+    out += fmt::format("{}={} ", *r[0], Count(c, "SELECT COUNT(*) FROM " + QuoteIdentifier(*r[0])));
+  }
+  return out;
+}
+
+// The hostile tester's first case: --into with a suffix that makes the target the event
+// table itself. Refused before any work, naming the table; the events are all there.
+TEST(Ownership, IntoNeverReplacesTheEventTable) {
+  ConnectionOptions o = Store("rewind_test_into_events", 2'000);
+  auto c = Connect(o);
+  ASSERT_TRUE(c->Execute("RENAME TABLE stored_events TO visits_per_day_src").ok());
+  const std::string before = Tables(*c);
+  Outcome run = RunRewind({"replay", "visits_per_day", "--events-table", "visits_per_day_src", "--into", "_src",
+                           "--quiet"}, Env(o));
+  EXPECT_NE(run.code, 0);
+  EXPECT_NE(run.err.find("visits_per_day_src"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("event table"), std::string::npos) << run.err;
+  EXPECT_EQ(run.err.find("has no column"), std::string::npos) << run.err;  // refused before any work
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM visits_per_day_src"), 2'000);
+  EXPECT_EQ(Tables(*c), before);
+}
+
+// A declared read model named `rewind` built --into _checkpoints would be rewind's own
+// bookkeeping table: refused, the bookkeeping untouched.
+TEST(Ownership, IntoNeverReplacesRewindsBookkeeping) {
+  ConnectionOptions o = Store("rewind_test_into_bookkeeping", 2'000);
+  auto c = Connect(o);
+  ASSERT_EQ(RunRewind({"replay", "visits_per_day", "--quiet"}, Env(o)).code, 0);
+  const std::string file = ::testing::TempDir() + "/model-named-rewind.toml";
+  std::ofstream(file) << R"toml(
+[[read_model]]
+name   = "rewind"
+events = ['App\Analytics\PageVisited']
+key    = [{ column = "date", path = "visitedAt", bucket = "day" }]
+values = [{ column = "count", op = "count" }]
+)toml";
+  const std::string rows = "SELECT GROUP_CONCAT(projector, target_table, status, last_event_id ORDER BY projector) "
+                           "FROM rewind_checkpoints";
+  const std::string checkpoints = *c->QueryValue(rows).value();
+  const std::string before = Tables(*c);
+  Outcome run = RunRewind({"replay", "rewind", "--models", file, "--into", "_checkpoints", "--quiet"}, Env(o));
+  EXPECT_NE(run.code, 0);
+  EXPECT_NE(run.err.find("rewind_checkpoints"), std::string::npos) << run.err;
+  EXPECT_EQ(*c->QueryValue(rows).value(), checkpoints);
+  EXPECT_EQ(Tables(*c), before);
+  // The dry run says the same, as a refusal.
+  Outcome dry = RunRewind({"replay", "rewind", "--models", file, "--into", "_checkpoints", "--dry-run"}, Env(o));
+  EXPECT_EQ(dry.code, 1) << dry.out;
+  EXPECT_NE(dry.out.find("rewind_checkpoints"), std::string::npos) << dry.out;
+}
+
+// A user's own table where --into would build: refused, by a run and by a dry run; the
+// user's rows survive. Once the user drops it, the build goes ahead, and a second build
+// into the same suffix replaces what the first one made.
+TEST(Ownership, IntoNeverReplacesAUsersTable) {
+  ConnectionOptions o = Store("rewind_test_into_user", 2'000);
+  auto c = Connect(o);
+  ASSERT_TRUE(c->Execute("CREATE TABLE visits_per_day_backup (id INT PRIMARY KEY)").ok());
+  ASSERT_TRUE(c->Execute("INSERT INTO visits_per_day_backup VALUES (1), (2), (3)").ok());
+  const std::string before = Tables(*c);
+  Outcome run = RunRewind({"replay", "visits_per_day", "--into", "_backup", "--quiet"}, Env(o));
+  EXPECT_EQ(run.code, 1);
+  EXPECT_NE(run.err.find("visits_per_day_backup"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("it did not create that table"), std::string::npos) << run.err;
+  EXPECT_EQ(Tables(*c), before);
+  Outcome dry = RunRewind({"replay", "visits_per_day", "--into", "_backup", "--dry-run"}, Env(o));
+  EXPECT_EQ(dry.code, 1) << dry.out;
+  EXPECT_EQ(dry.out.find("replaces a leftover"), std::string::npos) << dry.out;
+  EXPECT_NE(dry.out.find("visits_per_day_backup"), std::string::npos) << dry.out;
+  Outcome json = RunRewind({"replay", "visits_per_day", "--into", "_backup", "--dry-run", "--json"}, Env(o));
+  EXPECT_EQ(json.code, 1) << json.out;
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM visits_per_day_backup"), 3);
+  ASSERT_TRUE(c->Execute("DROP TABLE visits_per_day_backup").ok());
+  EXPECT_EQ(RunRewind({"replay", "visits_per_day", "--into", "_backup", "--quiet"}, Env(o)).code, 0);
+  Outcome again = RunRewind({"replay", "visits_per_day", "--into", "_backup", "--dry-run"}, Env(o));
+  EXPECT_EQ(again.code, 0) << again.out;
+  EXPECT_NE(again.out.find("replaces a leftover"), std::string::npos) << again.out;
+  EXPECT_EQ(RunRewind({"replay", "visits_per_day", "--into", "_backup", "--quiet"}, Env(o)).code, 0);
+  CreateReferenceView(*c);
+  EXPECT_EQ(CompareWithReference(*c, "visits_per_day_backup", "SELECT DATE(t), '', COUNT(*) FROM ref_visits GROUP BY 1"),
+            "");
+}
+
+// A user's tables that merely end like rewind's own: a replay refuses them (the shadow, and
+// the old copy the swap drops), verify refuses its scratch name; each survives with its rows.
+TEST(Ownership, AUsersTableWithARewindSuffixIsNeverDropped) {
+  ConnectionOptions o = Store("rewind_test_user_suffix", 2'000);
+  auto c = Connect(o);
+  ASSERT_EQ(RunRewind({"replay", "visits_per_day", "--quiet"}, Env(o)).code, 0);
+  const std::string live = *c->QueryValue("SELECT GROUP_CONCAT(`date`, `count`) FROM visits_per_day").value();
+  for (const std::string name : {"visits_per_day__rewind_new", "visits_per_day__rewind_old"}) {
+    ASSERT_TRUE(c->Execute(fmt::format("CREATE TABLE {} (id INT PRIMARY KEY)", name)).ok());
+    ASSERT_TRUE(c->Execute(fmt::format("INSERT INTO {} VALUES (7)", name)).ok());
+    const std::string before = Tables(*c);
+    Outcome run = RunRewind({"replay", "visits_per_day", "--quiet"}, Env(o));
+    EXPECT_EQ(run.code, 1) << name;
+    EXPECT_NE(run.err.find(name), std::string::npos) << run.err;
+    EXPECT_NE(run.err.find("it did not create that table"), std::string::npos) << run.err;
+    EXPECT_EQ(Tables(*c), before) << name;
+    Outcome dry = RunRewind({"replay", "visits_per_day", "--dry-run"}, Env(o));
+    EXPECT_EQ(dry.code, 1) << dry.out;
+    EXPECT_NE(dry.out.find(name), std::string::npos) << dry.out;
+    ASSERT_TRUE(c->Execute("DROP TABLE " + name).ok());
+  }
+  ASSERT_TRUE(c->Execute("CREATE TABLE visits_per_day__rewind_verify (id INT PRIMARY KEY)").ok());
+  ASSERT_TRUE(c->Execute("INSERT INTO visits_per_day__rewind_verify VALUES (7)").ok());
+  Outcome verify = RunRewind({"verify", "visits_per_day", "--quiet"}, Env(o));
+  EXPECT_EQ(verify.code, 1) << verify.out;
+  EXPECT_NE(verify.err.find("visits_per_day__rewind_verify"), std::string::npos) << verify.err;
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM visits_per_day__rewind_verify"), 1);
+  EXPECT_EQ(*c->QueryValue("SELECT GROUP_CONCAT(`date`, `count`) FROM visits_per_day").value(), live);
+}
+
+// A shadow table an older rewind left behind, with its checkpoint row but no record of
+// ownership (the bookkeeping before layout 3): recognised by that row, and replaced.
+TEST(Ownership, AShadowTableOfAnOlderRewindIsRecognisedByItsCheckpointRow) {
+  ConnectionOptions o = Store("rewind_test_old_shadow", 2'000);
+  auto c = Connect(o);
+  {
+    std::vector<std::string> env = Env(o);
+    env.push_back("REWIND_FAULT=before-catch-up");
+    Subprocess killed(Rewind({"replay", "visits_per_day", "--quiet"}), env);
+    ASSERT_TRUE(killed.WaitFor("fault point", 60)) << killed.err();
+    killed.Signal(SIGKILL);
+    killed.Wait();
+  }
+  // As an older rewind left it: no ownership records, layout 2.
+  ASSERT_TRUE(c->Execute("DROP TABLE rewind_tables").ok());
+  ASSERT_TRUE(c->Execute("UPDATE rewind_schema SET version = 2").ok());
+  Outcome resumed = RunRewind({"replay", "--resume", "visits_per_day", "--quiet"}, Env(o));
+  EXPECT_EQ(resumed.code, 0) << resumed.err;
+  EXPECT_EQ(Count(*c, "SELECT version FROM rewind_schema"), kSchemaVersion);
+  CreateReferenceView(*c);
+  EXPECT_EQ(CompareWithReference(*c, "visits_per_day", "SELECT DATE(t), '', COUNT(*) FROM ref_visits GROUP BY 1"), "");
+}
+
+// `status` on a database without the event table: a clear message, and under --json a
+// JSON document with the error (#23, part 9).
+TEST(OddInput, StatusWithoutAnEventTableSaysSo) {
+  ConnectionOptions o = FreshDatabase("rewind_test_status_no_events");
+  Outcome text = RunRewind({"status"}, Env(o));
+  EXPECT_EQ(text.code, 1);
+  EXPECT_NE(text.err.find("stored_events"), std::string::npos) << text.err;
+  EXPECT_EQ(text.err.find("doesn't exist"), std::string::npos) << text.err;  // not the server's raw error
+  EXPECT_EQ(text.err.find("SELECT"), std::string::npos) << text.err;
+  Outcome json = RunRewind({"status", "--json"}, Env(o));
+  EXPECT_EQ(json.code, 1);
+  const auto j = nlohmann::json::parse(json.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << json.out;
+  ASSERT_TRUE(j.contains("error")) << json.out;
+  EXPECT_NE(j["error"].get<std::string>().find("stored_events"), std::string::npos) << json.out;
+}
+
+// A swap killed between its RENAME and the drop of the old live table leaves
+// `<table>__rewind_old`, recorded as rewind's: the next replay drops it and swaps.
+TEST(Ownership, TheOldCopyAKilledSwapLeftIsDroppedByTheNextSwap) {
+  ConnectionOptions o = Store("rewind_test_swap_leftover", 2'000);
+  auto c = Connect(o);
+  ASSERT_EQ(RunRewind({"replay", "visits_per_day", "--quiet"}, Env(o)).code, 0);
+  {
+    std::vector<std::string> env = Env(o);
+    env.push_back("REWIND_FAULT=after-rename");
+    Subprocess killed(Rewind({"replay", "visits_per_day", "--quiet"}), env);
+    ASSERT_TRUE(killed.WaitFor("fault point", 60)) << killed.err();
+    killed.Signal(SIGKILL);
+    killed.Wait();
+  }
+  const std::string old = "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND "
+                          "TABLE_NAME = 'visits_per_day__rewind_old'";
+  ASSERT_EQ(Count(*c, old), 1);
+  Outcome next = RunRewind({"replay", "visits_per_day", "--quiet"}, Env(o));
+  EXPECT_EQ(next.code, 0) << next.err;
+  EXPECT_EQ(Count(*c, old), 0);
+  CreateReferenceView(*c);
+  EXPECT_EQ(CompareWithReference(*c, "visits_per_day", "SELECT DATE(t), '', COUNT(*) FROM ref_visits GROUP BY 1"), "");
+}
+
+// An --into build killed half-way is continued by --resume (its table is rewind's, by its
+// record) and equals the reference.
+TEST(Ownership, AnIntoBuildKilledHalfWayIsResumed) {
+  ConnectionOptions o = Store("rewind_test_into_resume", 6'000);
+  auto c = Connect(o);
+  {
+    std::vector<std::string> env = Env(o);
+    env.push_back("REWIND_FAULT=mid-flush:3");  // two flushes committed, the third open
+    Subprocess killed(Rewind({"replay", "visits_per_day", "--quiet", "--into", "_half", "--batch-size", "1000",
+                              "--flush-every", "1000"}),
+                      env);
+    ASSERT_TRUE(killed.WaitFor("fault point", 60)) << killed.err();
+    killed.Signal(SIGKILL);
+    killed.Wait();
+  }
+  ASSERT_GT(Count(*c, "SELECT GREATEST(0, COALESCE(MAX(last_event_id), 0)) FROM rewind_checkpoints WHERE "
+                      "target_table = 'visits_per_day_half'"), 0);
+  Outcome resumed = RunRewind({"replay", "visits_per_day", "--resume", "--into", "_half"}, Env(o));
+  EXPECT_EQ(resumed.code, 0) << resumed.err;
+  EXPECT_NE(resumed.err.find("resumes after event"), std::string::npos) << resumed.err;
+  CreateReferenceView(*c);
+  EXPECT_EQ(CompareWithReference(*c, "visits_per_day_half", "SELECT DATE(t), '', COUNT(*) FROM ref_visits GROUP BY 1"),
+            "");
 }
 
 // The blog's own live table has no uri_hash column: verify compares the read model's own

@@ -73,6 +73,10 @@ TEST(Models, EveryMistakeIsNamedWithItsLine) {
   ExpectError(With("name   = \"revenue\"", "name = \"stored_events\""), "m.toml:3", "the event table's");
   ExpectError(With("name   = \"revenue\"", "name = \"rewind_checkpoints\""), "m.toml:3", "reserved");
   ExpectError(With("name   = \"revenue\"", "name = \"visits_per_day\""), "m.toml:3", "compiled read model");
+  // Names that end like the tables rewind makes beside a live table (#23).
+  for (const char* name : {"foo__rewind_verify", "bar__rewind_new", "baz__rewind_old", "Baz__REWIND_OLD"}) {
+    ExpectError(With("name   = \"revenue\"", fmt::format("name = \"{}\"", name)), "m.toml:3", "ends like");
+  }
   ExpectError(With("name   = \"revenue\"", "name = \"rev-enue\""), "m.toml:3", "not a plain identifier");
   ExpectError(With("column = \"month\"", "column = \"mon th\""), "m.toml:7", "not a plain identifier");
   ExpectError(With("events = ['Shop\\Placed', 'Shop\\Refunded']", "events = []"), "m.toml:4", "is empty");

@@ -94,11 +94,31 @@ TEST(Options, BadInputIsAClearError) {
   EXPECT_FALSE(f.ok());
 }
 
+// An --until-id is an id of a BIGINT or BIGINT UNSIGNED column, or it is refused (#23).
+TEST(Options, AnUntilIdOutsideEveryIdColumnIsRefused) {
+  auto e = Env({{"REWIND_CONFIG", "/dev/null"}});
+  for (const char* id : {"99999999999999999999", "18446744073709551616", "-9223372036854775809"}) {
+    auto r = ParseCommandLine({"replay", "--all", "--into", "_x", "--until-id", id}, e);
+    ASSERT_FALSE(r.ok()) << id;
+    EXPECT_NE(r.status().message().find("--until-id"), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find(id), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find("18446744073709551615"), std::string::npos) << r.status().message();
+  }
+  for (const char* id : {"18446744073709551615", "-9223372036854775808", "-5", "0"}) {
+    auto r = ParseCommandLine({"replay", "--all", "--into", "_x", "--until-id", id}, e);
+    EXPECT_TRUE(r.ok()) << id << ": " << r.status().message();
+  }
+  auto allow = ParseCommandLine({"replay", "--all", "--allow-empty"}, e);
+  ASSERT_TRUE(allow.ok()) << allow.status().message();
+  EXPECT_TRUE(allow->options.allow_empty);
+}
+
 TEST(Options, HelpIsTheDefaultCommand) {
   auto cl = ParseCommandLine({}, Env({{"REWIND_CONFIG", "/dev/null"}}));
   ASSERT_TRUE(cl.ok());
   EXPECT_EQ(cl->command, "help");
   EXPECT_NE(HelpText().find("rewind replay --all"), std::string::npos);
+  EXPECT_EQ(HelpText().find("no --follow yet"), std::string::npos);  // ingest has --follow
 }
 
 // Each of these was a bug of the hand-written parser (issue 8, section 4).

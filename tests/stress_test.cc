@@ -220,5 +220,65 @@ TEST(Stress, RefusesADatabaseItDidNotCreate) {
   EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'rewind_test_not_stress'"), 1);
 }
 
+// Once stress has worked in a database (its own bookkeeping is there), a table someone else
+// puts there is still not its own: the next run refuses the database and drops nothing (#23).
+TEST(Stress, RefusesADatabaseWithAUserTableEvenWhereItHasWorkedBefore) {
+  const ConnectionOptions server = ServerOptions();
+  auto admin = Connect(server);
+  ASSERT_TRUE(admin);
+  ASSERT_TRUE(admin->Execute("DROP DATABASE IF EXISTS rewind_test_stress_again").ok());
+  const std::vector<std::string> args = {"stress", "--quick", "--only", "1", "--stress-database",
+                                         "rewind_test_stress_again", "--out", ::testing::TempDir() + "/stress-again"};
+  std::vector<std::string> keep = args;
+  keep.push_back("--keep");
+  Outcome first = RunRewind(keep, Env(server));
+  ASSERT_EQ(first.code, 0) << first.err;
+  ConnectionOptions db = server;
+  db.database = "rewind_test_stress_again";
+  auto c = Connect(db);
+  ASSERT_TRUE(c);
+  const std::string tables = "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'rewind_test_stress_again'";
+  const int64_t own = Count(*c, tables);
+  ASSERT_GT(own, 0);
+  ASSERT_TRUE(c->Execute("CREATE TABLE precious (id INT PRIMARY KEY)").ok());
+  ASSERT_TRUE(c->Execute("INSERT INTO precious VALUES (1)").ok());
+  Outcome second = RunRewind(args, Env(server));
+  EXPECT_EQ(second.code, 1);
+  EXPECT_NE(second.err.find("did not create (precious)"), std::string::npos) << second.err;
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM precious"), 1);
+  EXPECT_EQ(Count(*c, tables), own + 1);  // it dropped nothing, its own tables included
+  EXPECT_TRUE(admin->Execute("DROP DATABASE rewind_test_stress_again").ok());
+}
+
+// A table that appears in stress's database while it runs is not its own: at the end it
+// drops exactly the tables it created, and keeps the database that still holds another.
+TEST(Stress, DropsOnlyTheTablesItCreated) {
+  const ConnectionOptions server = ServerOptions();
+  auto admin = Connect(server);
+  ASSERT_TRUE(admin);
+  ASSERT_TRUE(admin->Execute("DROP DATABASE IF EXISTS rewind_test_stress_own").ok());
+  const std::string pause = PauseFile("stress_own");
+  std::vector<std::string> env = Env(server);
+  env.push_back("REWIND_FAULT=stress-prepared@" + pause);
+  Subprocess run(Rewind({"stress", "--quick", "--only", "1", "--stress-database", "rewind_test_stress_own", "--out",
+                         ::testing::TempDir() + "/stress-own"}),
+                 env);
+  ASSERT_TRUE(run.WaitFor("fault point", 60)) << run.err();
+  ConnectionOptions db = server;
+  db.database = "rewind_test_stress_own";
+  auto c = Connect(db);
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(c->Execute("CREATE TABLE precious (id INT PRIMARY KEY)").ok());
+  ASSERT_TRUE(c->Execute("INSERT INTO precious VALUES (1)").ok());
+  Release(pause);
+  EXPECT_EQ(run.Wait(), 0) << run.err();
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM precious"), 1);
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = "
+                      "'rewind_test_stress_own' AND TABLE_NAME <> 'precious'"), 0)
+      << c->QueryValue("SELECT GROUP_CONCAT(TABLE_NAME) FROM information_schema.TABLES WHERE TABLE_SCHEMA = "
+                       "'rewind_test_stress_own'").value().value_or("");
+  EXPECT_TRUE(admin->Execute("DROP DATABASE rewind_test_stress_own").ok());
+}
+
 }  // namespace
 }  // namespace rw
