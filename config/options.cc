@@ -735,6 +735,8 @@ Exit codes:
   4    verify found differences
   5    over the failure budget (--max-failures): nothing swapped in, shadow tables kept
   6    the cut-over gave up: live tables untouched, resumable with --resume
+  7    a read model received no event while its live table has rows (a class or table that
+       matches nothing?): nothing swapped in, shadow tables kept; --allow-empty swaps anyway
        (stress: 1 also when its own check found a lost or duplicated append)
   130  stopped by SIGINT, 143 by SIGTERM: resumable with --resume
 )");

@@ -43,6 +43,7 @@ inline constexpr int kFailedEvents = 3;    // swapped in, but some events failed
 inline constexpr int kDiffers = 4;         // verify found differences
 inline constexpr int kOverBudget = 5;      // over a failure budget: nothing swapped
 inline constexpr int kCutoverGaveUp = 6;   // the cut-over gave up; live tables untouched
+inline constexpr int kEmptyBuild = 7;      // a read model received no event: nothing swapped
 }  // namespace exit_code
 
 struct ReplayOptions {

@@ -116,7 +116,7 @@ int DryRunCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
   // The first batches: a tenth of the range, at least one batch, at most kSampleEvents.
   const uint64_t sample_target =
       std::clamp<uint64_t>(events / 10, std::min<uint64_t>(o.batch_size, kSampleEvents), kSampleEvents);
-  uint64_t sampled = 0;
+  uint64_t sampled = 0, matched = 0;  // events read; of them, of the classes the run reads
   const auto started = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
   bool whole = false;
@@ -137,6 +137,7 @@ int DryRunCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
     }
     decoder.Decode(**batch);
     sampled += (*batch)->rows_read;
+    matched += (*batch)->rows_read - (*batch)->skipped;
     for (auto& p : projectors) {
       if (p->reads_records()) {
         const Batch& b = **batch;
@@ -159,7 +160,7 @@ int DryRunCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
     TsvBuilder tsv(projectors[i]->table());
     projectors[i]->Flush(tsv);
     models[i].sample_rows = tsv.rows();
-    models[i].sample_bytes = tsv.Take().size();
+    models[i].sample_bytes = tsv.bytes();
     // Keys grow like events^a: a = 1 for keys that keep coming (minutes, URLs), near 0 for
     // keys that are all there already (years); a is measured between half and all of the
     // sample.
@@ -209,13 +210,48 @@ int DryRunCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
     blockers.push_back(fmt::format("the user lacks the grants: {} (on {}.*)", list, o.connection.database));
   }
 
+  // No event of the classes read: say which classes the table holds (a bounded look at its
+  // first events), and refuse as the real run would when a live table has rows.
+  std::string no_match;
+  if (matched == 0 && sampled > 0) {
+    std::string classes;
+    Result<Rows> present = c.Query(fmt::format(
+        "SELECT t, COUNT(*) FROM (SELECT {} AS t FROM {} ORDER BY {} LIMIT 10000) x GROUP BY t ORDER BY 2 DESC LIMIT 10",
+        QuoteIdentifier(o.events.type_column), QuoteIdentifier(o.events.table), id));
+    if (present.ok()) {
+      for (const auto& row : present->rows) {
+        classes += fmt::format("{}'{}' ({})", classes.empty() ? "" : ", ", row[0].value_or("NULL"), row[1].value_or("0"));
+      }
+    }
+    std::string wanted;
+    for (const std::string& w : reads.scope.classes) wanted += (wanted.empty() ? "'" : ", '") + w + "'";
+    if (wanted.empty()) wanted = "'" + o.events.page_visited_class + "'";
+    no_match = fmt::format("0 events match the class {} in {} of the {} events read{}; the classes of its first "
+                           "events: {}",
+                           wanted, o.events.table, WithThousands(sampled), whole ? " (all of them)" : "",
+                           classes.empty() ? "(none)" : classes);
+    bool live_rows = false;
+    for (const auto& p : projectors) {
+      Result<bool> exists = table_admin::Exists(c, p->table().name);
+      if (!exists.ok() || !*exists) continue;
+      Result<std::optional<std::string>> any =
+          c.QueryValue(fmt::format("SELECT 1 FROM {} LIMIT 1", QuoteIdentifier(p->table().name)));
+      live_rows = live_rows || (any.ok() && *any);
+    }
+    if (whole && live_rows && plan.swap && !o.allow_empty) {
+      blockers.push_back(no_match + "; the run would swap nothing over live tables with rows (exit 7; "
+                                    "--allow-empty to swap anyway)");
+    }
+  }
+
   const char* count_label = exact ? "exact" : "estimate (the optimizer's; counting took too long)";
   if (o.json) {
     nlohmann::json j;
     j["can_start"] = blockers.empty();
     j["blockers"] = blockers;
     j["events"] = {{"count", events}, {"exact", exact}};
-    j["sample"] = {{"events", sampled}, {"seconds", sample_seconds}, {"whole_range", whole}};
+    j["sample"] = {{"events", sampled}, {"matching", matched}, {"seconds", sample_seconds}, {"whole_range", whole}};
+    if (!no_match.empty()) j["no_match"] = no_match;
     j["estimated_seconds"] = seconds;
     j["read_models"] = nlohmann::json::array();
     for (size_t i = 0; i < models.size(); ++i) {
@@ -232,8 +268,9 @@ int DryRunCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
   } else {
     fmt::print(out, "dry run: nothing was created, locked or written\n");
     fmt::print(out, "events to read: {} ({})\n", WithThousands(events), count_label);
-    fmt::print(out, "sample: {} events read, decoded and applied in memory in {:.2f} s{}\n",
-               WithThousands(sampled), sample_seconds, whole ? " (the whole range)" : "");
+    fmt::print(out, "sample: {} events read ({} of the classes read), decoded and applied in memory in {:.2f} s{}\n",
+               WithThousands(sampled), WithThousands(matched), sample_seconds, whole ? " (the whole range)" : "");
+    if (!no_match.empty()) fmt::print(out, "{}\n", no_match);
     fmt::print(out, "{:<26} {:<40} {:>14} {:>12}\n", "read model", "would create", "rows", "size");
     for (size_t i = 0; i < models.size(); ++i) {
       fmt::print(out, "{:<26} {:<40} {:>14} {:>12}{}\n", models[i].name,

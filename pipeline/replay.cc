@@ -195,6 +195,7 @@ class Run {
     if (s.ok() && plan_.after_build) s = plan_.after_build(*admin_);
     if (plan_.scratch && locked_) DropScratch();
     if (s.ok() && plan_.swap) s = CatchUp();
+    if (s.ok() && plan_.swap) s = CheckNotEmpty();
     if (s.ok()) s = CheckBudget();
     if (s.ok() && !plan_.swap && !plan_.scratch) MarkBuilt();
     if (s.ok() && plan_.swap && stop_.load()) {
@@ -442,6 +443,37 @@ class Run {
         o_.max_failures ? fmt::format("--max-failures {}", *o_.max_failures)
                         : fmt::format("--max-failures {}%", *o_.max_failures_percent),
         over));
+  }
+
+  // A read model that received no event over the whole build (its resumed part included)
+  // would swap an empty table over a live one with rows: a class or an event table that
+  // matches nothing. Nothing is swapped then (the swap is one RENAME for all), unless
+  // --allow-empty.
+  Status CheckNotEmpty() {
+    if (o_.allow_empty) return Status::Ok();
+    std::string empty;
+    for (size_t i = 0; i < runners_.size(); ++i) {
+      const RunnerStats& st = runners_[i]->stats();
+      if (prior_applied_[i] + st.events_applied + prior_failed_[i] + st.failed_events > 0) continue;
+      Result<bool> exists = table_admin::Exists(*admin_, live_tables_[i]);
+      if (!exists.ok()) return exists.status();
+      if (!*exists) continue;
+      Result<std::optional<std::string>> any =
+          admin_->QueryValue(fmt::format("SELECT 1 FROM {} LIMIT 1", QuoteIdentifier(live_tables_[i])));
+      if (!any.ok()) return any.status();
+      if (*any) empty += fmt::format("{}{}", empty.empty() ? "" : ", ", names_[i]);
+    }
+    if (empty.empty()) return Status::Ok();
+    sum_.empty_build = true;
+    std::string classes;
+    for (const std::string& c : read_plan_.scope.classes) classes += (classes.empty() ? "'" : ", '") + c + "'";
+    if (classes.empty()) classes = "'" + o_.events.page_visited_class + "'";
+    return Status::InvalidInput(fmt::format(
+        "{} received no event from {} ({} events read; of the class {}), but the live table has rows: "
+        "nothing was swapped in, the shadow tables are kept; check --events-table and --event-class "
+        "(`rewind replay --dry-run` names the classes the table holds), or pass --allow-empty to swap "
+        "the empty build in",
+        empty, o_.events.table, WithThousands(sum_.events_read), classes));
   }
 
   // An --into build is complete: say so in its checkpoint rows.

@@ -13,6 +13,7 @@ namespace rw {
 int ReplaySummary::ExitCode() const {
   if (cutover_gave_up) return exit_code::kCutoverGaveUp;
   if (over_budget) return exit_code::kOverBudget;
+  if (empty_build) return exit_code::kEmptyBuild;
   if (!status.ok()) return exit_code::kError;
   // Within a failure budget the failures were expected: done (they are still recorded).
   return failures > 0 && !within_budget ? exit_code::kFailedEvents : exit_code::kOk;

@@ -32,6 +32,7 @@ struct ReplaySummary {
   bool cutover_gave_up = false;  // the cut-over could not get its locks in time
   bool over_budget = false;      // some read model failed more events than --max-failures
   bool within_budget = false;    // a failure budget was given and every read model kept it
+  bool empty_build = false;      // a read model received no event, its live table has rows
   std::string built_into;        // --into: the suffix of the tables built (never swapped)
   std::string run_id;
   EventId head_id = kBeforeFirstId;

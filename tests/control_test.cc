@@ -59,6 +59,8 @@ TEST(DryRun, TouchesNothingAndSaysWhatTheRunWouldDo) {
   ASSERT_EQ(j["read_models"].size(), AllProjectors().size());
   for (const auto& m : j["read_models"]) {
     EXPECT_GT(m["estimated_rows"].get<int64_t>(), 0) << m.dump();
+    // A row's bytes, not the number of the buffer's pieces: at least a date and a count.
+    EXPECT_GE(m["estimated_bytes"].get<int64_t>(), 12 * m["estimated_rows"].get<int64_t>()) << m.dump();
     EXPECT_EQ(m["table"].get<std::string>(), m["name"].get<std::string>() + "__rewind_new");
   }
   EXPECT_GT(j["estimated_seconds"].get<double>(), 0);
@@ -68,6 +70,38 @@ TEST(DryRun, TouchesNothingAndSaysWhatTheRunWouldDo) {
   EXPECT_NE(text.out.find("(estimate)"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("(exact)"), std::string::npos) << text.out;
   EXPECT_EQ(ServerState(*c), before);
+}
+
+// An event class that matches nothing (the config file's doubled backslashes, say) never
+// swaps an empty read model over a full one: exit 7, the live table and the shadow table
+// kept; the dry run says so and names the classes that are there; --allow-empty swaps.
+TEST(EmptyBuild, AClassThatMatchesNothingNeverEmptiesALiveTable) {
+  ConnectionOptions o = Store("rewind_test_empty_build", 2'000);
+  auto c = Connect(o);
+  ASSERT_EQ(RunRewind({"replay", "visits_per_day", "--quiet"}, Env(o)).code, 0);
+  const int64_t live = Count(*c, "SELECT SUM(`count`) FROM visits_per_day");
+  ASSERT_GT(live, 0);
+  const std::string wrong = "App\\\\Analytics\\\\PageVisited";  // App\\Analytics\\PageVisited
+  Outcome dry = RunRewind({"replay", "visits_per_day", "--dry-run", "--event-class", wrong}, Env(o));
+  EXPECT_EQ(dry.code, 1) << dry.out;
+  EXPECT_NE(dry.out.find("0 events match"), std::string::npos) << dry.out;
+  EXPECT_NE(dry.out.find("'App\\Analytics\\PageVisited' ("), std::string::npos) << dry.out;
+  Outcome run = RunRewind({"replay", "visits_per_day", "--quiet", "--event-class", wrong}, Env(o));
+  EXPECT_EQ(run.code, 7) << run.err;
+  EXPECT_NE(run.err.find("visits_per_day received no event"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("--allow-empty"), std::string::npos) << run.err;
+  EXPECT_EQ(Count(*c, "SELECT SUM(`count`) FROM visits_per_day"), live);
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND "
+                      "TABLE_NAME = 'visits_per_day__rewind_new'"),
+            1);
+  // A resumed build counts what it applied before: still nothing, still refused.
+  Outcome resumed = RunRewind({"replay", "visits_per_day", "--quiet", "--resume", "--event-class", wrong}, Env(o));
+  EXPECT_EQ(resumed.code, 7) << resumed.err;
+  EXPECT_EQ(Count(*c, "SELECT SUM(`count`) FROM visits_per_day"), live);
+  // Asked for, the empty build is swapped in.
+  Outcome allowed = RunRewind({"replay", "visits_per_day", "--quiet", "--allow-empty", "--event-class", wrong}, Env(o));
+  EXPECT_EQ(allowed.code, 0) << allowed.err;
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM visits_per_day"), 0);
 }
 
 TEST(DryRun, SaysWhyARealRunCouldNotStart) {
