@@ -337,6 +337,8 @@ class DeclaredProjector final : public Projector {
         limit_.push_back(v.type == ValueType::kDecimal ? Pow10(v.precision) : 0);
       }
       column_of_.push_back(j);
+      checks_sums_ |= (v.op == Op::kSum || v.op == Op::kSubtract) &&
+                      (v.type == ValueType::kDecimal || v.type == ValueType::kBigInt);
     }
     // Non-text keys first in the encoded key: sorted keys then come in index order.
     for (size_t i = 0; i < plan_.keys.size(); ++i) {
@@ -446,8 +448,10 @@ class DeclaredProjector final : public Projector {
       const uint64_t hash = TextTable::HashOf(key_, {});
       const int64_t found = keys_.Find(key_, {}, hash);
       Acc* accs = found < 0 ? nullptr : accs_.data() + static_cast<size_t>(found) * ncolumns;
-      for (size_t j = 0; j < ncolumns; ++j) sums_[j] = accs ? accs[j].n : 0;
-      for (size_t i = 0; reason.empty() && i < nvalues; ++i) {
+      if (checks_sums_) {
+        for (size_t j = 0; j < ncolumns; ++j) sums_[j] = accs ? accs[j].n : 0;
+      }
+      for (size_t i = 0; checks_sums_ && reason.empty() && i < nvalues; ++i) {
         const ValuePlan& p = plan_.values[i];
         if (!present_[i] || (p.op != Op::kSum && p.op != Op::kSubtract)) continue;
         if (p.type != ValueType::kDecimal && p.type != ValueType::kBigInt) continue;
@@ -623,6 +627,7 @@ class DeclaredProjector final : public Projector {
   std::vector<size_t> column_plan_;  // per stored value column: its first contribution in plan_.values
   std::vector<size_t> column_of_;    // per contribution: its stored column
   std::vector<__int128> limit_;      // per stored value column: 10^precision for decimals
+  bool checks_sums_ = false;         // some sum or subtraction of a decimal or bigint
   std::vector<size_t> key_order_;  // key columns in encoded order
   size_t text_keys_ = 0;
   std::vector<bool> model_classes_;
