@@ -294,12 +294,20 @@ class Parser {
     Result<std::string> col = String(v, "column", "a value", true);
     if (!col.ok()) return col.status();
     value.column = *col;
-    if (Status s = Column(v, value.column, columns); !s.ok()) return s;
+    // A column declared again is another contribution to it (checked below, once typed).
+    const ValuePlan* earlier = nullptr;
+    for (const ValuePlan& e : plan.values) {
+      if (earlier == nullptr && Lower(e.column) == Lower(value.column)) earlier = &e;
+    }
+    if (earlier == nullptr) {
+      if (Status s = Column(v, value.column, columns); !s.ok()) return s;
+    }
     Result<std::string> op = String(v, "op", "a value", true);
     if (!op.ok()) return op.status();
     static const std::pair<const char*, Op> kOps[] = {{"count", Op::kCount}, {"sum", Op::kSum},
-                                                      {"min", Op::kMin},     {"max", Op::kMax},
-                                                      {"first", Op::kFirst}, {"last", Op::kLast}};
+                                                      {"subtract", Op::kSubtract}, {"min", Op::kMin},
+                                                      {"max", Op::kMax},     {"first", Op::kFirst},
+                                                      {"last", Op::kLast}};
     bool known = false;
     for (const auto& [name, o] : kOps) {
       if (*op == name) {
@@ -307,7 +315,9 @@ class Parser {
         known = true;
       }
     }
-    if (!known) return Fail(*v.get("op"), fmt::format("unknown op '{}' (count, sum, min, max, first or last)", *op));
+    if (!known) {
+      return Fail(*v.get("op"), fmt::format("unknown op '{}' (count, sum, subtract, min, max, first or last)", *op));
+    }
     Result<FieldSource> src = Source(v, "a value", false);
     if (!src.ok()) return src.status();
     value.source = *src;
@@ -352,6 +362,7 @@ class Parser {
     switch (value.op) {
       case Op::kCount: value.type = ValueType::kBigInt; break;
       case Op::kSum:
+      case Op::kSubtract:
       case Op::kMin:
       case Op::kMax:
         value.type = ValueType::kDecimal;
@@ -368,7 +379,7 @@ class Parser {
       if (!type.ok()) return type.status();
       const bool numeric = type->type == ValueType::kBigInt || type->type == ValueType::kDecimal ||
                            type->type == ValueType::kDouble;
-      if ((value.op == Op::kCount || value.op == Op::kSum) && !numeric) {
+      if ((value.op == Op::kCount || value.op == Op::kSum || value.op == Op::kSubtract) && !numeric) {
         return Fail(*tn, fmt::format("value '{}': a {} is bigint, decimal(p,s) or double, not '{}'", value.column,
                                      OpName(value.op), ts->get()));
       }
@@ -386,6 +397,21 @@ class Parser {
                                                  value.constant, ValueTypeName(value.type, value.precision, value.scale)));
       }
     }
+    if (earlier != nullptr) {
+      // Every contribution to one column adds into it: sums and subtractions of one type.
+      auto adds = [](Op o) { return o == Op::kSum || o == Op::kSubtract; };
+      const std::string first_type = ValueTypeName(earlier->type, earlier->precision, earlier->scale);
+      const std::string this_type = ValueTypeName(value.type, value.precision, value.scale);
+      if (!adds(earlier->op) || !adds(value.op) || first_type != this_type) {
+        return Fail(v, fmt::format("column '{}' is declared twice ({} {} here, {} {} at line {}): a "
+                                   "column takes several contributions only when each is op = \"sum\" or "
+                                   "\"subtract\" of the same type; otherwise give it another name",
+                                   value.column, OpName(value.op), this_type, OpName(earlier->op), first_type,
+                                   earlier->line));
+      }
+      value.column = earlier->column;  // one column, spelled as first declared
+    }
+    value.line = v.source().begin.line;
     return value;
   }
 

@@ -72,6 +72,17 @@ enum class Group { kConnection, kEvents, kReplay, kControl, kStress, kOutput };
 
 // A table-name suffix of an --into build: a plain identifier that does not end like
 // rewind's own tables (the whole name's length is checked against each read model).
+// --type-path: "" (the type column) or a dotted path whose every part is non-empty.
+Status CheckTypePath(const std::string& v, std::string& out) {
+  if (!v.empty() && (v.front() == '.' || v.back() == '.' || v.find("..") != std::string::npos)) {
+    return Status::InvalidInput(fmt::format("--type-path '{}' has an empty part: give a dotted path into the "
+                                            "payload, e.g. headers.__event_type",
+                                            v));
+  }
+  out = v;
+  return Status::Ok();
+}
+
 Status CheckSuffix(const char* key, const std::string& v, std::string& out) {
   if (v.empty() || v.size() > 40 ||
       v.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") !=
@@ -160,6 +171,9 @@ const std::vector<OptionSpec>& Table() {
       {"type-column", "", Group::kEvents, false, {}, "the event class, compared byte for byte",
        Text(&EventTableOptions::type_column, true),
        [](const ReplayOptions& o) { return o.events.type_column; }},
+      {"type-path", "", Group::kEvents, false, {},
+       "the class is this dotted path into the payload instead of a column (EventSauce: headers.__event_type)",
+       [](ReplayOptions& o, const std::string& v) { return CheckTypePath(v, o.events.type_path); }, nullptr},
       {"payload-column", "", Group::kEvents, false, {}, "JSON: url, visitedAt, ip, userAgent",
        Text(&EventTableOptions::payload_column, true),
        [](const ReplayOptions& o) { return o.events.payload_column; }},
@@ -395,6 +409,7 @@ const char* ValueName(const std::string& name) {
   if (name == "until-time") return "TIME";
   if (name == "into" || name == "against") return "SUFFIX";
   if (name == "uuid-column" || name == "time-column") return "COLUMN";
+  if (name == "type-path") return "PATH";
   return "NAME";
 }
 

@@ -60,8 +60,10 @@ std::string Fingerprint(const ReplayOptions& o, const std::vector<std::string>& 
   const EventTableOptions& e = o.events;
   std::string set;
   for (const std::string& n : names) set += n + "\x1f";
-  return ShortHash(fmt::format("{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}", o.connection.database, e.table,
-                               e.id_column, e.type_column, e.payload_column, e.page_visited_class)) +
+  // (A type path is appended only when given: builds that read a type column keep their source.)
+  return ShortHash(fmt::format("{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}{}", o.connection.database, e.table, e.id_column,
+                               e.type_column, e.payload_column, e.page_visited_class,
+                               e.type_path.empty() ? "" : "\x1fpath:" + e.type_path)) +
          "-" + ShortHash(set) + "-" + ReadModelVersion(p);
 }
 

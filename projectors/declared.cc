@@ -35,6 +35,7 @@ const char* OpName(Op op) {
     case Op::kMax: return "max";
     case Op::kFirst: return "first";
     case Op::kLast: return "last";
+    case Op::kSubtract: return "subtract";
   }
   return "?";
 }
@@ -79,12 +80,26 @@ std::string CanonicalForm(const ModelPlan& p) {
     out += fmt::format("\nkey {} {} {} {}{}", q(k.column), q(SourceText(k.source)), BucketName(k.bucket),
                        ValueTypeName(k.type), k.strict ? " strict" : "");
   }
+  // A column's contributions at its first place, in a fixed order: they are summed, so the
+  // order they are written in is not part of the declaration.
+  std::vector<std::string> columns;
+  std::vector<std::vector<std::string>> lines;
   for (const ValuePlan& v : p.values) {
     std::vector<std::string> on = v.on.empty() ? events : v.on;
     std::sort(on.begin(), on.end());
-    out += fmt::format("\nvalue {} {} {} {} {}", q(v.column), OpName(v.op), q(SourceText(v.source)),
-                       v.has_constant ? q(v.constant) : "-", ValueTypeName(v.type, v.precision, v.scale));
-    for (const auto& e : on) out += " " + q(e);
+    std::string line = fmt::format("\nvalue {} {} {} {} {}", q(v.column), OpName(v.op), q(SourceText(v.source)),
+                                   v.has_constant ? q(v.constant) : "-", ValueTypeName(v.type, v.precision, v.scale));
+    for (const auto& e : on) line += " " + q(e);
+    const size_t at = std::find(columns.begin(), columns.end(), v.column) - columns.begin();
+    if (at == columns.size()) {
+      columns.push_back(v.column);
+      lines.emplace_back();
+    }
+    lines[at].push_back(std::move(line));
+  }
+  for (std::vector<std::string>& column : lines) {
+    std::sort(column.begin(), column.end());
+    for (const std::string& line : column) out += line;
   }
   return out + "\n";
 }
@@ -282,7 +297,8 @@ ColumnType StoredType(ValueType t) {
 Merge MergeOf(Op op) {
   switch (op) {
     case Op::kCount:
-    case Op::kSum: return Merge::kAdd;
+    case Op::kSum:
+    case Op::kSubtract: return Merge::kAdd;
     case Op::kMin: return Merge::kMin;
     case Op::kMax: return Merge::kMax;
     case Op::kFirst: return Merge::kFirst;
@@ -310,9 +326,19 @@ class DeclaredProjector final : public Projector {
   explicit DeclaredProjector(ModelPlan plan) : plan_(std::move(plan)), version_(PlanVersion(plan_)) {
     table_.name = plan_.name;
     for (const KeyPlan& k : plan_.keys) table_.columns.push_back({k.column, StoredType(k.type)});
-    for (const ValuePlan& v : plan_.values) {
-      table_.columns.push_back({v.column, StoredType(v.type), MergeOf(v.op), v.precision, v.scale});
-      limit_.push_back(v.type == ValueType::kDecimal ? Pow10(v.precision) : 0);
+    // One stored column per value column; its contributions (sums and subtractions) fold into it.
+    for (size_t i = 0; i < plan_.values.size(); ++i) {
+      const ValuePlan& v = plan_.values[i];
+      size_t j = 0;
+      while (j < column_plan_.size() && plan_.values[column_plan_[j]].column != v.column) ++j;
+      if (j == column_plan_.size()) {
+        column_plan_.push_back(i);
+        table_.columns.push_back({v.column, StoredType(v.type), MergeOf(v.op), v.precision, v.scale});
+        limit_.push_back(v.type == ValueType::kDecimal ? Pow10(v.precision) : 0);
+      }
+      column_of_.push_back(j);
+      checks_sums_ |= (v.op == Op::kSum || v.op == Op::kSubtract) &&
+                      (v.type == ValueType::kDecimal || v.type == ValueType::kBigInt);
     }
     // Non-text keys first in the encoded key: sorted keys then come in index order.
     for (size_t i = 0; i < plan_.keys.size(); ++i) {
@@ -360,9 +386,10 @@ class DeclaredProjector final : public Projector {
   bool reads_class(uint16_t c) const override { return c < model_classes_.size() && model_classes_[c]; }
 
   void ApplyRecords(const EventRecords& records, std::vector<EventFailure>& failures) override {
-    const size_t nvalues = plan_.values.size();
+    const size_t nvalues = plan_.values.size(), ncolumns = column_plan_.size();
     typed_.resize(nvalues);
     present_.resize(nvalues);
+    sums_.resize(ncolumns);
     for (const EventRecord& e : records.events) {
       if (!reads_class(e.event_class) || !e.decoded) continue;
       // The key.
@@ -416,22 +443,28 @@ class DeclaredProjector final : public Projector {
         failures.push_back({e.id, std::move(reason)});
         continue;
       }
-      // Sums that would leave their type are refused before anything is applied.
+      // Sums that would leave their type are refused before anything is applied: each
+      // column's sum as it will be after this event's contributions, taken in turn.
       const uint64_t hash = TextTable::HashOf(key_, {});
       const int64_t found = keys_.Find(key_, {}, hash);
-      Acc* accs = found < 0 ? nullptr : accs_.data() + static_cast<size_t>(found) * nvalues;
-      for (size_t i = 0; reason.empty() && i < nvalues; ++i) {
+      Acc* accs = found < 0 ? nullptr : accs_.data() + static_cast<size_t>(found) * ncolumns;
+      if (checks_sums_) {
+        for (size_t j = 0; j < ncolumns; ++j) sums_[j] = accs ? accs[j].n : 0;
+      }
+      for (size_t i = 0; checks_sums_ && reason.empty() && i < nvalues; ++i) {
         const ValuePlan& p = plan_.values[i];
-        if (!present_[i] || p.op != Op::kSum) continue;
-        const __int128 base = accs ? accs[i].n : 0;
-        if (p.type == ValueType::kDecimal) {
-          const __int128 sum = base + typed_[i].n;
-          if (sum >= limit_[i] || sum <= -limit_[i]) {
-            reason = fmt::format("value '{}': the sum leaves decimal({},{})", p.column, p.precision, p.scale);
-          }
-        } else if (p.type == ValueType::kBigInt) {
-          const __int128 sum = base + typed_[i].n;
-          if (sum > INT64_MAX || sum < INT64_MIN) reason = fmt::format("value '{}': the sum leaves bigint", p.column);
+        if (!present_[i] || (p.op != Op::kSum && p.op != Op::kSubtract)) continue;
+        if (p.type != ValueType::kDecimal && p.type != ValueType::kBigInt) continue;
+        __int128& sum = sums_[column_of_[i]];
+        const bool overflow =
+            p.op == Op::kSum ? __builtin_add_overflow(sum, typed_[i].n, &sum) : __builtin_sub_overflow(sum, typed_[i].n, &sum);
+        const bool leaves = p.type == ValueType::kDecimal
+                                ? sum >= limit_[column_of_[i]] || sum <= -limit_[column_of_[i]]
+                                : sum > INT64_MAX || sum < INT64_MIN;
+        if (overflow || leaves) {
+          reason = p.type == ValueType::kDecimal
+                       ? fmt::format("value '{}': the sum leaves decimal({},{})", p.column, p.precision, p.scale)
+                       : fmt::format("value '{}': the sum leaves bigint", p.column);
         }
       }
       if (!reason.empty()) {
@@ -440,11 +473,11 @@ class DeclaredProjector final : public Projector {
       }
       if (!accs) {
         keys_.Intern(key_, {}, hash, &key_bytes_);  // the next row
-        accs_.resize(accs_.size() + nvalues);
-        accs = accs_.data() + (accs_.size() - nvalues);
+        accs_.resize(accs_.size() + ncolumns);
+        accs = accs_.data() + (accs_.size() - ncolumns);
       }
       for (size_t i = 0; i < nvalues; ++i) {
-        if (present_[i]) Fold(plan_.values[i], typed_[i], accs[i]);
+        if (present_[i]) Fold(plan_.values[i], typed_[i], accs[column_of_[i]]);
       }
     }
   }
@@ -462,16 +495,16 @@ class DeclaredProjector final : public Projector {
         return std::memcmp(keys_.entry(a).a.data(), keys_.entry(b).a.data(), prefix) < 0;
       });
     }
-    const size_t nvalues = plan_.values.size();
+    const size_t ncolumns = column_plan_.size();
     std::vector<Typed> keys(plan_.keys.size());
     for (const uint32_t r : rows) {
       DecodeKey(keys_.entry(r).a, keys);
       for (size_t i = 0; i < plan_.keys.size(); ++i) Emit(sink, plan_.keys[i].type, 0, keys[i]);
-      const Acc* accs = accs_.data() + size_t{r} * nvalues;
-      for (size_t i = 0; i < nvalues; ++i) {
-        const ValuePlan& p = plan_.values[i];
-        const Acc& a = accs[i];
-        const bool added = p.op == Op::kCount || p.op == Op::kSum;
+      const Acc* accs = accs_.data() + size_t{r} * ncolumns;
+      for (size_t j = 0; j < ncolumns; ++j) {
+        const ValuePlan& p = plan_.values[column_plan_[j]];
+        const Acc& a = accs[j];
+        const bool added = MergeOf(p.op) == Merge::kAdd;
         if (!a.set && !added) {
           sink.Null();
           continue;
@@ -568,6 +601,11 @@ class DeclaredProjector final : public Projector {
         a.d += t.d;
         a.set = true;
         break;
+      case Op::kSubtract:
+        a.n -= t.n;
+        a.d -= t.d;
+        a.set = true;
+        break;
       case Op::kMin:
         if (!a.set || Compare(p.type, t, a) < 0) Store(t, a);
         break;
@@ -586,7 +624,10 @@ class DeclaredProjector final : public Projector {
   const ModelPlan plan_;
   const std::string version_;
   TableSpec table_;
-  std::vector<__int128> limit_;   // per value: 10^precision for decimals
+  std::vector<size_t> column_plan_;  // per stored value column: its first contribution in plan_.values
+  std::vector<size_t> column_of_;    // per contribution: its stored column
+  std::vector<__int128> limit_;      // per stored value column: 10^precision for decimals
+  bool checks_sums_ = false;         // some sum or subtraction of a decimal or bigint
   std::vector<size_t> key_order_;  // key columns in encoded order
   size_t text_keys_ = 0;
   std::vector<bool> model_classes_;
@@ -596,9 +637,10 @@ class DeclaredProjector final : public Projector {
   std::string key_;  // scratch
   std::vector<Typed> typed_;
   std::vector<bool> present_;
+  std::vector<__int128> sums_;  // scratch, per stored value column
   TextTable keys_;          // encoded key -> row index (ids are rows, in order of arrival)
   StringArena key_bytes_;   // the encoded keys keys_ holds
-  std::vector<Acc> accs_;                           // values of row r at [r * nvalues, ...)
+  std::vector<Acc> accs_;  // stored value columns of row r at [r * ncolumns, ...)
 };
 
 }  // namespace

@@ -2,7 +2,7 @@
 // user declares in a TOML file (config/models.h parses and checks it) instead of C++.
 //
 // The shape: filter events by class -> a key from fields (optionally a time bucket) ->
-// fold values per key (count, sum, min, max, first, last) -> one row per key. Types never
+// fold values per key (count, sum, subtract, min, max, first, last) -> one row per key. Types never
 // depend on data: the plan fixes every column's type before the first event.
 //
 // Thread safety: none (see projector.h); a plan is an immutable value.
@@ -18,7 +18,9 @@
 namespace rw {
 
 enum class Bucket : uint8_t { kNone, kMinute, kHour, kDay, kWeek, kMonth, kYear };
-enum class Op : uint8_t { kCount, kSum, kMin, kMax, kFirst, kLast };
+// kSubtract is a sum's negative: a column's contributions may mix kSum and kSubtract (a
+// balance that deposits add to and withdrawals take from).
+enum class Op : uint8_t { kCount, kSum, kMin, kMax, kFirst, kLast, kSubtract };
 enum class ValueType : uint8_t { kBigInt, kDecimal, kDouble, kText, kDate, kDateTime };
 
 struct KeyPlan {
@@ -31,6 +33,8 @@ struct KeyPlan {
   bool strict = false;
 };
 
+// One contribution to a value column. Several with one column (case-insensitive) are one
+// column that each adds into: all kSum or kSubtract, of one type (config/models.cc checks).
 struct ValuePlan {
   std::string column;
   Op op = Op::kCount;
@@ -40,6 +44,7 @@ struct ValuePlan {
   ValueType type = ValueType::kBigInt;
   uint8_t precision = 0, scale = 0;  // kDecimal
   std::vector<std::string> on;   // the classes it applies to (empty: every class of the model)
+  uint32_t line = 0;             // where it is declared, for messages (not part of the version)
 };
 
 struct ModelPlan {

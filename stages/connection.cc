@@ -142,6 +142,9 @@ Status Connection::Connect() {
   mysql_optionsv(mysql_, MYSQL_OPT_READ_TIMEOUT, &rw_timeout);
   mysql_optionsv(mysql_, MYSQL_OPT_WRITE_TIMEOUT, &rw_timeout);
   mysql_optionsv(mysql_, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+  // Times in UTC on every connection, reconnects included: a TIMESTAMP column (an event
+  // table's created_at) reads the same whatever the server's zone, and so does NOW().
+  mysql_optionsv(mysql_, MYSQL_INIT_COMMAND, "SET time_zone = '+00:00'");
   // LOCAL INFILE is on so that rewind's own LoadData() can serve its buffer, and every
   // request is answered by rewind's handler, which serves nothing but that buffer: a
   // hostile server asking for a client file gets a refusal, never the file. The library's

@@ -4,6 +4,9 @@
 // kConnection (lost or unreachable: reconnect may help), kRetryable (deadlock, lock-wait
 // timeout: rerun the transaction), kNotFound (missing table/column/database), kDatabase.
 //
+// Every connection (and every reconnect) runs in UTC (`SET time_zone = '+00:00'`), so a
+// TIMESTAMP column reads the same whatever the server's or the user's zone.
+//
 // Thread safety: a Connection is used by one thread at a time. Open() may be called from
 // any thread (the client library is initialised once, first).
 #pragma once

@@ -46,6 +46,7 @@ Status CheckEventTable(Connection& c, const EventTableOptions& e, bool with_time
   };
   for (const std::string* col : {&e.id_column, &e.type_column, &e.payload_column, &e.time_column}) {
     if (col == &e.time_column && !with_time_column) continue;
+    if (col == &e.type_column && !e.type_path.empty()) continue;  // the class is in the payload
     if (column(*col) == nullptr) {
       return Status::NotFound(fmt::format("event table '{}' has no column '{}' (see --id-column, "
                                           "--type-column, --payload-column, --time-column)",
@@ -185,16 +186,39 @@ bool HasFourByteCharacter(const std::string& text) {
   return false;
 }
 
+// A dotted path ("headers.__event_type") as a JSON path with every member quoted
+// ('$."headers"."__event_type"'), so that any member name is taken as it is.
+std::string JsonPathOf(const std::string& dotted) {
+  std::string out = "$";
+  size_t start = 0;
+  while (true) {
+    const size_t dot = dotted.find('.', start);
+    out += ".\"";
+    for (char ch : dotted.substr(start, dot == std::string::npos ? std::string::npos : dot - start)) {
+      if (ch == '"' || ch == '\\') out += '\\';
+      out += ch;
+    }
+    out += '"';
+    if (dot == std::string::npos) return out;
+    start = dot + 1;
+  }
+}
+
 }  // namespace
 
 Result<ClassComparison> ExactClassComparison(Connection& c, const EventTableOptions& e,
                                              const std::vector<std::string>& classes) {
-  const std::string type = QuoteIdentifier(e.type_column);
+  // The class's column, or its place in the payload: JSON_VALUE's result is in the payload
+  // column's character set (binary for a BLOB), which then decides the comparison.
+  const bool in_payload = !e.type_path.empty();
+  const std::string type = in_payload ? fmt::format("JSON_VALUE({}, {})", QuoteIdentifier(e.payload_column),
+                                                    c.Quote(JsonPathOf(e.type_path)))
+                                      : QuoteIdentifier(e.type_column);
   const ClassComparison bytes{"BINARY " + type, "BINARY "};
   Result<std::optional<std::string>> charset = c.QueryValue(fmt::format(
       "SELECT COALESCE(CHARACTER_SET_NAME, '') FROM information_schema.COLUMNS WHERE "
       "TABLE_SCHEMA = DATABASE() AND TABLE_NAME = {} AND COLUMN_NAME = {}",
-      c.Quote(e.table), c.Quote(e.type_column)));
+      c.Quote(e.table), c.Quote(in_payload ? e.payload_column : e.type_column)));
   if (!charset.ok()) return charset.status();
   if (!*charset) return bytes;
   if ((*charset)->empty()) return ClassComparison{type, ""};  // a binary column compares bytes

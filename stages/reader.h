@@ -64,6 +64,10 @@ struct EventTableOptions {
   std::string table = "stored_events";
   std::string id_column = "id";
   std::string type_column = "eventClass";
+  // Non-empty: the class is not a column but this dotted path into the JSON payload (e.g.
+  // "headers.__event_type", EventSauce's), read and compared in the server with JSON_VALUE;
+  // an event without it (or whose payload is not JSON) is of no class, skipped.
+  std::string type_path;
   std::string payload_column = "payload";
   std::string time_column = "createdAt";  // read with --until-time; written by ingest
   std::string uuid_column = "uuid";       // written by ingest
@@ -119,7 +123,9 @@ std::string PadQuery(std::string sql, size_t bytes);
 // case, a trailing space, an accent is another class) and cheaply. A column in utf8mb4 (or
 // utf8mb3, for classes it can hold) is compared in its `_nopad_bin` collation, characters
 // that are the bytes sent; a binary column as it is; any other column (or a server without
-// the collation) cast to bytes on both sides, which costs the server a copy per row.
+// the collation) cast to bytes on both sides, which costs the server a copy per row. With a
+// type path the compared value is `JSON_VALUE(payload, path)`, in the payload column's
+// character set, compared by the same rules.
 struct ClassComparison {
   std::string column;          // the type column as compared, e.g. "`eventClass` COLLATE utf8mb4_nopad_bin"
   std::string literal_prefix;  // put before each quoted class ("BINARY " or "")

@@ -54,12 +54,12 @@ TEST(HostileServer, ALocalInfileRequestGetsNoFile) {
   o.user = "x";
   o.password = "y";
   o.database = "d";
+  // The first statement is rewind's own, at connect (the session's time zone): the server
+  // answers it with its request, which is refused, and the connection with it.
   auto c = Connection::Open(o);
-  ASSERT_TRUE(c.ok()) << c.status().message();
-  auto r = (*c)->Query("SELECT 1");
-  EXPECT_FALSE(r.ok());
-  if (!r.ok()) {
-    EXPECT_NE(r.status().message().find("refused"), std::string::npos) << r.status().message();
+  EXPECT_FALSE(c.ok());
+  if (!c.ok()) {
+    EXPECT_NE(c.status().message().find("refused"), std::string::npos) << c.status().message();
   }
   EXPECT_EQ(server.requests_sent(), 1);
   // Even `rewind status`, which loads nothing, is asked: it sends nothing either.

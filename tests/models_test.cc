@@ -232,3 +232,118 @@ TEST(DeclaredProjector, AReadModelOfKeysAloneHasOneRowPerKey) {
 
 }  // namespace
 }  // namespace rw
+
+namespace rw {
+namespace {
+
+// A balance: one column that adds on some events and subtracts on others.
+const char* const kBalance = R"toml(
+[[read_model]]
+name   = "balances"
+events = ['Bank\Deposited', 'Bank\Withdrawn', 'Bank\Fee']
+key    = [{ column = "account", path = "account" }]
+values = [
+  { column = "balance", op = "sum",      path = "amount", type = "decimal(6,2)", on = ['Bank\Deposited'] },
+  { column = "balance", op = "subtract", path = "amount", type = "decimal(6,2)", on = ['Bank\Withdrawn'] },
+  { column = "balance", op = "subtract", path = "fee",    type = "decimal(6,2)", on = ['Bank\Withdrawn', 'Bank\Fee'] },
+  { column = "moves",   op = "count" },
+]
+)toml";
+
+std::string BalanceWith(const std::string& from, const std::string& to) {
+  std::string s = kBalance;
+  const size_t at = s.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return s.replace(at, from.size(), to);
+}
+
+TEST(Models, AColumnTakesSeveralSumsAndSubtractionsOfOneType) {
+  Result<std::vector<ModelPlan>> r = ParseModels(kBalance, "m.toml", "stored_events");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const ModelPlan& p = (*r)[0];
+  ASSERT_EQ(p.values.size(), 4u);
+  EXPECT_EQ(p.values[1].op, Op::kSubtract);
+  // Mixed ops, or one type and another, for one column: refused with the line and the first.
+  ExpectError(BalanceWith("op = \"subtract\", path = \"fee\"", "op = \"max\", path = \"fee\""), "m.toml:9",
+              "column 'balance' is declared twice");
+  ExpectError(BalanceWith("op = \"subtract\", path = \"fee\"", "op = \"max\", path = \"fee\""), "m.toml:9",
+              "line 7");
+  ExpectError(BalanceWith("path = \"amount\", type = \"decimal(6,2)\", on = ['Bank\\Withdrawn']",
+                          "path = \"amount\", type = \"decimal(6,3)\", on = ['Bank\\Withdrawn']"),
+              "m.toml:8", "decimal(6,3)");
+  ExpectError(BalanceWith("{ column = \"moves\",   op = \"count\" }", "{ column = \"Balance\", op = \"count\" }"),
+              "m.toml:10", "declared twice");
+  ExpectError(BalanceWith("op = \"subtract\", path = \"fee\",    type = \"decimal(6,2)\"",
+                          "op = \"subtract\", path = \"fee\",    type = \"text\""),
+              "m.toml:9", "a subtract is bigint, decimal(p,s) or double");
+  ExpectError(BalanceWith("op = \"subtract\", path = \"fee\",", "op = \"subtract\","), "m.toml:9",
+              "op = \"subtract\" needs a 'path'");
+  // A column that is a key's cannot be a value's, repeated or not.
+  ExpectError(BalanceWith("{ column = \"moves\",   op = \"count\" }", "{ column = \"account\", op = \"sum\", path = \"x\" }"),
+              "m.toml:10", "declared twice");
+}
+
+TEST(Models, AColumnsContributionsInAnyOrderAreOneVersion) {
+  auto version = [](const std::string& text) {
+    Result<std::vector<ModelPlan>> r = ParseModels(text, "m.toml", "stored_events");
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r.ok() ? PlanVersion((*r)[0]) : std::string();
+  };
+  const std::string v = version(kBalance);
+  const std::string sum = "  { column = \"balance\", op = \"sum\",      path = \"amount\", type = \"decimal(6,2)\", on = ['Bank\\Deposited'] },\n";
+  std::string moved = kBalance;
+  moved.erase(moved.find(sum), sum.size());
+  moved.insert(moved.find("  { column = \"moves\""), sum);  // the sum after the subtractions
+  EXPECT_EQ(version(moved), v);
+  EXPECT_NE(version(BalanceWith("op = \"subtract\", path = \"amount\"", "op = \"sum\", path = \"amount\"")), v);
+}
+
+TEST(DeclaredProjector, AddsOnSomeEventsAndSubtractsOnOthersInOneColumn) {
+  auto plans = ParseModels(kBalance, "m.toml", "stored_events");
+  ASSERT_TRUE(plans.ok()) << plans.status().message();
+  std::unique_ptr<Projector> p = MakeDeclaredProjector((*plans)[0]);
+  EventCatalog catalog;
+  p->Bind(catalog);
+  ASSERT_EQ(p->table().columns.size(), 3u);  // account, balance, moves
+  const uint16_t dep = catalog.ClassIndex("Bank\\Deposited"), wd = catalog.ClassIndex("Bank\\Withdrawn"),
+                 fee = catalog.ClassIndex("Bank\\Fee");
+  const size_t width = catalog.fields().size();
+  auto slot = [&](const char* path) { return catalog.Slot(FieldSource{false, path}); };
+  std::vector<EventRecord> events;
+  std::vector<FieldValue> values;
+  auto field = [](ValueKind kind, std::string_view text) {
+    FieldValue v;
+    v.kind = kind;
+    v.text = text;
+    return v;
+  };
+  // The texts are literals: they outlive the records.
+  auto add = [&](EventId id, uint16_t cls, const char* account, std::string_view amount, std::string_view fee_text) {
+    events.push_back({id, cls, true, static_cast<uint32_t>(values.size())});
+    values.resize(values.size() + width);
+    FieldValue* v = &values[events.back().first_value];
+    v[slot("account")] = field(ValueKind::kString, account);
+    if (!amount.empty()) v[slot("amount")] = field(ValueKind::kNumber, amount);
+    if (!fee_text.empty()) v[slot("fee")] = field(ValueKind::kNumber, fee_text);
+  };
+  add(1, dep, "a", "100.50", "");
+  add(2, wd, "a", "30.25", "0.50");   // -30.75
+  add(3, fee, "a", "", "1.00");       // -1
+  add(4, wd, "b", "20.00", "");       // b goes below zero: fine
+  add(5, dep, "b", "9999.99", "");    // b: 9979.99 fits decimal(6,2)
+  add(6, dep, "b", "20.01", "");      // 10000.00 leaves decimal(6,2): a failure, b unchanged
+  add(7, wd, "c", "9999.99", "0.01"); // -10000.00 leaves it below: a failure, no row for c
+  std::vector<EventFailure> failures;
+  p->ApplyRecords(EventRecords{events, values, width}, failures);
+  ASSERT_EQ(failures.size(), 2u);
+  EXPECT_EQ(failures[0].id, 6);
+  EXPECT_NE(failures[0].reason.find("the sum leaves decimal(6,2)"), std::string::npos) << failures[0].reason;
+  EXPECT_EQ(failures[1].id, 7);
+  TextSink sink(/*quote_text=*/true);
+  p->Flush(sink);
+  std::sort(sink.rows.begin(), sink.rows.end());
+  EXPECT_EQ(sink.rows, (std::vector<std::string>{"'a'|68.75|3", "'b'|9979.99|2"}));
+}
+
+}  // namespace
+}  // namespace rw

@@ -141,6 +141,11 @@ TEST(Options, ValuesAreCheckedWhateverTheirSource) {
   refused({"replay", "--port", "70000"}, "--port must be between 1 and 65535");
   refused({"replay", "--port", "0"}, "--port must be between 1 and 65535");
   refused({"replay", "--progress", "loud"}, "--progress expects auto, bar, plain or none");
+  refused({"replay", "--type-path", "headers..__event_type"}, "--type-path 'headers..__event_type' has an empty part");
+  refused({"replay", "--type-path", "headers."}, "has an empty part");
+  auto path = ParseCommandLine({"replay", "--type-path", "headers.__event_type"}, e);
+  ASSERT_TRUE(path.ok()) << path.status().message();
+  EXPECT_EQ(path->options.events.type_path, "headers.__event_type");
 }
 
 TEST(Options, PasswordFlagNeverSwallowsTheNextWord) {
