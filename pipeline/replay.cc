@@ -502,6 +502,7 @@ class Run {
       }
       const uint64_t before = sum_.events_read;
       if (head->id >= reader_->head()) reader_->ExtendHead(*head);
+      if (Status s = reader_->ProveByOpenTransactions(); !s.ok()) return s;
       if (round == 0 && reader_->watched_gaps() > 0) reader_->QueueGapCheck(GapCheck::kRecheck);
       if (Status s = QuietPass(); !s.ok()) return s;
       sum_.catch_up_events += sum_.events_read - before;
@@ -615,8 +616,9 @@ class Run {
       const uint64_t before = sum_.events_read, given_before = reader_->gaps_given_up();
       const uint64_t late_before = reader_->late_events();
       const EventId from = reader_->head();
-      if (reader_->watched_gaps() > 0) reader_->QueueGapCheck(GapCheck::kFollow);
       if (now->id >= reader_->head()) reader_->ExtendHead(*now);
+      if (Status s = reader_->ProveByOpenTransactions(); !s.ok()) return s;
+      if (reader_->watched_gaps() > 0) reader_->QueueGapCheck(GapCheck::kFollow);
       if (Status s = QuietPass(); !s.ok()) return s;
       if (const uint64_t given = reader_->gaps_given_up() - given_before; given > 0) {
         fmt::print(stderr, "rewind: gave up {} gap(s) in the ids after {} s without a commit\n",

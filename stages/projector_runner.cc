@@ -358,11 +358,72 @@ Status ProjectorRunner::ApplyLate(const Batch& batch) {
   }
   for (EventId id : batch.dropped) failed += gaps_.Contains(id) ? 1 : 0;
   CountFailed(failed);
-  Apply(usable_);
   stats_.late_applied += usable_.size();
   late_since_flush_ += usable_.size();
+  if (projector_->order_dependent()) {
+    Hold(usable_);  // in its place in id order, among the events held above the hole
+  } else {
+    Apply(usable_);
+  }
   Settle(batch.settled);
+  if (projector_->order_dependent()) ReleaseHeld();
   return Status::Ok();
+}
+
+void ProjectorRunner::Hold(std::span<const PageVisit> visits) {
+  if (visits.empty()) return;
+  const size_t before = held_.size();
+  for (PageVisit v : visits) {
+    // The batch's strings die with it: the held copy keeps its own.
+    for (std::string_view* text : {&v.url, &v.ip, &v.user_agent}) {
+      if (!text->empty()) *text = held_text_.emplace_back(*text);
+    }
+    held_.push_back(v);
+  }
+  if (before > 0 && held_[before - 1].id > held_[before].id) {  // late ones: into their places
+    std::inplace_merge(held_.begin(), held_.begin() + static_cast<long>(before), held_.end(),
+                       [](const PageVisit& a, const PageVisit& b) { return a.id < b.id; });
+  }
+}
+
+void ProjectorRunner::ReleaseHeld() {
+  if (held_.empty()) return;
+  const EventId open = gaps_.empty() ? GapSet::kMaxId : gaps_.lowest();
+  const auto end = std::partition_point(held_.begin(), held_.end(), [&](const PageVisit& v) { return v.id < open; });
+  if (end == held_.begin()) return;
+  Apply(std::span<const PageVisit>(held_.data(), static_cast<size_t>(end - held_.begin())));
+  held_.erase(held_.begin(), end);
+  if (held_.empty()) held_text_.clear();
+}
+
+void ProjectorRunner::ApplyInOrder(std::span<const PageVisit> visits) {
+  if (!projector_->order_dependent()) {
+    Apply(visits);
+    return;
+  }
+  // Below the lowest open hole (and nothing held before them): applied now; the rest held
+  // until the holes below them settle.
+  const EventId open = gaps_.empty() ? GapSet::kMaxId : gaps_.lowest();
+  size_t now = 0;
+  if (held_.empty()) {
+    now = static_cast<size_t>(std::partition_point(visits.begin(), visits.end(),
+                                                   [&](const PageVisit& v) { return v.id < open; }) -
+                              visits.begin());
+    Apply(visits.first(now));
+  }
+  Hold(visits.subspan(now));
+  ReleaseHeld();
+}
+
+GapSet ProjectorRunner::CheckpointGaps() const {
+  if (held_.empty()) return gaps_;
+  GapSet gaps = gaps_;
+  gaps.TrimAbove(CheckpointId());
+  return gaps;
+}
+
+EventId ProjectorRunner::CheckpointId() const {
+  return held_.empty() ? applied_id_ : std::min(applied_id_, held_.front().id - 1);
 }
 
 void ProjectorRunner::Settle(const std::vector<IdRange>& settled) {
@@ -382,6 +443,7 @@ Status ProjectorRunner::Consume(const Batch& batch) {
   if (batch.late) return ApplyLate(batch);
   if (batch.last_id <= applied_id_) {  // committed before a resume
     Settle(batch.settled);
+    if (projector_->order_dependent()) ReleaseHeld();
     return Status::Ok();
   }
 
@@ -424,7 +486,7 @@ Status ProjectorRunner::Consume(const Batch& batch) {
     visits = usable_;
   }
   CountFailed(failed);
-  Apply(visits);
+  ApplyInOrder(visits);
   applied_id_ = batch.last_id;
 
   if (events_since_flush_ >= options_.flush_every_events ||
@@ -435,7 +497,8 @@ Status ProjectorRunner::Consume(const Batch& batch) {
 }
 
 Status ProjectorRunner::Flush() {
-  if (applied_id_ == committed_id_ && projector_->pending_rows() == 0 && !gaps_changed_ &&
+  const EventId checkpoint = CheckpointId();
+  if (checkpoint == committed_id_ && projector_->pending_rows() == 0 && !gaps_changed_ &&
       failed_since_flush_ == 0) {
     return Status::Ok();
   }
@@ -464,17 +527,17 @@ Status ProjectorRunner::Flush() {
     steps.push_back(Step{std::move(sql), {}, false});
   }
   steps.push_back(Step{checkpoint_store::AdvanceSql(*connection_, std::string(projector_->name()),
-                                                    options_.target_table, applied_id_, gaps_,
+                                                    options_.target_table, checkpoint, CheckpointGaps(),
                                                     events_since_flush_, rows, late_since_flush_,
                                                     failed_since_flush_),
                        {}, false});
   if (Status s = RunTransaction(steps); !s.ok()) {
     return s.With(fmt::format("projector {}: flush of events {}..{} into {}", projector_->name(),
                               committed_id_ == kBeforeFirstId ? "the first" : IdText(committed_id_ + 1),
-                              IdText(applied_id_), options_.target_table));
+                              IdText(checkpoint), options_.target_table));
   }
-  committed_id_ = applied_id_;
-  committed_gaps_ = gaps_.Text();
+  committed_id_ = checkpoint;
+  committed_gaps_ = CheckpointGaps().Text();
   stats_.failures_recorded += pending_failures_.size();
   pending_failures_.clear();
   gaps_changed_ = false;
@@ -502,9 +565,10 @@ Status ProjectorRunner::RunTransaction(const std::vector<Step>& steps) {
     Result<std::optional<Checkpoint>> cp =
         checkpoint_store::Load(*connection_, std::string(projector_->name()), options_.target_table);
     if (!cp.ok()) return cp.status();
-    const std::string gaps = gaps_.Text();
-    return *cp && (*cp)->last_event_id == applied_id_ && (*cp)->gaps.Text() == gaps &&
-           (applied_id_ != committed_id_ || gaps != committed_gaps_);
+    const std::string gaps = CheckpointGaps().Text();
+    const EventId checkpoint = CheckpointId();
+    return *cp && (*cp)->last_event_id == checkpoint && (*cp)->gaps.Text() == gaps &&
+           (checkpoint != committed_id_ || gaps != committed_gaps_);
   };
   Status s = Retry(policy, connection_.get(), [&] {
     Status last = connection_->Execute("START TRANSACTION");

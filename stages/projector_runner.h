@@ -12,6 +12,11 @@
 // exactly from the checkpoint. A late batch (stages/batch.h) applies only the events whose
 // ids are still open in this runner's own gaps, so a late event counts exactly once.
 //
+// Order-dependent read models (Projector::order_dependent) see events in id order even when
+// ids commit out of order: an event above the lowest hole still open is held (in memory,
+// bounded by the events of the settle window) until that hole is found (its event applied
+// in its place) or final, and the checkpoint stays below the first held event.
+//
 // Failure handling, per flush: a lost connection is re-established and the whole
 // transaction is redone (its statements are kept until COMMIT succeeds); a deadlock or
 // lock-wait timeout reruns the transaction; both with bounded retries and backoff.
@@ -21,7 +26,9 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -106,6 +113,15 @@ class ProjectorRunner {
   Status ApplyLate(const Batch& batch);
   // Removes ranges that are settled (found, or final) from the watched gaps.
   void Settle(const std::vector<IdRange>& settled);
+  // Order-dependent read models: applies in id order only, holding the visits above the
+  // lowest open hole (copies, in held_) until it settles.
+  void ApplyInOrder(std::span<const PageVisit> visits);
+  void Hold(std::span<const PageVisit> visits);
+  void ReleaseHeld();
+  // What a flush commits as the checkpoint: the last id applied, but below the first
+  // held visit; and the gaps up to it.
+  EventId CheckpointId() const;
+  GapSet CheckpointGaps() const;
   void CountFailed(uint64_t events);
   void Apply(std::span<const PageVisit> visits);
   // Declared read models: the records of the batch with ids above the checkpoint, or (late)
@@ -127,6 +143,8 @@ class ProjectorRunner {
   bool bulk_load_ok_ = true;  // the server allows LOAD DATA LOCAL INFILE
   uint64_t events_since_flush_ = 0;
   std::vector<PageVisit> usable_;  // scratch for batches with partial visits
+  std::vector<PageVisit> held_;    // order-dependent: visits above an open hole, by id
+  std::deque<std::string> held_text_;  // their strings
   std::vector<EventRecord> records_;  // scratch for late records
   std::vector<EventFailure> new_failures_;  // scratch
   std::vector<Failure> pending_failures_;   // recorded with the next flush

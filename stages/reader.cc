@@ -162,21 +162,33 @@ Result<bool> HasColumn(Connection& c, const EventTableOptions& e, const std::str
   return *n && **n != "0";
 }
 
-// The head: the highest id and (with_time) its time column, in one indexed look.
+// The head: the highest id and (with_time) its time column, in one indexed look, with the
+// server's clock when it was read.
 Result<Head> HeadOf(Connection& c, const EventTableOptions& e, bool with_time) {
   const std::string id = QuoteIdentifier(e.id_column);
-  Result<Rows> rows = c.Query(fmt::format("SELECT {}{} FROM {} ORDER BY {} DESC LIMIT 1", id,
-                                          with_time ? ", " + QuoteIdentifier(e.time_column) : "",
-                                          QuoteIdentifier(e.table), id));
+  Result<Rows> rows = c.Query(fmt::format(
+      "SELECT UNIX_TIMESTAMP(), h.* FROM (SELECT 1) one LEFT JOIN (SELECT {}{} FROM {} ORDER BY {} DESC LIMIT 1) h "
+      "ON TRUE",
+      id, with_time ? ", " + QuoteIdentifier(e.time_column) : "", QuoteIdentifier(e.table), id));
   if (!rows.ok()) return rows.status();
   Head head;
   if (rows->rows.empty()) return head;
   const auto& row = rows->rows[0];
-  std::optional<EventId> parsed = row[0] ? ParseEventId(*row[0]) : std::nullopt;
-  if (!parsed) return Status::InvalidInput(fmt::format("the head id '{}' is not an integer", row[0].value_or("NULL")));
+  if (row[0]) head.server_time = std::strtoll(row[0]->c_str(), nullptr, 10);
+  if (!row[1]) return head;  // an empty table
+  std::optional<EventId> parsed = ParseEventId(*row[1]);
+  if (!parsed) return Status::InvalidInput(fmt::format("the head id '{}' is not an integer", *row[1]));
   head.id = *parsed;
-  if (with_time && row[1]) head.time = EventTimeSeconds(*row[1]);
+  if (with_time && row[2]) head.time = EventTimeSeconds(*row[2]);
   return head;
+}
+
+// Whether the server can say which transactions are open: InnoDB's INNODB_TRX, readable with
+// the PROCESS grant, and not on a Galera node (it shows only that node's transactions).
+bool CanSeeOpenTransactions(Connection& c) {
+  Result<std::optional<std::string>> wsrep = c.QueryValue("SELECT @@wsrep_on");
+  if (wsrep.ok() && *wsrep && **wsrep != "0" && **wsrep != "OFF") return false;
+  return c.QueryValue("SELECT COUNT(*) FROM information_schema.INNODB_TRX").ok();
 }
 
 bool HasFourByteCharacter(const std::string& text) {
@@ -317,8 +329,11 @@ Result<std::unique_ptr<Reader>> Reader::Make(std::unique_ptr<Connection> connect
     if (!c.ok()) return c.status().With("opening the reader's second connection");
     helpers.push_back(std::move(*c));
   }
-  return std::unique_ptr<Reader>(new Reader(std::move(connection), std::move(helpers), options, *compare,
-                                            *query_bytes, time_index, *known));
+  const bool sees_transactions = CanSeeOpenTransactions(*connection);
+  auto reader = std::unique_ptr<Reader>(new Reader(std::move(connection), std::move(helpers), options, *compare,
+                                                   *query_bytes, time_index, *known));
+  reader->sees_transactions_ = sees_transactions;
+  return reader;
 }
 
 std::string Reader::Padded(std::string sql, const Page& page) const {
@@ -408,8 +423,8 @@ bool Reader::FinalAgainst(const IdRange& hole, const std::optional<int64_t>& tim
 }
 
 void Reader::Watch(IdRange range, std::optional<int64_t> time,
-                   std::optional<std::chrono::steady_clock::time_point> since) {
-  watched_.emplace(range.lo, Hole{range.hi, time, since.value_or(std::chrono::steady_clock::now())});
+                   std::optional<std::chrono::steady_clock::time_point> since, std::optional<int64_t> read_after) {
+  watched_.emplace(range.lo, Hole{range.hi, time, since.value_or(std::chrono::steady_clock::now()), read_after});
   if (time) by_time_.emplace(*time, range.lo);
   peak_watched_ = std::max<uint64_t>(peak_watched_, watched_.size() + due_.size());
   if (watched_.size() <= kMaxWatched) return;
@@ -452,6 +467,31 @@ void Reader::ExtendHead(const Head& head) {
   head_id_ = head.id;
   if (head.id > known_.id) known_ = head;
   MarkDue();
+}
+
+Status Reader::ProveByOpenTransactions() {
+  if (!sees_transactions_ || watched_.empty()) return Status::Ok();
+  WaitForStartedPages();
+  // INNODB_TRX shows trx_started in the server's system time zone: read it there.
+  Result<Rows> r = connection_->Query(
+      "SET STATEMENT time_zone = 'SYSTEM' FOR SELECT UNIX_TIMESTAMP(MIN(trx_started)), UNIX_TIMESTAMP() FROM "
+      "information_schema.INNODB_TRX");
+  if (!r.ok() || r->rows.empty()) return Status::Ok();  // a proof, not a need: go without it
+  const auto& row = r->rows[0];
+  const int64_t now = row[1] ? std::strtoll(row[1]->c_str(), nullptr, 10) : 0;
+  const int64_t oldest = row[0] ? std::strtoll(row[0]->c_str(), nullptr, 10) : now + 2;
+  // A hole read after a head read at second R: the transaction that took its id began
+  // before R. If every open transaction began at R + 2 or later (a second's margin for the
+  // clocks' resolution), that one has ended: read once more, the hole is final.
+  for (auto it = watched_.begin(); it != watched_.end();) {
+    auto next = std::next(it);
+    if (it->second.read_after && *it->second.read_after + 2 <= oldest) {
+      due_.Add({it->first, it->second.hi});
+      Unwatch(it);
+    }
+    it = next;
+  }
+  return Status::Ok();
 }
 
 Result<Head> Reader::ReadHead() {
@@ -649,7 +689,7 @@ void Reader::JudgeGaps(Page& page) {
     const bool trailing = i + 1 == gaps.size() && hole.hi == page.hi && page.last_id < page.hi;
     if (FinalAgainst(hole, time, page.known)) continue;  // final at once: nobody watches it
     if (trailing && time_index_ >= 0) trailing_.push_back({hole, page.known});
-    Watch(hole, time);
+    Watch(hole, time, std::nullopt, page.known.server_time);
     gaps[kept++] = hole;
   }
   gaps.resize(kept);
@@ -660,6 +700,7 @@ Status Reader::ReadPage(Connection& connection, const std::string& sql, Page& pa
   EventId& last_id = page.last_id;
   Status bad_id;
   const int time_at = time_index_;
+  bool after_hole = false;  // the row before this one followed a hole
   Status s = connection.Stream(sql, [&](char** values, unsigned long* lengths) {
     const std::optional<EventId> id = ParseEventId(std::string_view(values[0], lengths[0]));
     if (!id) {
@@ -668,16 +709,19 @@ Status Reader::ReadPage(Connection& connection, const std::string& sql, Page& pa
       return;
     }
     const bool hole = *id > last_id + 1;
-    if ((hole || !page.any) && time_at >= 0) {
-      // The time of the event above a hole judges the hole; the page's first one judges
-      // the hole trailing the page before.
+    if ((hole || after_hole || !page.any) && time_at >= 0) {
+      // The time of the event above a hole judges the hole (the earlier of it and the next
+      // one's, so that one event whose time column runs ahead of its neighbours' cannot
+      // keep a hole open); the page's first one judges the hole trailing the page before.
       std::optional<int64_t> time;
       if (values[time_at] != nullptr) time = EventTimeSeconds(std::string_view(values[time_at], lengths[time_at]));
       if (!page.any) page.first_time = time;
+      if (after_hole && time && page.gap_times.back()) page.gap_times.back() = std::min(*page.gap_times.back(), *time);
       if (hole) page.gap_times.push_back(time);
     } else if (hole) {
       page.gap_times.push_back(std::nullopt);
     }
+    after_hole = hole;
     if (hole) batch->gaps.push_back({last_id + 1, *id - 1});
     page.any = true;
     last_id = *id;
@@ -743,8 +787,8 @@ Result<std::unique_ptr<Batch>> Reader::ReadGaps(std::optional<GapCheck> kind) {
     const Hole hole = it->second;
     const EventId lo = it->first;
     Unwatch(it);
-    if (lo < f) Watch({lo, f - 1}, hole.time, hole.since);
-    if (f < hole.hi) Watch({f + 1, hole.hi}, hole.time, hole.since);
+    if (lo < f) Watch({lo, f - 1}, hole.time, hole.since, hole.read_after);
+    if (f < hole.hi) Watch({f + 1, hole.hi}, hole.time, hole.since, hole.read_after);
   }
   for (const IdRange& r : due_.ranges()) settled.push_back(r);  // found ids inside come twice: harmless
   due_ = GapSet();

@@ -11,7 +11,9 @@
 // transaction that is still open. It matters only while that transaction may still commit,
 // so a missing id ("hole") is judged when it is read, by the event table's own clock:
 //  - Time (the default, when the table has the time column): a hole is final at once when
-//    the event just above it was written at least `settle_seconds` before the newest event
+//    the event just above it (or the next one, if earlier: one event whose time runs ahead
+//    of its neighbours' does not keep a hole open) was written at least `settle_seconds`
+//    before the newest event
 //    known to be committed when its page was read (the head, by its time column: the
 //    application's clock, never the server's NOW()). Any transaction that took the hole's
 //    id began before that event was written, and an application transaction lasts less than
@@ -138,6 +140,7 @@ Result<ClassComparison> ExactClassComparison(Connection& connection, const Event
 struct Head {
   EventId id = kBeforeFirstId;
   std::optional<int64_t> time;
+  std::optional<int64_t> server_time;  // the server's clock when it was read (UNIX_TIMESTAMP())
 };
 
 // A time column's value as seconds ('YYYY-MM-DD HH:MM:SS[.f]', 'T' or a zone suffix
@@ -175,6 +178,10 @@ class Reader {
   void ExtendHead(const Head& head);
   // The next Next() returns a late batch first (see above).
   void QueueGapCheck(GapCheck kind) { queued_check_ = kind; }
+  // Where the server shows its open transactions (INNODB_TRX: the PROCESS grant, not a
+  // Galera node): marks due every watched hole read after all of them began, so it is read
+  // once more and settled. Nothing happens without that view. REQUIRES: no Next() under way.
+  Status ProveByOpenTransactions();
   // Whether holes are judged by the time column (else by ids).
   bool settles_by_time() const { return time_index_ >= 0; }
   // Pages are sized and paced by `throttle` from now on (null: none). Not owned.
@@ -194,6 +201,7 @@ class Reader {
     EventId hi;
     std::optional<int64_t> time;  // of the event just above it (unknown: trailing a page)
     std::chrono::steady_clock::time_point since;
+    std::optional<int64_t> read_after;  // the server's clock at the head read before its page
   };
   // One page: the ids in (lo, hi], at most `limit` of them, read into `batch`.
   struct Page {
@@ -241,7 +249,8 @@ class Reader {
   void JudgeGaps(Page& page);
   // Watches a hole (since: when first seen, default now); gives up the lowest beyond kMaxWatched.
   void Watch(IdRange range, std::optional<int64_t> time,
-             std::optional<std::chrono::steady_clock::time_point> since = std::nullopt);
+             std::optional<std::chrono::steady_clock::time_point> since = std::nullopt,
+             std::optional<int64_t> read_after = std::nullopt);
   // Moves the watched holes that `known_` proves final into due_.
   void MarkDue();
   // Whether a hole whose upper neighbour was written at `time` is final, judged against `known`.
@@ -260,6 +269,7 @@ class Reader {
   size_t last_payload_bytes_ = 0;  // to reserve the next batch's buffer in one go
   const std::shared_ptr<BufferPool> pool_ = std::make_shared<BufferPool>();
   int time_index_ = -1;        // the time column's place in select_ (-1: judged by ids)
+  bool sees_transactions_ = false;  // ProveByOpenTransactions has INNODB_TRX to look at
   EventId settle_ids_ = 0;     // by ids: how far below the head a hole is final
   Head known_;                 // the newest head read (committed when read)
   std::map<EventId, Hole> watched_;                  // lo -> hole

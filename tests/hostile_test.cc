@@ -189,9 +189,10 @@ TEST(NothingLost, FollowAppliesALateCommitExactlyOnce) {
   ASSERT_TRUE(Insert(*app, kClass, Payload("/slow-transaction", "2024-05-06T07:08:09+00:00")).ok());
   ASSERT_TRUE(Insert(*c, kClass, Payload("/fast-one", "2024-05-06T07:08:10+00:00")).ok());
   const int64_t head = Count(*c, "SELECT MAX(id) FROM stored_events");
-  // rewind applied the later event: its checkpoints passed the open transaction's id...
+  // rewind applied the later event: its checkpoints passed the open transaction's id (but
+  // sessions_per_day's, which holds what is above an open hole: it is order-dependent)...
   EXPECT_TRUE(WaitUntil(*c, "SELECT MIN(last_event_id) >= " + std::to_string(head) +
-                                " FROM rewind_checkpoints", 1));
+                                " FROM rewind_checkpoints WHERE projector <> 'sessions_per_day'", 1));
   // ...which commits now, late.
   ASSERT_TRUE(app->Execute("COMMIT").ok());
   EXPECT_TRUE(WaitUntil(*c, "SELECT MIN(late_events) FROM rewind_checkpoints", 1));

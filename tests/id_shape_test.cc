@@ -38,19 +38,21 @@ std::unique_ptr<Connection> Application(const ConnectionOptions& o, const IdShap
   return app;
 }
 
-Status Insert(Connection& c, const std::string& url) {
+Status Insert(Connection& c, const std::string& url, const std::string& at = "2024-05-06T07:08:09+00:00") {
   return c.Execute(fmt::format("INSERT INTO stored_events (uuid, eventClass, payload, createdAt) VALUES "
                                "('u', {}, {}, NOW())",
-                               c.Quote(kClass), c.Quote(Payload(url, "2024-05-06T07:08:09+00:00"))));
+                               c.Quote(kClass), c.Quote(Payload(url, at))));
 }
 
-// The holes the rule must watch, computed by the server: ranges of missing ids whose
-// upper neighbour's time column is less than `settle` seconds before the head's.
+// The holes the rule must watch, computed by the server: ranges of missing ids whose two
+// upper neighbours' times (the earlier of the two) are less than `settle` seconds before
+// the head's.
 int64_t HolesNearTheHead(Connection& c, int settle, const std::string& time_column = "createdAt") {
   return Count(c, fmt::format(
-                      "SELECT COUNT(*) FROM (SELECT id, LAG(id) OVER (ORDER BY id) AS prev, {0} AS t FROM "
-                      "stored_events) x WHERE prev IS NOT NULL AND id > prev + 1 AND t > (SELECT {0} FROM "
-                      "stored_events ORDER BY id DESC LIMIT 1) - INTERVAL {1} SECOND",
+                      "SELECT COUNT(*) FROM (SELECT id, LAG(id) OVER (ORDER BY id) AS prev, LEAST({0}, "
+                      "COALESCE(LEAD({0}) OVER (ORDER BY id), {0})) AS t FROM stored_events) x WHERE prev IS "
+                      "NOT NULL AND id > prev + 1 AND t > (SELECT {0} FROM stored_events ORDER BY id DESC "
+                      "LIMIT 1) - INTERVAL {1} SECOND",
                       time_column, settle));
 }
 
@@ -163,7 +165,9 @@ TEST_P(IdShapes, ALateCommitNearTheHeadReachesTheSwappedTablesOnce) {
 }
 
 // Follow on ids with holes: a late commit near the head is applied once, and every read
-// model (sessions_per_day included) equals the events.
+// model equals the events; sessions_per_day too, although the late event changes how
+// the later one counts (in id order: two sessions; out of order it would be one), because
+// an order-dependent read model holds what is above an open hole until it settles.
 TEST_P(IdShapes, FollowAppliesALateCommitOnce) {
   const IdShape& shape = GetParam();
   ConnectionOptions o = Store(Db("follow"), 5'000, 0, shape);
@@ -175,12 +179,17 @@ TEST_P(IdShapes, FollowAppliesALateCommitOnce) {
   ASSERT_TRUE(follower.following());
   auto app = Application(o, shape), other = Application(o, shape);
   ASSERT_TRUE(app->Execute("START TRANSACTION").ok());
-  ASSERT_TRUE(Insert(*app, "/slow-transaction").ok());
-  ASSERT_TRUE(Insert(*other, "/fast-one").ok());
+  ASSERT_TRUE(Insert(*app, "/slow-transaction", "2024-05-06T10:00:00+00:00").ok());
+  ASSERT_TRUE(Insert(*other, "/fast-one", "2024-05-06T10:45:00+00:00").ok());
   const int64_t head = Count(*c, "SELECT MAX(id) FROM stored_events");
-  EXPECT_TRUE(WaitUntil(*c, "SELECT MIN(last_event_id) >= " + std::to_string(head) + " FROM rewind_checkpoints", 1));
+  const std::string h = std::to_string(head);
+  // The counters applied the later event; sessions_per_day holds it, its checkpoint below.
+  EXPECT_TRUE(WaitUntil(*c, "SELECT MIN(last_event_id) >= " + h + " FROM rewind_checkpoints WHERE projector <> "
+                            "'sessions_per_day'", 1));
+  EXPECT_EQ(Count(*c, "SELECT last_event_id < " + h + " FROM rewind_checkpoints WHERE projector = 'sessions_per_day'"), 1);
   ASSERT_TRUE(app->Execute("COMMIT").ok());
   EXPECT_TRUE(WaitUntil(*c, "SELECT MIN(late_events) FROM rewind_checkpoints", 1));
+  EXPECT_TRUE(WaitUntil(*c, "SELECT MIN(last_event_id) >= " + h + " FROM rewind_checkpoints", 1));
   const ReplaySummary& sum = follower.Stop();
   ASSERT_TRUE(sum.status.ok()) << sum.status.message();
   EXPECT_EQ(sum.late_events, 1u);
