@@ -88,6 +88,14 @@ class ProjectorRunner {
   // Writes every pending delta and the checkpoint in one transaction.
   Status Flush();
 
+  // Order-dependent read models: applies, in id order, every event held above a hole still
+  // open (a build that never cuts over ends with its holes open).
+  void ReleaseAllHeld() {
+    Apply(held_);
+    held_.clear();
+    held_text_.clear();
+  }
+
   // Writes into another table from now on, and keeps its checkpoint in that table's row
   // (follow mode: the live table after the swap). REQUIRES: nothing pending (after Flush()).
   void Retarget(const std::string& table) { options_.target_table = table; }

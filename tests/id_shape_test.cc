@@ -106,8 +106,8 @@ TEST_P(IdShapes, RebuildingHistoryIsExactAndWatchesOnlyHolesNearTheHead) {
   const int64_t pages = 20'000 / 5'000 + 2;
   EXPECT_GE(static_cast<int64_t>(sum.holes_watched_peak), near_head);
   EXPECT_LE(static_cast<int64_t>(sum.holes_watched_peak), near_head + pages);
-  EXPECT_GE(static_cast<int64_t>(sum.holes_read_under_lock), near_head);
-  EXPECT_LE(static_cast<int64_t>(sum.holes_read_under_lock), near_head + pages);
+  // The server shows no open transaction, so the catch-up settles them before the lock.
+  EXPECT_LE(sum.holes_read_under_lock, sum.holes_watched_peak);
   EXPECT_LT(near_head, holes / 10 + 1) << "the generator's times put most holes near the head";
   // Nothing is left watched in the checkpoints once the cut-over made every hole final.
   EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM rewind_checkpoints WHERE gaps <> ''"), 0);
@@ -134,8 +134,37 @@ TEST_P(IdShapes, ATableWithoutTheTimeColumnIsJudgedByIds) {
   const std::atomic<bool> stop{false};
   const ReplaySummary sum = Replay(ro, std::move(*SelectProjectors(ro)), stop);
   ASSERT_TRUE(sum.swapped) << sum.status.message();
+  EXPECT_GE(static_cast<int64_t>(sum.holes_watched_peak), near_head);
+  EXPECT_LE(static_cast<int64_t>(sum.holes_watched_peak), near_head + 2);
+  ExpectEveryReadModelMatchesTheEvents(*c);
+}
+
+// Without the PROCESS grant rewind cannot see the open transactions: the holes near the
+// head (and only they) are read again under the cut-over's lock, which makes them final.
+TEST_P(IdShapes, WithoutProcessTheHolesNearTheHeadAreSettledUnderTheLock) {
+  const IdShape& shape = GetParam();
+  ConnectionOptions o = Store(Db("no_process"), 8'000, 0, shape);
+  auto c = Connect(o);
+  // The application's latest events, written now, with holes between them.
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE(c->Execute(fmt::format("INSERT INTO stored_events (id, uuid, eventClass, payload, createdAt) SELECT "
+                                       "MAX(id) + 3, 'u', {}, {}, NOW() FROM stored_events",
+                                       c->Quote(kClass), c->Quote(Payload("/recent", "2024-05-06T07:08:09+00:00"))))
+                    .ok());
+  }
+  const int64_t near_head = HolesNearTheHead(*c, 60);
+  ASSERT_GE(near_head, 19);
+  ReplayOptions ro;
+  ro.connection = UserWith(*c, o, std::string("rw_np_") + shape.name,
+                           "SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, LOCK TABLES");
+  ro.all = true;
+  ro.progress = ProgressMode::kQuiet;
+  ro.batch_size = 2'000;
+  const std::atomic<bool> stop{false};
+  const ReplaySummary sum = Replay(ro, std::move(*SelectProjectors(ro)), stop);
+  ASSERT_TRUE(sum.swapped) << sum.status.message();
   EXPECT_GE(static_cast<int64_t>(sum.holes_read_under_lock), near_head);
-  EXPECT_LE(static_cast<int64_t>(sum.holes_read_under_lock), near_head + 2);
+  EXPECT_LE(static_cast<int64_t>(sum.holes_read_under_lock), near_head + 8'000 / 2'000 + 2);
   ExpectEveryReadModelMatchesTheEvents(*c);
 }
 
