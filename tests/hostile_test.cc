@@ -174,36 +174,8 @@ TEST(NothingLost, EventsAppendedDuringAReplayAndALateCommitReachTheSwappedTables
   EXPECT_EQ(Count(*c, "SELECT SUM(`count`) FROM visits_per_day"), Count(*c, "SELECT COUNT(*) FROM ref_visits"));
 }
 
-// Follow mode: an event that commits after a higher id was already applied is applied once
-// when it appears, and counted as late in status.
-TEST(NothingLost, FollowAppliesALateCommitExactlyOnce) {
-  ConnectionOptions o = Store("rewind_test_late", 5'000);
-  auto c = Connect(o);
-  ReplayOptions ro;
-  ro.connection = o;
-  ro.all = true;
-  Follower follower(ro);
-  ASSERT_TRUE(follower.following());
-  auto app = Connect(o);
-  ASSERT_TRUE(app->Execute("START TRANSACTION").ok());
-  ASSERT_TRUE(Insert(*app, kClass, Payload("/slow-transaction", "2024-05-06T07:08:09+00:00")).ok());
-  ASSERT_TRUE(Insert(*c, kClass, Payload("/fast-one", "2024-05-06T07:08:10+00:00")).ok());
-  const int64_t head = Count(*c, "SELECT MAX(id) FROM stored_events");
-  // rewind applied the later event: its checkpoints passed the open transaction's id (but
-  // sessions_per_day's, which holds what is above an open hole: it is order-dependent)...
-  EXPECT_TRUE(WaitUntil(*c, "SELECT MIN(last_event_id) >= " + std::to_string(head) +
-                                " FROM rewind_checkpoints WHERE projector <> 'sessions_per_day'", 1));
-  // ...which commits now, late.
-  ASSERT_TRUE(app->Execute("COMMIT").ok());
-  EXPECT_TRUE(WaitUntil(*c, "SELECT MIN(late_events) FROM rewind_checkpoints", 1));
-  const ReplaySummary& sum = follower.Stop();
-  ASSERT_TRUE(sum.status.ok()) << sum.status.message();
-  EXPECT_EQ(sum.late_events, 1u);
-  ExpectEveryReadModelMatchesTheEvents(*c);
-  EXPECT_EQ(Count(*c, "SELECT `count` FROM visits_per_post_per_day WHERE uri = '/slow-transaction'"), 1);
-  Outcome status = RunRewind({"status", "--json"}, Env(o));
-  EXPECT_EQ(status.code, 0);
-}
+// (Follow with a late commit: tests/id_shape_test.cc, IdShapes.FollowAppliesALateCommitOnce, on
+// dense ids and the shapes of production tables.)
 
 // A gap that never fills is given up after the settle window, counted, and no longer read.
 TEST(NothingLost, AGapThatNeverFillsIsGivenUpAndCounted) {

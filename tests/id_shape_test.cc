@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,17 @@ int64_t HolesNearTheHead(Connection& c, int settle, const std::string& time_colu
                       time_column, settle));
 }
 
+// `rewind replay --all`, in this process, on `o` with `tweak` applied to the options.
+ReplaySummary ReplayAll(const ConnectionOptions& o, const std::function<void(ReplayOptions&)>& tweak = {}) {
+  ReplayOptions ro;
+  ro.connection = o;
+  ro.all = true;
+  ro.progress = ProgressMode::kQuiet;
+  if (tweak) tweak(ro);
+  const std::atomic<bool> stop{false};
+  return Replay(ro, std::move(*SelectProjectors(ro)), stop);
+}
+
 std::vector<IdShape> EveryShape() {
   std::vector<IdShape> shapes = {IdShape{}};
   for (const IdShape& s : ProductionIdShapes()) shapes.push_back(s);
@@ -94,13 +106,7 @@ TEST_P(IdShapes, RebuildingHistoryIsExactAndWatchesOnlyHolesNearTheHead) {
     ASSERT_GT(holes, 300);
   }
   const int64_t near_head = HolesNearTheHead(*c, 60);
-  ReplayOptions ro;
-  ro.connection = o;
-  ro.all = true;
-  ro.progress = ProgressMode::kQuiet;
-  ro.batch_size = 5'000;
-  const std::atomic<bool> stop{false};
-  const ReplaySummary sum = Replay(ro, std::move(*SelectProjectors(ro)), stop);
+  const ReplaySummary sum = ReplayAll(o, [](ReplayOptions& ro) { ro.batch_size = 5'000; });
   ASSERT_TRUE(sum.swapped) << sum.status.message();
   EXPECT_EQ(sum.ExitCode(), 3);  // the bad payloads, recorded
   const int64_t pages = 20'000 / 5'000 + 2;
@@ -126,13 +132,7 @@ TEST_P(IdShapes, ATableWithoutTheTimeColumnIsJudgedByIds) {
                                                   "AS prev FROM stored_events) x WHERE id > prev + 1 AND "
                                                   "id - 1 > {} - 1000",
                                                   head));
-  ReplayOptions ro;
-  ro.connection = o;
-  ro.all = true;
-  ro.progress = ProgressMode::kQuiet;
-  ro.settle_ids = 1'000;
-  const std::atomic<bool> stop{false};
-  const ReplaySummary sum = Replay(ro, std::move(*SelectProjectors(ro)), stop);
+  const ReplaySummary sum = ReplayAll(o, [](ReplayOptions& ro) { ro.settle_ids = 1'000; });
   ASSERT_TRUE(sum.swapped) << sum.status.message();
   EXPECT_GE(static_cast<int64_t>(sum.holes_watched_peak), near_head);
   EXPECT_LE(static_cast<int64_t>(sum.holes_watched_peak), near_head + 2);
@@ -154,14 +154,9 @@ TEST_P(IdShapes, WithoutProcessTheHolesNearTheHeadAreSettledUnderTheLock) {
   }
   const int64_t near_head = HolesNearTheHead(*c, 60);
   ASSERT_GE(near_head, 19);
-  ReplayOptions ro;
-  ro.connection = UserWith(*c, o, std::string("rw_np_") + shape.name,
-                           "SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, LOCK TABLES");
-  ro.all = true;
-  ro.progress = ProgressMode::kQuiet;
-  ro.batch_size = 2'000;
-  const std::atomic<bool> stop{false};
-  const ReplaySummary sum = Replay(ro, std::move(*SelectProjectors(ro)), stop);
+  const ConnectionOptions weak = UserWith(*c, o, std::string("rw_np_") + shape.name,
+                                          "SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, LOCK TABLES");
+  const ReplaySummary sum = ReplayAll(weak, [](ReplayOptions& ro) { ro.batch_size = 2'000; });
   ASSERT_TRUE(sum.swapped) << sum.status.message();
   EXPECT_GE(static_cast<int64_t>(sum.holes_read_under_lock), near_head);
   EXPECT_LE(static_cast<int64_t>(sum.holes_read_under_lock), near_head + 8'000 / 2'000 + 2);
@@ -224,6 +219,7 @@ TEST_P(IdShapes, FollowAppliesALateCommitOnce) {
   EXPECT_EQ(sum.late_events, 1u);
   ExpectEveryReadModelMatchesTheEvents(*c);
   EXPECT_EQ(Count(*c, "SELECT `count` FROM visits_per_post_per_day WHERE uri = '/slow-transaction'"), 1);
+  EXPECT_EQ(RunRewind({"status", "--json"}, Env(o)).code, 0);
 }
 
 // kill -9 inside a flush, then --resume: the result equals the events, and verify agrees.
