@@ -374,9 +374,14 @@ void ProjectorRunner::Hold(std::span<const PageVisit> visits) {
   if (visits.empty()) return;
   const size_t before = held_.size();
   for (PageVisit v : visits) {
-    // The batch's strings die with it: the held copy keeps its own.
-    for (std::string_view* text : {&v.url, &v.ip, &v.user_agent}) {
-      if (!text->empty()) *text = held_text_.emplace_back(*text);
+    // The batch's strings die with it: the held copy keeps its own, in one buffer per
+    // event (a map node: it never moves), freed when the event is applied.
+    std::string& text = held_text_[v.id];
+    text.reserve(v.url.size() + v.ip.size() + v.user_agent.size());
+    for (std::string_view* field : {&v.url, &v.ip, &v.user_agent}) {
+      const size_t at = text.size();
+      text.append(*field);
+      *field = std::string_view(text).substr(at, field->size());
     }
     held_.push_back(v);
   }
@@ -389,11 +394,21 @@ void ProjectorRunner::Hold(std::span<const PageVisit> visits) {
 void ProjectorRunner::ReleaseHeld() {
   if (held_.empty()) return;
   const EventId open = gaps_.empty() ? GapSet::kMaxId : gaps_.lowest();
-  const auto end = std::partition_point(held_.begin(), held_.end(), [&](const PageVisit& v) { return v.id < open; });
+  auto end = std::partition_point(held_.begin(), held_.end(), [&](const PageVisit& v) { return v.id < open; });
+  if (held_.size() - static_cast<size_t>(end - held_.begin()) > kMaxHeld) {
+    // A hole that stays open this long is not one an application transaction holds (its
+    // neighbours' times mislead): memory stays bounded, the oldest go on in id order.
+    if (!warned_held_) {
+      fmt::print(stderr, "rewind: {}: more than {} events held above an open hole in the ids; applying the "
+                         "oldest in id order without waiting for it\n", projector_->name(), kMaxHeld);
+      warned_held_ = true;
+    }
+    end = held_.end() - static_cast<long>(kMaxHeld / 2);
+  }
   if (end == held_.begin()) return;
   Apply(std::span<const PageVisit>(held_.data(), static_cast<size_t>(end - held_.begin())));
+  for (auto it = held_.begin(); it != end; ++it) held_text_.erase(it->id);
   held_.erase(held_.begin(), end);
-  if (held_.empty()) held_text_.clear();
 }
 
 void ProjectorRunner::ApplyInOrder(std::span<const PageVisit> visits) {

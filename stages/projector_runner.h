@@ -26,7 +26,7 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -152,7 +152,9 @@ class ProjectorRunner {
   uint64_t events_since_flush_ = 0;
   std::vector<PageVisit> usable_;  // scratch for batches with partial visits
   std::vector<PageVisit> held_;    // order-dependent: visits above an open hole, by id
-  std::deque<std::string> held_text_;  // their strings
+  std::map<EventId, std::string> held_text_;  // their strings, by event
+  static constexpr size_t kMaxHeld = 200'000;  // events; beyond, the oldest are applied
+  bool warned_held_ = false;
   std::vector<EventRecord> records_;  // scratch for late records
   std::vector<EventFailure> new_failures_;  // scratch
   std::vector<Failure> pending_failures_;   // recorded with the next flush

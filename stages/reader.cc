@@ -701,6 +701,7 @@ Status Reader::ReadPage(Connection& connection, const std::string& sql, Page& pa
   Status bad_id;
   const int time_at = time_index_;
   bool after_hole = false;  // the row before this one followed a hole
+  EventId first_id = 0;     // the page's first row
   Status s = connection.Stream(sql, [&](char** values, unsigned long* lengths) {
     const std::optional<EventId> id = ParseEventId(std::string_view(values[0], lengths[0]));
     if (!id) {
@@ -709,13 +710,15 @@ Status Reader::ReadPage(Connection& connection, const std::string& sql, Page& pa
       return;
     }
     const bool hole = *id > last_id + 1;
-    if ((hole || after_hole || !page.any) && time_at >= 0) {
+    const bool first_row = page.any && last_id == first_id;  // this is the page's second row
+    if ((hole || after_hole || !page.any || first_row) && time_at >= 0) {
       // The time of the event above a hole judges the hole (the earlier of it and the next
       // one's, so that one event whose time column runs ahead of its neighbours' cannot
       // keep a hole open); the page's first one judges the hole trailing the page before.
       std::optional<int64_t> time;
       if (values[time_at] != nullptr) time = EventTimeSeconds(std::string_view(values[time_at], lengths[time_at]));
       if (!page.any) page.first_time = time;
+      if (page.any && first_row && time && page.first_time) page.first_time = std::min(*page.first_time, *time);
       if (after_hole && time && page.gap_times.back()) page.gap_times.back() = std::min(*page.gap_times.back(), *time);
       if (hole) page.gap_times.push_back(time);
     } else if (hole) {
@@ -723,6 +726,7 @@ Status Reader::ReadPage(Connection& connection, const std::string& sql, Page& pa
     }
     after_hole = hole;
     if (hole) batch->gaps.push_back({last_id + 1, *id - 1});
+    if (!page.any) first_id = *id;
     page.any = true;
     last_id = *id;
     AddEvent(*batch, *id, values, lengths, with_class_, options_.scope.columns.size());
