@@ -12,6 +12,11 @@
 // exactly from the checkpoint. A late batch (stages/batch.h) applies only the events whose
 // ids are still open in this runner's own gaps, so a late event counts exactly once.
 //
+// Every statement of a flush is checked for warnings: a value the server clamped or cut
+// (LOAD DATA LOCAL turns strict mode's errors into warnings) fails the flush, naming the
+// table. Read models that keep committed values (Projector::committed_columns) get them
+// from a target that already has rows (a resume) before the first event.
+//
 // Failure handling, per flush: a lost connection is re-established and the whole
 // transaction is redone (its statements are kept until COMMIT succeeds); a deadlock or
 // lock-wait timeout reruns the transaction; both with bounded retries and backoff.
@@ -103,6 +108,9 @@ class ProjectorRunner {
     bool load = false;
   };
   Status RunTransaction(const std::vector<Step>& steps);
+  // A target that already has rows: hands the projector the committed values it keeps
+  // (Projector::committed_columns), once, before the first event.
+  Status LoadCommitted();
   Status ApplyLate(const Batch& batch);
   // Removes ranges that are settled (found, or final) from the watched gaps.
   void Settle(const std::vector<IdRange>& settled);

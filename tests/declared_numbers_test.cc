@@ -217,6 +217,40 @@ TEST(Sums, UnderFollowASumThatLeavesItsTypeFailsThatEventAndTheFollowerGoesOn) {
   ExpectBalancesMatchTheEvents(*c);
 }
 
+// A server that would clamp a value silently (sql_mode without strict mode, here on a
+// table whose column another hand narrowed after the swap): the warning fails the flush,
+// which rolls back, and the follow stops saying that the swap had happened.
+TEST(Sums, AWarningOfRewindsOwnWriteFailsTheFlushAndAFollowSaysTheSwapHadHappened) {
+  const ConnectionOptions o = BankStore("rewind_test_sums_warning", {Deposit("a", 100)});
+  auto c = Connect(o);
+  auto mode = c->QueryValue("SELECT @@GLOBAL.sql_mode");
+  ASSERT_TRUE(mode.ok() && *mode);
+  struct Restore {
+    Connection& c;
+    std::string mode;
+    ~Restore() { EXPECT_TRUE(c.Execute("SET GLOBAL sql_mode = " + c.Quote(mode)).ok()); }
+  } restore{*c, **mode};
+  ASSERT_TRUE(c->Execute("SET GLOBAL sql_mode = ''").ok());
+  {
+    Subprocess run(Rewind({"replay", "totals", "--models", ModelsFile(), "--follow", "--poll", "0.05",
+                           "--progress", "plain"}),
+                   Env(o));
+    ASSERT_TRUE(run.started());
+    EXPECT_TRUE(WaitUntil(*c, "SELECT COUNT(*) FROM rewind_checkpoints WHERE status = 'following'", 1));
+    ASSERT_TRUE(c->Execute("ALTER TABLE totals MODIFY total DECIMAL(5,2) NOT NULL").ok());
+    Insert(*c, Deposit("a", 999900));  // 10000.00: 999.99 and a warning in that column
+    const bool stopped = run.WaitFor("rewind: error", 60);
+    if (!stopped) run.Signal(SIGTERM);
+    EXPECT_TRUE(stopped) << run.err();
+    EXPECT_EQ(run.Wait(), 1) << run.err();
+    EXPECT_NE(run.err().find("INSERT INTO `totals`"), std::string::npos) << run.err();
+    EXPECT_NE(run.err().find("1264"), std::string::npos) << run.err();
+    EXPECT_NE(run.err().find("swapped in before the error"), std::string::npos) << run.err();
+    EXPECT_EQ(run.err().find("nothing was swapped in"), std::string::npos) << run.err();
+  }
+  EXPECT_EQ(Rows(*c, "SELECT account, total FROM totals"), std::vector<std::string>{"a|1.00"});  // rolled back
+}
+
 // A transaction holding the lower ids commits after rewind applied higher ones: `first`
 // and `last` still follow id order (the late event wins only where its id is the extreme
 // one), and verify finds the live table identical to a rebuild.
