@@ -274,6 +274,19 @@ class Parser {
         plan.values.push_back(std::move(*value));
       }
     }
+    // first and last keep their event's id in "<column>__id" (stages/table_schema.h): rewind's too.
+    for (const ValuePlan& v : plan.values) {
+      if (v.op != Op::kFirst && v.op != Op::kLast) continue;
+      const std::string id = v.column + "__id";
+      if (id.size() > 64) {
+        return Fail(t, fmt::format("column '{}' ({}) is longer than 60 characters: rewind stores the id of its "
+                                   "event beside it, in '{}'", v.column, OpName(v.op), id));
+      }
+      if (std::find(columns.begin(), columns.end(), Lower(id)) != columns.end()) {
+        return Fail(t, fmt::format("column '{}' is reserved: rewind stores the id of the event of '{}' ({}) there",
+                                   id, v.column, OpName(v.op)));
+      }
+    }
     // The storage column of text keys is rewind's: a declared column may not take its name.
     std::string hash;
     for (const KeyPlan& k : plan.keys) {

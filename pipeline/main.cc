@@ -169,8 +169,12 @@ int main(int argc, char** argv) {
     return exit_code::kCutoverGaveUp;
   }
   if (!sum.status.ok()) {
-    fmt::print(stderr, "rewind: error: {}\nrewind: nothing was swapped in; the live tables are untouched.\n",
-               sum.status.message());
+    // After the swap (a follow that stopped on an error) the live tables are the rebuilt ones,
+    // each holding what its read model committed up to its checkpoint.
+    fmt::print(stderr, "rewind: error: {}\nrewind: {}\n", sum.status.message(),
+               sum.swapped ? "the rebuilt read models had been swapped in before the error: the live tables keep "
+                             "what each committed up to its checkpoint (rewind status shows where)"
+                           : "nothing was swapped in; the live tables are untouched.");
     return sum.ExitCode();
   }
   if (sum.failures > 0) {

@@ -413,15 +413,16 @@ class Stress {
     return Status::Ok();
   }
 
-  // One page of a keyset read of `table`: (position, stream, type, payload).
+  // One page of a keyset read of `table`: (stream, type, payload, position).
   Status ReadPage(Connection& c, const std::string& table, int64_t after, const std::string& where, size_t limit,
-                  std::vector<std::array<std::string, 3>>& rows, int64_t& last) {
+                  std::vector<std::array<std::string, 4>>& rows, int64_t& last) {
     rows.clear();
     return c.Stream(fmt::format("SELECT position, stream, type, payload FROM {} WHERE position > {}{} ORDER BY position LIMIT {}",
                                 QuoteIdentifier(table), after, where, limit),
                     [&](char** v, unsigned long* len) {
                       last = std::strtoll(v[0], nullptr, 10);
-                      rows.push_back({std::string(v[1], len[1]), std::string(v[2], len[2]), std::string(v[3], len[3])});
+                      rows.push_back({std::string(v[1], len[1]), std::string(v[2], len[2]), std::string(v[3], len[3]),
+                                      std::string(v[0], len[0])});
                     });
   }
 
@@ -433,14 +434,14 @@ class Stress {
     const std::string prefix = fmt::format("INSERT INTO {} ({}) VALUES (", QuoteIdentifier(table),
                                            table_schema::StoredColumnList(spec));
     const std::string merge = table_schema::MergeClause(spec);
-    std::vector<std::array<std::string, 3>> rows;
+    std::vector<std::array<std::string, 4>> rows;
     int64_t after = 0, last = 0;
     int in_transaction = 0;
     while (!stop_.load()) {
       if (Status s = ReadPage(*c_, events, after, "", 10000, rows, last); !s.ok()) return s;
       if (rows.empty()) break;
       after = last;
-      for (const auto& [stream, type, payload] : rows) {
+      for (const auto& [stream, type, payload, position] : rows) {
         if (order::KindOf(type) == order::Kind::kNoteAdded) continue;
         Result<order::Event> e = DecodeOrderEvent(type, payload);
         if (!e.ok()) return e.status();
@@ -450,14 +451,18 @@ class Stress {
         c_->AppendQuoted(sql, stream);
         sql += ", 256)), ";
         const auto cents = [](int64_t c) { return fmt::format("{}.{:02d}", c / 100, c % 100); };
+        // status (last) and confirmed_at (first) each with the event's position, which their
+        // merge compares (stages/table_schema.h).
         switch (e->kind) {
-          case order::Kind::kCreated: sql += "'created', 0, 0, 0, NULL)"; break;
-          case order::Kind::kItemAdded: sql += fmt::format("NULL, 1, {}, 0, NULL)", cents(e->cents)); break;
-          case order::Kind::kDiscountApplied: sql += fmt::format("NULL, 0, 0, {}, NULL)", cents(e->cents)); break;
+          case order::Kind::kCreated: sql += fmt::format("'created', {}, 0, 0, 0, NULL, NULL)", position); break;
+          case order::Kind::kItemAdded: sql += fmt::format("NULL, NULL, 1, {}, 0, NULL, NULL)", cents(e->cents)); break;
+          case order::Kind::kDiscountApplied:
+            sql += fmt::format("NULL, NULL, 0, 0, {}, NULL, NULL)", cents(e->cents));
+            break;
           case order::Kind::kConfirmed:
-            sql += "'confirmed', 0, 0, 0, ";
+            sql += fmt::format("'confirmed', {}, 0, 0, 0, ", position);
             c_->AppendQuoted(sql, e->at);
-            sql += ")";
+            sql += fmt::format(", {})", position);
             break;
           default: continue;
         }
@@ -480,14 +485,14 @@ class Stress {
   // filter in the server (WHERE type = ...) or in the client (every event read).
   Status ConfirmedPerDay(const std::string& events, const std::string& table, bool in_server) {
     std::map<std::string, int64_t> per_day;
-    std::vector<std::array<std::string, 3>> rows;
+    std::vector<std::array<std::string, 4>> rows;
     int64_t after = 0, last = 0;
     const std::string where = in_server ? fmt::format(" AND type = '{}'", order::kConfirmed) : "";
     while (!stop_.load()) {
       if (Status s = ReadPage(*c_, events, after, where, 10000, rows, last); !s.ok()) return s;
       if (rows.empty()) break;
       after = last;
-      for (const auto& [stream, type, payload] : rows) {
+      for (const auto& [stream, type, payload, position] : rows) {
         if (order::KindOf(type) != order::Kind::kConfirmed) continue;
         Result<order::Event> e = DecodeOrderEvent(type, payload);
         if (!e.ok()) return e.status();

@@ -101,6 +101,12 @@ std::string CanonicalForm(const ModelPlan& p) {
     std::sort(column.begin(), column.end());
     for (const std::string& line : column) out += line;
   }
+  // first and last keep the id of their event in a column of their own (projector.h): a
+  // table built before that has not, so a declaration with them is another version (a
+  // resume refuses such a table, status marks it); the others keep theirs.
+  if (std::any_of(p.values.begin(), p.values.end(), [](const ValuePlan& v) { return v.op == Op::kFirst || v.op == Op::kLast; })) {
+    out += "\nstorage event-ids";
+  }
   return out + "\n";
 }
 
@@ -319,6 +325,7 @@ struct Acc {
   __int128 n = 0;
   double d = 0;
   std::string s;
+  EventId id = 0;  // first and last: the event whose value it holds
 };
 
 class DeclaredProjector final : public Projector {
@@ -335,11 +342,16 @@ class DeclaredProjector final : public Projector {
         column_plan_.push_back(i);
         table_.columns.push_back({v.column, StoredType(v.type), MergeOf(v.op), v.precision, v.scale});
         limit_.push_back(v.type == ValueType::kDecimal ? Pow10(v.precision) : 0);
+        // Bounded: what events add to it can leave its type (a bigint count cannot, in 2^63 events).
+        const bool bounded = ((v.op == Op::kSum || v.op == Op::kSubtract) &&
+                              (v.type == ValueType::kDecimal || v.type == ValueType::kBigInt)) ||
+                             (v.op == Op::kCount && v.type == ValueType::kDecimal);
+        bounded_of_.push_back(bounded ? static_cast<int64_t>(bounded_.size()) : -1);
+        if (bounded) bounded_.push_back(j);
       }
       column_of_.push_back(j);
-      checks_sums_ |= (v.op == Op::kSum || v.op == Op::kSubtract) &&
-                      (v.type == ValueType::kDecimal || v.type == ValueType::kBigInt);
     }
+    checks_sums_ = !bounded_.empty();
     // Non-text keys first in the encoded key: sorted keys then come in index order.
     for (size_t i = 0; i < plan_.keys.size(); ++i) {
       if (plan_.keys[i].type != ValueType::kText) key_order_.push_back(i);
@@ -445,25 +457,32 @@ class DeclaredProjector final : public Projector {
       }
       // Sums that would leave their type are refused before anything is applied: each
       // column's sum as it will be after this event's contributions, taken in turn.
+      // A key's sum is its committed value (in the table) plus what this flush holds.
       const uint64_t hash = TextTable::HashOf(key_, {});
       const int64_t found = keys_.Find(key_, {}, hash);
       Acc* accs = found < 0 ? nullptr : accs_.data() + static_cast<size_t>(found) * ncolumns;
+      int64_t committed = -1;
       if (checks_sums_) {
-        for (size_t j = 0; j < ncolumns; ++j) sums_[j] = accs ? accs[j].n : 0;
+        committed = found >= 0 ? pending_committed_[static_cast<size_t>(found)] : committed_keys_.Find(key_, {}, hash);
+        const __int128* base = committed < 0 ? nullptr : committed_.data() + static_cast<size_t>(committed) * bounded_.size();
+        for (size_t b = 0; b < bounded_.size(); ++b) {
+          sums_[bounded_[b]] = (accs ? accs[bounded_[b]].n : 0) + (base ? base[b] : 0);
+        }
       }
       for (size_t i = 0; checks_sums_ && reason.empty() && i < nvalues; ++i) {
         const ValuePlan& p = plan_.values[i];
-        if (!present_[i] || (p.op != Op::kSum && p.op != Op::kSubtract)) continue;
-        if (p.type != ValueType::kDecimal && p.type != ValueType::kBigInt) continue;
+        if (!present_[i] || bounded_of_[column_of_[i]] < 0) continue;
         __int128& sum = sums_[column_of_[i]];
+        const __int128 delta = p.op == Op::kCount ? Pow10(p.scale) : typed_[i].n;
         const bool overflow =
-            p.op == Op::kSum ? __builtin_add_overflow(sum, typed_[i].n, &sum) : __builtin_sub_overflow(sum, typed_[i].n, &sum);
+            p.op == Op::kSubtract ? __builtin_sub_overflow(sum, delta, &sum) : __builtin_add_overflow(sum, delta, &sum);
         const bool leaves = p.type == ValueType::kDecimal
                                 ? sum >= limit_[column_of_[i]] || sum <= -limit_[column_of_[i]]
                                 : sum > INT64_MAX || sum < INT64_MIN;
         if (overflow || leaves) {
           reason = p.type == ValueType::kDecimal
-                       ? fmt::format("value '{}': the sum leaves decimal({},{})", p.column, p.precision, p.scale)
+                       ? fmt::format("value '{}': the {} leaves decimal({},{})", p.column,
+                                     p.op == Op::kCount ? "count" : "sum", p.precision, p.scale)
                        : fmt::format("value '{}': the sum leaves bigint", p.column);
         }
       }
@@ -475,9 +494,10 @@ class DeclaredProjector final : public Projector {
         keys_.Intern(key_, {}, hash, &key_bytes_);  // the next row
         accs_.resize(accs_.size() + ncolumns);
         accs = accs_.data() + (accs_.size() - ncolumns);
+        if (checks_sums_) pending_committed_.push_back(committed);
       }
       for (size_t i = 0; i < nvalues; ++i) {
-        if (present_[i]) Fold(plan_.values[i], typed_[i], accs[column_of_[i]]);
+        if (present_[i]) Fold(plan_.values[i], typed_[i], e.id, accs[column_of_[i]]);
       }
     }
   }
@@ -504,9 +524,10 @@ class DeclaredProjector final : public Projector {
       for (size_t j = 0; j < ncolumns; ++j) {
         const ValuePlan& p = plan_.values[column_plan_[j]];
         const Acc& a = accs[j];
-        const bool added = MergeOf(p.op) == Merge::kAdd;
-        if (!a.set && !added) {
+        const Merge merge = MergeOf(p.op);
+        if (!a.set && merge != Merge::kAdd) {
           sink.Null();
+          if (KeepsEventId(merge)) sink.Null();
           continue;
         }
         Typed t;
@@ -514,12 +535,48 @@ class DeclaredProjector final : public Projector {
         t.d = a.d;
         t.s = a.s;
         Emit(sink, p.type, p.scale, t);
+        if (KeepsEventId(merge)) sink.Number(IdText(a.id));
       }
       sink.EndRow();
     }
+    if (checks_sums_) Commit(ncolumns);
     keys_.Clear();
     key_bytes_.Clear();
     accs_.clear();
+  }
+
+  std::vector<std::string> committed_columns() const override {
+    std::vector<std::string> out;
+    for (size_t j : bounded_) out.push_back(plan_.values[column_plan_[j]].column);
+    return out;
+  }
+
+  std::string LoadCommitted(std::span<const std::string_view> row) override {
+    if (row.size() != plan_.keys.size() + bounded_.size()) return "a committed row of the wrong width";
+    key_.clear();
+    for (size_t i : key_order_) {
+      FieldValue v;
+      v.kind = ValueKind::kString;
+      v.text = row[i];
+      Typed t;
+      if (std::string why = Convert(v, plan_.keys[i].type, 0, 0, Bucket::kNone, t); !why.empty()) {
+        return fmt::format("key '{}' {}", plan_.keys[i].column, why);
+      }
+      AppendKey(plan_.keys[i].type, t);
+    }
+    const uint64_t hash = TextTable::HashOf(key_, {});
+    if (committed_keys_.Find(key_, {}, hash) >= 0) return "a key seen twice";
+    committed_keys_.Intern(key_, {}, hash, &committed_bytes_);
+    for (size_t b = 0; b < bounded_.size(); ++b) {
+      const ValuePlan& p = plan_.values[column_plan_[bounded_[b]]];
+      const std::string_view text = row[plan_.keys.size() + b];
+      __int128 n = 0;
+      int64_t i = 0;
+      const bool ok = p.type == ValueType::kDecimal ? ParseScaled(text, p.precision, p.scale, n) : ParseInt(text, i);
+      if (!ok) return fmt::format("value '{}' is '{}', not a {}", p.column, Short(text), ValueTypeName(p.type, p.precision, p.scale));
+      committed_.push_back(p.type == ValueType::kDecimal ? n : __int128{i});
+    }
+    return {};
   }
 
  private:
@@ -585,7 +642,23 @@ class DeclaredProjector final : public Projector {
     a.set = true;
   }
 
-  static void Fold(const ValuePlan& p, const Typed& t, Acc& a) {
+  // The flushed deltas of the bounded columns, added to the committed values.
+  void Commit(size_t ncolumns) {
+    const size_t nb = bounded_.size();
+    for (uint32_t r = 0; r < keys_.size(); ++r) {
+      int64_t c = pending_committed_[r];
+      if (c < 0) {
+        const TextTable::Entry& e = keys_.entry(r);
+        c = committed_keys_.Intern(e.a, {}, e.hash, &committed_bytes_);
+        committed_.resize(committed_.size() + nb, 0);
+      }
+      const Acc* accs = accs_.data() + size_t{r} * ncolumns;
+      for (size_t b = 0; b < nb; ++b) committed_[static_cast<size_t>(c) * nb + b] += accs[bounded_[b]].n;
+    }
+    pending_committed_.clear();
+  }
+
+  static void Fold(const ValuePlan& p, const Typed& t, EventId id, Acc& a) {
     switch (p.op) {
       case Op::kCount:
         if (p.type == ValueType::kDecimal) {
@@ -612,11 +685,18 @@ class DeclaredProjector final : public Projector {
       case Op::kMax:
         if (!a.set || Compare(p.type, t, a) > 0) Store(t, a);
         break;
+      // By id: a late event (a lower id applied after higher ones) wins only where its id is the extreme one.
       case Op::kFirst:
-        if (!a.set) Store(t, a);
+        if (!a.set || id < a.id) {
+          Store(t, a);
+          a.id = id;
+        }
         break;
       case Op::kLast:
-        Store(t, a);
+        if (!a.set || id > a.id) {
+          Store(t, a);
+          a.id = id;
+        }
         break;
     }
   }
@@ -627,7 +707,11 @@ class DeclaredProjector final : public Projector {
   std::vector<size_t> column_plan_;  // per stored value column: its first contribution in plan_.values
   std::vector<size_t> column_of_;    // per contribution: its stored column
   std::vector<__int128> limit_;      // per stored value column: 10^precision for decimals
-  bool checks_sums_ = false;         // some sum or subtraction of a decimal or bigint
+  // The stored value columns whose added values can leave their type (sums and subtractions of
+  // decimals and bigints, counts as decimals), and each stored column's place among them (or -1).
+  std::vector<size_t> bounded_;
+  std::vector<int64_t> bounded_of_;
+  bool checks_sums_ = false;         // bounded_ is not empty
   std::vector<size_t> key_order_;  // key columns in encoded order
   size_t text_keys_ = 0;
   std::vector<bool> model_classes_;
@@ -641,6 +725,13 @@ class DeclaredProjector final : public Projector {
   TextTable keys_;          // encoded key -> row index (ids are rows, in order of arrival)
   StringArena key_bytes_;   // the encoded keys keys_ holds
   std::vector<Acc> accs_;  // stored value columns of row r at [r * ncolumns, ...)
+  // Bounded columns only: every key's committed values (bounded_.size() per committed key, in
+  // the order of committed_keys_), and each pending row's committed key (-1: none yet). Memory
+  // grows with the read model's keys, not with its events.
+  TextTable committed_keys_;
+  StringArena committed_bytes_;
+  std::vector<__int128> committed_;
+  std::vector<int64_t> pending_committed_;
 };
 
 }  // namespace

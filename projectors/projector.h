@@ -52,14 +52,21 @@ enum class ColumnType : uint8_t {
 
 // How a flushed value meets the value already in the table (rows are deltas: a flush
 // carries only what its events changed). kKey marks the key columns.
+//
+// kFirst and kLast follow event ids, not the order events arrive in (a transaction holding
+// a lower id can commit after a higher one was applied): such a column is stored with a
+// hidden `<name>__id` (stages/table_schema.h), the id of the event whose value it holds,
+// and a row sink receives that id right after the value, as Number(IdText(id)), or Null()
+// when the value is untouched.
 enum class Merge : uint8_t {
   kKey,
   kAdd,    // table + delta (counts, sums); never NULL, 0 when untouched
   kMin,    // the smaller; NULL (untouched) on either side leaves the other
   kMax,    // the larger; likewise
-  kFirst,  // the table's value if it has one (earlier events came first)
-  kLast,   // the delta's value if it has one
+  kFirst,  // the value of the lower id
+  kLast,   // the value of the higher id
 };
+inline bool KeepsEventId(Merge m) { return m == Merge::kFirst || m == Merge::kLast; }
 
 struct Column {
   std::string name;
@@ -111,6 +118,16 @@ class Projector {
   virtual std::string version() const { return {}; }
   // Where it was declared ("" when compiled).
   virtual std::string origin() const { return {}; }
+
+  // Read models with values bounded by their type that events add to (declared sums of
+  // decimals and bigints) refuse, in id order, each event that would take its key's value
+  // out of the type, counted from the value the key has in the table. They keep the
+  // committed values of those columns in memory (Flush() adds its deltas to them); when a
+  // run starts on a table that already has rows (a resume), the runner reads them once,
+  // before the first event: the key columns, then committed_columns(), one row per call to
+  // LoadCommitted(), which returns "" or why the row cannot be read (the run stops then).
+  virtual std::vector<std::string> committed_columns() const { return {}; }
+  virtual std::string LoadCommitted(std::span<const std::string_view> /*row*/) { return {}; }
 };
 
 // What `rewind list` shows and the factory that builds a fresh instance.

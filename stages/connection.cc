@@ -235,6 +235,22 @@ Status Connection::Stream(std::string_view sql,
 }
 
 
+Status Connection::RefuseWarnings(std::string_view what) {
+  const unsigned count = mysql_warning_count(mysql_);
+  if (count == 0) return Status::Ok();
+  std::string text;
+  if (Result<Rows> rows = Query("SHOW WARNINGS LIMIT 3"); rows.ok()) {
+    for (const auto& r : rows->rows) {
+      if (r.size() < 3) continue;
+      text += fmt::format("{}{} {}: {}", text.empty() ? "" : "; ", r[0].value_or(""), r[1].value_or(""),
+                          r[2].value_or(""));
+    }
+  }
+  return Status::Error(Status::Code::kDatabase,
+                       fmt::format("{}: the server changed what rewind wrote ({} warning(s): {})", what, count,
+                                   text.empty() ? "SHOW WARNINGS gave none" : text));
+}
+
 Status Connection::LoadData(std::string_view load_tail, std::string_view data) {
   return LoadPieces(load_tail, std::span<const std::string_view>(&data, 1));
 }

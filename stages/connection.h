@@ -85,6 +85,12 @@ class Connection {
   // The same, with the data in pieces served one after the other (no copy into one buffer).
   Status LoadData(std::string_view load_tail, const std::vector<std::string>& data);
 
+  // After a statement: an error naming `what` and the server's first warnings when the
+  // statement left any, else Ok. A write the server changed silently (a value clamped or
+  // truncated) is an error: LOAD DATA LOCAL turns strict mode's errors into warnings, and a
+  // server's sql_mode cannot be trusted anyway.
+  Status RefuseWarnings(std::string_view what);
+
   // Appends `bytes` as a quoted, escaped SQL string literal ('...') to `out`.
   void AppendQuoted(std::string& out, std::string_view bytes);
   std::string Quote(std::string_view bytes);

@@ -275,8 +275,49 @@ Result<std::unique_ptr<ProjectorRunner>> ProjectorRunner::Make(
     const RunnerOptions& options) {
   if (options.target_table.empty()) return Status::InvalidInput("runner needs a target table");
   if (options.statement_bytes < 1024) return Status::InvalidInput("statement size too small");
-  return std::unique_ptr<ProjectorRunner>(
-      new ProjectorRunner(std::move(projector), std::move(connection), options));
+  std::unique_ptr<ProjectorRunner> runner(new ProjectorRunner(std::move(projector), std::move(connection), options));
+  if (!options.target_starts_empty) {
+    if (Status s = runner->LoadCommitted(); !s.ok()) return s;
+  }
+  return runner;
+}
+
+Status ProjectorRunner::LoadCommitted() {
+  const std::vector<std::string> values = projector_->committed_columns();
+  if (values.empty()) return Status::Ok();
+  std::string columns;
+  size_t width = 0;
+  for (const Column* k : table_schema::KeyColumns(projector_->table())) {
+    columns += (columns.empty() ? "" : ", ") + QuoteIdentifier(k->name);
+    ++width;
+  }
+  for (const std::string& v : values) columns += ", " + QuoteIdentifier(v);
+  width += values.size();
+  std::vector<std::string_view> row(width);
+  std::string why;
+  uint64_t rows = 0;
+  Status s = connection_->Stream(
+      fmt::format("SELECT {} FROM {}", columns, QuoteIdentifier(options_.target_table)),
+      [&](char** v, unsigned long* len) {
+        if (!why.empty()) return;
+        for (size_t i = 0; i < width; ++i) {
+          if (v[i] == nullptr) {
+            why = "a NULL";
+            return;
+          }
+          row[i] = std::string_view(v[i], len[i]);
+        }
+        why = projector_->LoadCommitted(row);
+        ++rows;
+      });
+  if (!s.ok()) return s.With(fmt::format("projector {}: reading the committed values of {}", projector_->name(),
+                                         options_.target_table));
+  if (!why.empty()) {
+    return Status::InvalidInput(fmt::format("projector {}: row {} of {} cannot be read back ({}); rebuild it "
+                                            "without --resume",
+                                            projector_->name(), rows, options_.target_table, why));
+  }
+  return Status::Ok();
 }
 
 void ProjectorRunner::Apply(std::span<const PageVisit> visits) {
@@ -590,6 +631,12 @@ Status ProjectorRunner::RunTransaction(const std::vector<Step>& steps) {
     for (size_t i = 0; last.ok() && i < steps.size(); ++i) {
       last = steps[i].load ? connection_->LoadData(steps[i].sql, steps[i].data)
                            : connection_->Execute(steps[i].sql);
+      // A value the server clamped or cut is an error, whatever its sql_mode: the flush
+      // rolls back and the run stops, naming the table.
+      if (last.ok()) {
+        last = connection_->RefuseWarnings(fmt::format("{}[{}] (rolled back)", steps[i].load ? "LOAD DATA " : "",
+                                                       std::string_view(steps[i].sql).substr(0, 100)));
+      }
     }
     if (last.ok()) FaultPoint("mid-flush");  // statements sent, transaction still open
     if (last.ok()) last = connection_->Execute("COMMIT");

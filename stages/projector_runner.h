@@ -17,6 +17,11 @@
 // bounded by the events of the settle window) until that hole is found (its event applied
 // in its place) or final, and the checkpoint stays below the first held event.
 //
+// Every statement of a flush is checked for warnings: a value the server clamped or cut
+// (LOAD DATA LOCAL turns strict mode's errors into warnings) fails the flush, naming the
+// table. Read models that keep committed values (Projector::committed_columns) get them
+// from a target that already has rows (a resume) before the first event.
+//
 // Failure handling, per flush: a lost connection is re-established and the whole
 // transaction is redone (its statements are kept until COMMIT succeeds); a deadlock or
 // lock-wait timeout reruns the transaction; both with bounded retries and backoff.
@@ -118,6 +123,9 @@ class ProjectorRunner {
     bool load = false;
   };
   Status RunTransaction(const std::vector<Step>& steps);
+  // A target that already has rows: hands the projector the committed values it keeps
+  // (Projector::committed_columns), once, before the first event.
+  Status LoadCommitted();
   Status ApplyLate(const Batch& batch);
   // Removes ranges that are settled (found, or final) from the watched gaps.
   void Settle(const std::vector<IdRange>& settled);

@@ -37,6 +37,8 @@ std::string HashColumn(const TableSpec& spec) {
   return name + "_hash";
 }
 
+std::string IdColumn(const Column& c) { return KeepsEventId(c.merge) ? c.name + "__id" : std::string(); }
+
 std::string SqlType(const Column& c) {
   std::string type;
   switch (c.type) {
@@ -69,6 +71,7 @@ std::string CreateTableSql(const TableSpec& spec, const std::string& name) {
       hash_written = true;
     }
     sql += fmt::format("{} {}, ", QuoteIdentifier(c.name), SqlType(c));
+    if (KeepsEventId(c.merge)) sql += fmt::format("{} {} NULL, ", QuoteIdentifier(IdColumn(c)), kIdType);
   }
   if (!hash.empty() && !hash_written) {
     sql += fmt::format("{} BINARY(32) NOT NULL DEFAULT ({}), ", QuoteIdentifier(hash), HashDefault(text));
@@ -94,6 +97,7 @@ std::string StoredColumnList(const TableSpec& spec) {
       hash_written = true;
     }
     out += (out.empty() ? "" : ", ") + QuoteIdentifier(c.name);
+    if (KeepsEventId(c.merge)) out += ", " + QuoteIdentifier(IdColumn(c));
   }
   if (!hash_written) out += ", " + QuoteIdentifier(hash);
   return out;
@@ -109,8 +113,21 @@ std::string MergeClause(const TableSpec& spec) {
       case Merge::kAdd: rule = fmt::format("{0} + VALUES({0})", q); break;
       case Merge::kMin: rule = fmt::format("COALESCE(LEAST({0}, VALUES({0})), {0}, VALUES({0}))", q); break;
       case Merge::kMax: rule = fmt::format("COALESCE(GREATEST({0}, VALUES({0})), {0}, VALUES({0}))", q); break;
-      case Merge::kFirst: rule = fmt::format("COALESCE({0}, VALUES({0}))", q); break;
-      case Merge::kLast: rule = fmt::format("COALESCE(VALUES({0}), {0})", q); break;
+      case Merge::kFirst:
+      case Merge::kLast: {
+        // The id first (assignments run left to right, each seeing the ones before): the
+        // delta's id wins when it is the lower (first) or higher (last) one, or the row has
+        // none (first: only when the row has no value either, as another writer's value is
+        // kept). The value then follows whichever id won.
+        const std::string id = QuoteIdentifier(IdColumn(c));
+        const std::string wins = c.merge == Merge::kFirst
+                                     ? fmt::format("VALUES({0}) < {0} OR ({0} IS NULL AND {1} IS NULL)", id, q)
+                                     : fmt::format("VALUES({0}) > {0} OR {0} IS NULL", id);
+        out += fmt::format("{0}{1} = IF(VALUES({1}) IS NOT NULL AND ({2}), VALUES({1}), {1})",
+                           out.empty() ? "" : ", ", id, wins);
+        rule = fmt::format("IF(VALUES({1}) IS NOT NULL AND {1} <=> VALUES({1}), VALUES({0}), {0})", q, id);
+        break;
+      }
     }
     out += fmt::format("{}{} = {}", out.empty() ? "" : ", ", q, rule);
   }

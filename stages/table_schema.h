@@ -24,10 +24,16 @@ namespace rw::table_schema {
 
 // "" when the key has no text column; else e.g. "uri_hash".
 std::string HashColumn(const TableSpec& spec);
+// A first or last column's hidden companion, "<name>__id": the id of the event whose value
+// the row holds, which the merge compares (projector.h); "" for other columns. Stored right
+// after its column, as DECIMAL(20,0) NULL (every signed and unsigned BIGINT id).
+std::string IdColumn(const Column& column);
+inline constexpr const char* kIdType = "DECIMAL(20,0)";
 // The SQL type of a column, with its nullability (keys and sums NOT NULL).
 std::string SqlType(const Column& column);
 std::string CreateTableSql(const TableSpec& spec, const std::string& name);
-// Every stored column in storage order (keys, the hash if any, values), quoted.
+// Every stored column in storage order (keys, the hash if any, values each followed by its
+// id column if any), quoted.
 std::string StoredColumnList(const TableSpec& spec);
 // The ON DUPLICATE KEY UPDATE clause that merges a delta row into the table.
 std::string MergeClause(const TableSpec& spec);

@@ -5,6 +5,8 @@
 
 #include <fmt/core.h>
 
+#include <deque>
+
 #include "config/models.h"
 #include "projectors/declared.h"
 #include "text_sink.h"
@@ -70,6 +72,10 @@ TEST(Models, EveryMistakeIsNamedWithItsLine) {
   ExpectError(With("column = \"revenue\"", "column = \"orders\""), "m.toml:11", "column 'orders' is declared twice");
   ExpectError(With("column = \"revenue\"", "column = \"Orders\""), "m.toml:11", "declared twice");
   ExpectError(With("column = \"status\"", "column = \"customer_hash\""), "m.toml:2", "'customer_hash' is reserved");
+  // first and last keep their event's id beside them, in <column>__id.
+  ExpectError(With("column = \"orders\"", "column = \"status__id\""), "m.toml:2", "'status__id' is reserved");
+  ExpectError(With("column = \"status\"", "column = \"" + std::string(61, 's') + "\""), "m.toml:2",
+              "longer than 60 characters");
   ExpectError(With("name   = \"revenue\"", "name = \"stored_events\""), "m.toml:3", "the event table's");
   ExpectError(With("name   = \"revenue\"", "name = \"rewind_checkpoints\""), "m.toml:3", "reserved");
   ExpectError(With("name   = \"revenue\"", "name = \"visits_per_day\""), "m.toml:3", "compiled read model");
@@ -194,11 +200,88 @@ values = [
   std::sort(sink.rows.begin(), sink.rows.end());
   EXPECT_EQ(sink.rows, (std::vector<std::string>{
                            // key 7 (a number as text) in the week of Monday 2024-01-08: nothing but the count
-                           "'7'|2024-01-08|1|0.00|NULL|2024-01-08 00:00:00|NULL|NULL|0|NULL",
+                           // (first and last are each followed by their event's id)
+                           "'7'|2024-01-08|1|0.00|NULL|2024-01-08 00:00:00|NULL|NULL|NULL|NULL|0|NULL|NULL",
                            // key x, week of Monday 2024-01-01: events 1, 2 and 8 (8's x is null: untouched)
-                           "'x'|2024-01-01|3|0.30|0.1|2024-01-07 23:59:59|'one'|'3'|1|'seen-b'",
+                           "'x'|2024-01-01|3|0.30|0.1|2024-01-07 23:59:59|'one'|1|'3'|8|1|'seen-b'|2",
                        }));
   EXPECT_EQ(p->pending_rows(), 0u);
+}
+
+// Sums (and counts as decimals) are checked from the value a key has in the table: the
+// committed rows handed over at a resume, then every flush's deltas. first/last follow ids
+// when a late event (a lower id) comes after higher ones.
+TEST(DeclaredProjector, ChecksSumsFromTheCommittedValueAndKeepsFirstAndLastInIdOrder) {
+  auto plans = ParseModels(R"toml(
+[[read_model]]
+name   = "m"
+events = ['A', 'B']
+key    = [{ column = "k", path = "k" }]
+values = [
+  { column = "s", op = "sum", path = "x", type = "decimal(3,1)" },
+  { column = "c", op = "count", type = "decimal(3,0)", on = ['B'] },
+  { column = "f", op = "first", path = "v" },
+  { column = "l", op = "last", path = "v" },
+]
+)toml", "m.toml", "stored_events");
+  ASSERT_TRUE(plans.ok()) << plans.status().message();
+  std::unique_ptr<Projector> p = MakeDeclaredProjector((*plans)[0]);
+  EXPECT_EQ(p->committed_columns(), (std::vector<std::string>{"s", "c"}));
+  EventCatalog catalog;
+  p->Bind(catalog);
+  const uint16_t a = catalog.ClassIndex("A"), b = catalog.ClassIndex("B");
+  const size_t width = catalog.fields().size();
+  auto slot = [&](const char* path) { return catalog.Slot(FieldSource{false, path}); };
+  std::vector<EventRecord> events;
+  std::vector<FieldValue> values;
+  std::deque<std::string> texts;  // the bytes the values point into
+  auto add = [&](EventId id, uint16_t cls, std::map<std::string, std::string> fields) {
+    events.push_back({id, cls, true, static_cast<uint32_t>(values.size())});
+    values.resize(values.size() + width);
+    for (const auto& [path, text] : fields) {
+      FieldValue& v = values[events.back().first_value + slot(path.c_str())];
+      v.kind = ValueKind::kString;
+      v.text = texts.emplace_back(text);
+    }
+  };
+  auto apply = [&] {
+    std::vector<EventFailure> failures;
+    p->ApplyRecords(EventRecords{events, values, width}, failures);
+    events.clear();
+    values.clear();
+    return failures;
+  };
+  const std::string_view committed[] = {"x", "99.0", "998"};
+  EXPECT_EQ(p->LoadCommitted(committed), "");
+  add(10, a, {{"k", "x"}, {"x", "0.5"}});  // 99.5
+  add(11, a, {{"k", "x"}, {"x", "0.5"}});  // 100.0: leaves decimal(3,1)
+  add(12, b, {{"k", "x"}});                // 999
+  add(13, b, {{"k", "x"}});                // 1000: leaves decimal(3,0)
+  add(20, a, {{"k", "y"}, {"v", "b"}});
+  add(21, a, {{"k", "y"}, {"v", "c"}});
+  add(15, a, {{"k", "y"}, {"v", "a"}});    // late: first of y, not last
+  std::vector<EventFailure> failures = apply();
+  ASSERT_EQ(failures.size(), 2u);
+  EXPECT_EQ(failures[0].id, 11);
+  EXPECT_NE(failures[0].reason.find("the sum leaves decimal(3,1)"), std::string::npos) << failures[0].reason;
+  EXPECT_EQ(failures[1].id, 13);
+  EXPECT_NE(failures[1].reason.find("the count leaves decimal(3,0)"), std::string::npos) << failures[1].reason;
+  TextSink sink(/*quote_text=*/true);
+  p->Flush(sink);
+  std::sort(sink.rows.begin(), sink.rows.end());
+  EXPECT_EQ(sink.rows, (std::vector<std::string>{"'x'|0.5|1|NULL|NULL|NULL|NULL", "'y'|0.0|0|'a'|15|'c'|21"}));
+  // The flushed deltas count from now on: x holds 99.5.
+  add(30, a, {{"k", "x"}, {"x", "0.6"}});  // 100.1: leaves
+  add(31, a, {{"k", "x"}, {"x", "0.4"}});  // 99.9
+  failures = apply();
+  ASSERT_EQ(failures.size(), 1u);
+  EXPECT_EQ(failures[0].id, 30);
+  sink.rows.clear();
+  p->Flush(sink);
+  EXPECT_EQ(sink.rows, (std::vector<std::string>{"'x'|0.4|0|NULL|NULL|NULL|NULL"}));
+  // A committed row that is not of its types is refused, with the column.
+  const std::string_view bad[] = {"z", "12.34", "1"};
+  EXPECT_NE(p->LoadCommitted(bad).find("value 's'"), std::string::npos);
 }
 
 }  // namespace

@@ -40,6 +40,25 @@ TEST(TableSchema, AKeyWithoutTextIsThePrimaryKey) {
             "COALESCE(GREATEST(`last_at`, VALUES(`last_at`)), `last_at`, VALUES(`last_at`))");
 }
 
+// first and last keep the id of their event right after them (the merge compares ids;
+// the behaviour against the server is tested by FirstLast.FollowWithALateCommitKeepsIdOrder).
+TEST(TableSchema, FirstAndLastAreStoredWithTheIdOfTheirEvent) {
+  const TableSpec spec{"m", {{"customer", ColumnType::kInt64},
+                             {"first_sku", ColumnType::kText, Merge::kFirst},
+                             {"n", ColumnType::kInt64, Merge::kAdd},
+                             {"status", ColumnType::kText, Merge::kLast}}};
+  EXPECT_EQ(table_schema::IdColumn(spec.columns[1]), "first_sku__id");
+  EXPECT_EQ(table_schema::IdColumn(spec.columns[2]), "");
+  EXPECT_EQ(table_schema::StoredColumnList(spec), "`customer`, `first_sku`, `first_sku__id`, `n`, `status`, `status__id`");
+  const std::string ddl = table_schema::CreateTableSql(spec, "m");
+  EXPECT_NE(ddl.find("`first_sku__id` DECIMAL(20,0) NULL, `n` BIGINT NOT NULL"), std::string::npos) << ddl;
+  EXPECT_NE(ddl.find("`status__id` DECIMAL(20,0) NULL, PRIMARY KEY (`customer`)"), std::string::npos) << ddl;
+  // The id is assigned before its value, which then follows the id that won.
+  const std::string merge = table_schema::MergeClause(spec);
+  EXPECT_LT(merge.find("`status__id` = IF("), merge.find("`status` = IF("));
+  EXPECT_LT(merge.find("`first_sku__id` = IF("), merge.find("`first_sku` = IF("));
+}
+
 TEST(TableSchema, TheWriterAddsTheHashOfTextKeysAfterTheLastKey) {
   TsvBuilder tsv(kUrlTable);
   tsv.Text("/a\tb");
