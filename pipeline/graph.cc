@@ -41,9 +41,18 @@ extern "C" void __tsan_acquire(void* addr);
 extern "C" void __tsan_release(void* addr);
 void HandOff(const void* p) { __tsan_release(const_cast<void*>(p)); }
 void TakeOver(const void* p) { __tsan_acquire(const_cast<void*>(p)); }
+// Every task of the graph ends by releasing its hold on the graph's wait count, an atomic in
+// TBB's headers that TSan sees; one more hold taken and given back after wait_for_all()
+// acquires them all, so TSan knows the tasks are over before the caller destroys the graph
+// and builds the next one on the same stack (follow and the cut-over run several).
+void SeeTheTasksEnd(flow::graph& g) {
+  g.reserve_wait();
+  g.release_wait();
+}
 #else
 void HandOff(const void*) {}
 void TakeOver(const void*) {}
+void SeeTheTasksEnd(flow::graph&) {}
 #endif
 // What the calling thread did before it put a batch in (built the graph, read the batch).
 char from_the_caller;
@@ -202,6 +211,7 @@ GraphResult RunGraph(Reader& reader, const Decoder& decoder, std::vector<Branch>
   std::thread graph_thread([&] {
     YieldToTheServer();
     g.wait_for_all();
+    SeeTheTasksEnd(g);
   });
   try {
     while (!stop.load() && !error.failed()) {
