@@ -17,6 +17,46 @@ namespace flow = oneapi::tbb::flow;
 
 namespace {
 
+// ThreadSanitizer and oneTBB (scripts/sanitize thread). Debian's libtbb is not instrumented,
+// so TSan does not see TBB hand a task from the thread that spawns it to the one that runs
+// it, and takes every access of a node body to what it was handed, or to its serial node's
+// state, for a race with the thread that produced it. These tell TSan what TBB guarantees
+// and nothing more: what a thread did before it put a message in is visible to the body
+// that receives it (a release where a message is put or a decode ends, an acquire where a
+// body starts), and a serial node's bodies run one after the other (a release where each
+// ends, an acquire where the next starts and where the caller reads the branches after the
+// graph). The sync objects: the batch, the branch, and one static object for what the
+// calling thread hands in (a body reaches it without reading memory the hand-off wrote).
+// Nothing in other builds. The races inside TBB's own task objects are suppressed by name
+// in scripts/sanitize.d/tsan.supp.
+#if defined(__SANITIZE_THREAD__)
+#define REWIND_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define REWIND_TSAN 1
+#endif
+#endif
+#ifdef REWIND_TSAN
+extern "C" void __tsan_acquire(void* addr);
+extern "C" void __tsan_release(void* addr);
+void HandOff(const void* p) { __tsan_release(const_cast<void*>(p)); }
+void TakeOver(const void* p) { __tsan_acquire(const_cast<void*>(p)); }
+// Every task of the graph ends by releasing its hold on the graph's wait count, an atomic in
+// TBB's headers that TSan sees; one more hold taken and given back after wait_for_all()
+// acquires them all, so TSan knows the tasks are over before the caller destroys the graph
+// and builds the next one on the same stack (follow and the cut-over run several).
+void SeeTheTasksEnd(flow::graph& g) {
+  g.reserve_wait();
+  g.release_wait();
+}
+#else
+void HandOff(const void*) {}
+void TakeOver(const void*) {}
+void SeeTheTasksEnd(flow::graph&) {}
+#endif
+// What the calling thread did before it put a batch in (built the graph, read the batch).
+char from_the_caller;
+
 // The first error of the run; later ones are consequences.
 class FirstError {
  public:
@@ -105,6 +145,7 @@ GraphResult RunGraph(Reader& reader, const Decoder& decoder, std::vector<Branch>
   flow::graph g;
   flow::function_node<MutableBatch, BatchPtr> decode(
       g, flow::unlimited, [&](const MutableBatch& batch) -> BatchPtr {
+        TakeOver(&from_the_caller);
         YieldToTheServer();
         if (!error.failed()) {
           try {
@@ -114,6 +155,7 @@ GraphResult RunGraph(Reader& reader, const Decoder& decoder, std::vector<Branch>
                                                    Describe(*batch), e.what())));
           }
         }
+        HandOff(batch.get());
         return batch;
       });
   // Sequence numbers grow across graphs (a follow run builds one graph per poll); each
@@ -132,6 +174,9 @@ GraphResult RunGraph(Reader& reader, const Decoder& decoder, std::vector<Branch>
     Branch& branch = branches[i];
     const size_t slot = position_slot[i];
     sinks.push_back(std::make_unique<Sink>(g, flow::serial, [&, slot](const BatchPtr& batch) {
+      TakeOver(&from_the_caller);
+      TakeOver(batch.get());
+      TakeOver(&branch);
       YieldToTheServer();
       if (!error.failed()) {
         Status s;
@@ -150,6 +195,7 @@ GraphResult RunGraph(Reader& reader, const Decoder& decoder, std::vector<Branch>
       if (batch->consumers_left.fetch_sub(1) == 1 && !error.failed()) {
         progress.Done(batch->rows_read, batch->late ? INT64_MIN : ProgressPosition(batch->last_id));
       }
+      HandOff(&branch);
       return flow::continue_msg();
     }));
   }
@@ -165,6 +211,7 @@ GraphResult RunGraph(Reader& reader, const Decoder& decoder, std::vector<Branch>
   std::thread graph_thread([&] {
     YieldToTheServer();
     g.wait_for_all();
+    SeeTheTasksEnd(g);
   });
   try {
     while (!stop.load() && !error.failed()) {
@@ -176,16 +223,19 @@ GraphResult RunGraph(Reader& reader, const Decoder& decoder, std::vector<Branch>
         break;
       }
       (*next)->consumers_left.store(consumers);
-      decode.try_put(MutableBatch(next->release(), [&places](Batch* b) {
+      const MutableBatch batch(next->release(), [&places](Batch* b) {
         delete b;
         places.Give();
-      }));
+      });
+      HandOff(&from_the_caller);  // after the batch's last write here, its owner included
+      decode.try_put(batch);
     }
   } catch (const std::exception& e) {
     error.Set(Status::Internal(fmt::format("the reader threw: {}", e.what())));
   }
   g.release_wait();
   graph_thread.join();
+  for (const Branch& branch : branches) TakeOver(&branch);
   return GraphResult{error.Get(), static_cast<int64_t>(places.peak())};
 }
 

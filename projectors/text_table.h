@@ -31,6 +31,8 @@ class StringArena {
     current_ = used_ = 0;
   }
   std::string_view Copy(std::string_view s) {
+    // Nothing to copy; and an empty view may have no data, which memcpy must not be given.
+    if (s.empty()) return s;
     if (s.size() > kBlockSize / 4) {
       large_.emplace_back(new char[s.size()]);
       std::memcpy(large_.back().get(), s.data(), s.size());

@@ -14,6 +14,7 @@
 #include "projectors/projector.h"
 #include "text_sink.h"
 #include "projectors/sha256.h"
+#include "projectors/text_table.h"
 
 namespace rw {
 namespace {
@@ -205,6 +206,30 @@ TEST(Sha256, MatchesTheStandardsTestVectors) {
             "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
   EXPECT_EQ(Hex(Sha256(std::string(1'000'000, 'a'))),
             "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+// A single text is the pair (text, empty view): the empty half is copied as well. Copying
+// nothing from a view without data must not hand memcpy a null pointer (UBSan in
+// scripts/sanitize caught it on every decoded batch).
+TEST(TextTable, CopiesPairsWithAnEmptyOrNullHalf) {
+  StringArena arena;
+  TextTable table;
+  const std::string_view none, empty(""), url("/post/1");
+  const std::vector<std::pair<std::string_view, std::string_view>> pairs = {
+      {url, none}, {none, url}, {none, none}, {url, empty}};
+  std::vector<uint32_t> ids;
+  for (const auto& [a, b] : pairs) ids.push_back(table.Intern(a, b, TextTable::HashOf(a, b), &arena));
+  // (url, none) and (url, empty) are the same pair; the others are distinct.
+  EXPECT_EQ(ids[0], 0u);
+  EXPECT_EQ(ids[1], 1u);
+  EXPECT_EQ(ids[2], 2u);
+  EXPECT_EQ(ids[3], 0u);
+  ASSERT_EQ(table.size(), 3u);
+  for (uint32_t id = 0; id < 3; ++id) {
+    EXPECT_EQ(table.entry(id).a, pairs[id].first);
+    EXPECT_EQ(table.entry(id).b, pairs[id].second);
+  }
+  EXPECT_NE(table.entry(0).a.data(), url.data()) << "a copy, not the caller's bytes";
 }
 
 TEST(Projectors, SessionsPerDayFollowsEventOrder) {

@@ -1,6 +1,9 @@
 // Running the real `rewind` binary from a test: spawn with extra environment, read its
-// stderr, signal it, wait for its exit code.
+// stderr, signal it, wait for its exit code. A sanitizer report in the child's stderr fails
+// the test and is copied to the test's own output (scripts/sanitize).
 #pragma once
+
+#include <gtest/gtest.h>
 
 #include <fcntl.h>
 #include <poll.h>
@@ -10,6 +13,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -39,6 +43,7 @@ class Subprocess {
       if (!replaced) env_strings.push_back(var);
     }
     for (const auto& e : extra_env) env_strings.push_back(e);
+    if (!args.empty()) argv0_ = args[0];
     std::vector<char*> argv, envp;
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -83,10 +88,23 @@ class Subprocess {
     exited_ = true;
     while (ReadSome(0)) {
     }
+    PassOnSanitizerReport();
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
 
  private:
+  // A sanitized child's report (UBSan writes to stderr whatever log_path says) would be lost
+  // in `err_`, which a test may never print.
+  void PassOnSanitizerReport() const {
+    for (const char* marker : {"ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "WARNING: ThreadSanitizer",
+                               "runtime error:"}) {
+      if (err_.find(marker) == std::string::npos) continue;
+      std::fprintf(stderr, "---- the child's stderr (%s)\n%s\n----\n", argv0_.c_str(), err_.c_str());
+      ADD_FAILURE() << "a sanitizer report in the stderr of " << argv0_;
+      return;
+    }
+  }
+
   bool ReadSome(int timeout_ms) {
     pollfd p{fd_, POLLIN, 0};
     if (poll(&p, 1, timeout_ms) <= 0) return false;
@@ -97,6 +115,7 @@ class Subprocess {
     return true;
   }
 
+  std::string argv0_;
   pid_t pid_ = -1;
   int fd_ = -1;
   bool exited_ = false;
