@@ -14,6 +14,7 @@
 #include "stages/checkpoint_store.h"
 #include "stages/heartbeat.h"
 #include "stages/table_admin.h"
+#include "tests/ghost_holder.h"
 #include "tests/rewind_process.h"
 #include "tests/test_db.h"
 
@@ -25,62 +26,6 @@ using namespace rw::testing;
 bool Has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
-
-// A connection that holds `lock` inside a long statement, as a killed run's connection does
-// until the server notices: the statement runs on a thread of its own; Join() says how it
-// ended ("killed" when rewind stopped the connection).
-class GhostHolder {
- public:
-  GhostHolder(const ConnectionOptions& o, const std::string& lock)
-      : c_(Connect(o)), watcher_(Connect(o)), id_(c_->thread_id()) {
-    EXPECT_EQ(Count(*c_, fmt::format("SELECT GET_LOCK('{}', 0)", lock)), 1);
-  }
-  ~GhostHolder() {
-    if (thread_.joinable()) Join();
-  }
-  // The heartbeat row its run would have left, `age_seconds` old; `beats` beats so far.
-  void WriteHeartbeat(double age_seconds) {
-    RunRecord run;
-    run.run_id = "ghost-run";
-    run.command = "replay";
-    run.host = "ghost-host";
-    run.pid = 4242;
-    run.lock_connection = c_->thread_id();
-    run.connections = std::to_string(c_->thread_id());
-    Result<uint64_t> id = checkpoint_store::StartRun(*c_, run);
-    ASSERT_TRUE(id.ok()) << id.status().message();
-    ASSERT_TRUE(c_->Execute(fmt::format("UPDATE rewind_runs SET beats = 7, beat_at = NOW(6) - "
-                                        "INTERVAL {} MICROSECOND WHERE id = {}",
-                                        static_cast<int64_t>(age_seconds * 1e6), *id))
-                    .ok());
-  }
-  // Enters a statement that does not end by itself within the test.
-  void EnterAStatement() {
-    thread_ = std::thread([this] {
-      Result<std::optional<std::string>> slept = c_->QueryValue("SELECT SLEEP(600)");
-      // SLEEP returns 1 when interrupted; a killed connection errs.
-      killed_ = !slept.ok() || (*slept && **slept == "1");
-    });
-  }
-  // True when rewind had ended its statement (or was ending it: the server shows "Killed");
-  // otherwise the test ends it, so that a failing test never waits for the statement.
-  bool Join() {
-    const bool stopped = Count(*watcher_, fmt::format("SELECT COUNT(*) FROM information_schema."
-                                                      "PROCESSLIST WHERE ID = {} AND COMMAND <> "
-                                                      "'Killed'",
-                                                      id_)) == 0;
-    if (!stopped) EXPECT_TRUE(watcher_->Execute(fmt::format("KILL {}", id_)).ok());
-    thread_.join();
-    return stopped && killed_;
-  }
-  unsigned long id() const { return id_; }
-
- private:
-  std::unique_ptr<Connection> c_, watcher_;
-  const unsigned long id_;
-  std::thread thread_;
-  bool killed_ = false;
-};
 
 // A build of visits_per_day and visits_per_minute killed with SIGKILL in its third flush;
 // its pid.
