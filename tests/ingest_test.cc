@@ -290,13 +290,12 @@ TEST(Ingest, ABatchIsNotAppendedWhenAnotherWriterMovedThePosition) {
   env.push_back("REWIND_FAULT=ingest-batch:3@" + pause);
   Subprocess first(Rewind({"ingest", kLog, "--batch-size", "700"}), env);
   ASSERT_TRUE(first.WaitFor("fault point", 60)) << first.err();
-  auto ids =
-      c->Query(fmt::format("SELECT ID FROM information_schema.PROCESSLIST WHERE DB = {} AND ID <> "
-                           "CONNECTION_ID()",
-                           c->Quote(o.database)));
-  ASSERT_TRUE(ids.ok());
-  ASSERT_EQ(ids->rows.size(), 1u);
-  ASSERT_TRUE(c->Execute("KILL " + *ids->rows[0][0]).ok());
+  // The connection holding the file's lock (not the one its heartbeat beats on).
+  auto holder = c->QueryValue(fmt::format(
+      "SELECT IS_USED_LOCK({})",
+      c->Quote(table_admin::FitLockName("rewind-ingest", o.database + ":" + kLog))));
+  ASSERT_TRUE(holder.ok() && *holder);
+  ASSERT_TRUE(c->Execute("KILL " + **holder).ok());
   Outcome second = RunRewind({"ingest", kLog, "--batch-size", "700"}, Env(o));
   ASSERT_EQ(second.code, 0) << second.err;
   Release(pause);
