@@ -68,7 +68,8 @@ int StatusCommand(const ReplayOptions& o, std::FILE* out) {
     return exit_code::kError;
   }
   Rows rows;
-  // Layout 2 differs from the current one only by the ownership records status does not read.
+  // Layouts 2 and 3 differ from the current one only by tables status does not read (the
+  // ownership records, the heartbeats).
   if (*version >= 2 && *version <= kSchemaVersion) {
     Result<Rows> r = checkpoint_store::StatusRows(c, *head);
     if (!r.ok()) {

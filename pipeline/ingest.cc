@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <chrono>
@@ -19,6 +20,7 @@
 #include "stages/checkpoint_store.h"
 #include "stages/connection.h"
 #include "stages/fault.h"
+#include "stages/heartbeat.h"
 #include "stages/progress.h"
 #include "stages/projector_runner.h"
 #include "stages/retry.h"
@@ -386,14 +388,19 @@ class FileIngest {
                          "rewind-ingest", fmt::format("{}:{}:{}", db, pos_.device, pos_.inode))};
     }
     for (const std::string& name : lock_names_) {
-      Result<std::optional<std::string>> holder = table_admin::TryLock(*c_, name);
+      // A holder whose run stopped beating is a dead ingest's: stopped, and the lock taken.
+      Result<std::optional<table_admin::LockHolder>> holder =
+          table_admin::TakeLock(*c_, name, "the lock on ingesting " + path_);
       if (!holder.ok()) return holder.status();
       if (*holder) {
         return Status::Error(
             Status::Code::kBusy,
-            fmt::format("{} is already being ingested by another rewind (connection {}); wait "
+            fmt::format("{} is already being ingested by another rewind (connection {}{}); wait "
                         "for it to finish or stop it (two at once would store its lines twice)",
-                        path_, **holder));
+                        path_, (*holder)->connection,
+                        (*holder)->run ? fmt::format(": pid {} on {}, beating", (*holder)->run->pid,
+                                                     (*holder)->run->host)
+                                       : std::string(", which keeps no heartbeat here")));
       }
     }
     return Status::Ok();
@@ -531,7 +538,16 @@ int IngestCommand(const ReplayOptions& o, const std::vector<std::string>& files,
     fmt::print(stderr, "rewind: no database given: pass --database NAME or set REWIND_DATABASE\n");
     return exit_code::kUsage;
   }
+  // The heartbeat names the connection that takes the per-file locks. It stops beating
+  // first and its row goes last, after that connection has closed and let the locks go.
+  std::unique_ptr<Heartbeat> heartbeat;
   std::unique_ptr<Connection> conn;
+  struct StopBeatingFirst {
+    std::unique_ptr<Heartbeat>& beat;
+    ~StopBeatingFirst() {
+      if (beat) beat->Stop();
+    }
+  } stop_beating_first{heartbeat};
   if (!o.dry_run) {
     Result<std::unique_ptr<Connection>> c = Connection::Open(o.connection);
     if (!c.ok()) {
@@ -543,6 +559,13 @@ int IngestCommand(const ReplayOptions& o, const std::vector<std::string>& files,
       fmt::print(stderr, "rewind: {}\n", s.message());
       return exit_code::kError;
     }
+    Result<std::unique_ptr<Heartbeat>> beat =
+        Heartbeat::Start(o.connection, *conn, fmt::format("ingest-{}", getpid()), "ingest");
+    if (!beat.ok()) {
+      fmt::print(stderr, "rewind: {}\n", beat.status().message());
+      return exit_code::kError;
+    }
+    heartbeat = std::move(*beat);
   }
   std::random_device seed;
   std::mt19937_64 rng((static_cast<uint64_t>(seed()) << 32) ^ seed());

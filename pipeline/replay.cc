@@ -16,6 +16,7 @@
 #include "stages/decoder.h"
 #include "stages/failure_recorder.h"
 #include "stages/fault.h"
+#include "stages/heartbeat.h"
 #include "stages/progress.h"
 #include "stages/projector_runner.h"
 #include "stages/reader.h"
@@ -185,6 +186,11 @@ class Run {
       : o_(o), plan_(plan), stop_(stop) {
     sum_.run_id = NewRunId();
   }
+  // The heartbeat stops first and its row goes last, after the admin connection (declared
+  // after it) has closed and let the locks go: the row vouches for the locks while held.
+  ~Run() {
+    if (heartbeat_) heartbeat_->Stop();
+  }
 
   ReplaySummary Go(std::vector<std::unique_ptr<Projector>> projectors) {
     Status s = Prepare(std::move(projectors));
@@ -251,6 +257,12 @@ class Run {
     };
     if (Status s = in_the_way(); !s.ok()) return s;
     if (Status s = checkpoint_store::Ensure(c); !s.ok()) return s;
+    // The heartbeat names the admin connection before it takes the locks: a holder of them
+    // without a beating run is a dead run's (table_admin::TakeLock).
+    Result<std::unique_ptr<Heartbeat>> beat =
+        Heartbeat::Start(o_.connection, c, sum_.run_id, plan_.scratch ? "verify" : "replay");
+    if (!beat.ok()) return beat.status();
+    heartbeat_ = std::move(*beat);
     if (Status s = table_admin::Lock(c, lock_tables_, plan_.lock_prefix); !s.ok()) return s;
     locked_ = true;
     if (plan_.scratch) CleanAbandonedScratch(c, plan_);
@@ -661,6 +673,7 @@ class Run {
   const std::atomic<bool>& stop_;
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   ReplaySummary sum_;
+  std::unique_ptr<Heartbeat> heartbeat_;
   std::unique_ptr<Connection> admin_;
   bool locked_ = false;
   std::vector<std::string> live_tables_, names_;

@@ -52,6 +52,24 @@ const char* const kOwnedDdl =
     "kind VARCHAR(16) NOT NULL, created_at DATETIME(6) NOT NULL"
     ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin";
 
+const char* const kRunsDdl =
+    "CREATE TABLE IF NOT EXISTS rewind_runs ("
+    "id BIGINT UNSIGNED AUTO_INCREMENT PRIMARY KEY, run_id VARCHAR(64) NOT NULL, "
+    "command VARCHAR(32) NOT NULL, host VARCHAR(255) NOT NULL, pid BIGINT UNSIGNED NOT NULL, "
+    "db_user VARCHAR(128) NOT NULL, lock_connection BIGINT UNSIGNED NOT NULL, "
+    "connections TEXT NOT NULL, server_started_at DATETIME(6) NOT NULL, "
+    "started_at DATETIME(6) NOT NULL, beat_at DATETIME(6) NOT NULL, "
+    "beats BIGINT UNSIGNED NOT NULL DEFAULT 0, KEY (lock_connection)"
+    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin";
+
+// When the server started, by its clock (to within a second): connection ids are numbered
+// afresh by each lifetime of the server, so an id means something only with it.
+const char* const kServerStarted =
+    "(NOW(6) - INTERVAL (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE "
+    "VARIABLE_NAME = 'UPTIME') SECOND)";
+// A row of this lifetime of the server (the uptime is whole seconds: a margin of two).
+const char* const kThisLifetime = "ABS(TIMESTAMPDIFF(SECOND, server_started_at, {})) <= 2";
+
 // The build targets older rewinds' checkpoint rows name, that exist: the tables an older
 // rewind made and kept no other record of (layouts 1 and 2). `{}` is the target column.
 const char* const kOlderBuildTargets =
@@ -221,7 +239,7 @@ Status Ensure(Connection& c) {
   }
   if (s.ok() && *version < kSchemaVersion) {
     for (const char* sql :
-         {kCheckpointsDdl, kFailuresDdl, kIngestDdl, kOwnedDdl,
+         {kCheckpointsDdl, kFailuresDdl, kIngestDdl, kOwnedDdl, kRunsDdl,
           "CREATE TABLE IF NOT EXISTS rewind_schema (id TINYINT NOT NULL PRIMARY KEY, "
           "version INT NOT NULL, migrated_at DATETIME(6) NOT NULL) ENGINE=InnoDB"}) {
       if (s = c.Execute(sql); !s.ok()) break;
@@ -347,6 +365,68 @@ Result<bool> Recorded(Connection& c, const std::string& table) {
   Result<std::optional<std::string>> n = c.QueryValue(sql);
   if (!n.ok()) return n.status();
   return *n && **n != "0";
+}
+
+Result<uint64_t> StartRun(Connection& c, const RunRecord& run) {
+  const std::string this_lifetime = fmt::format(fmt::runtime(kThisLifetime), kServerStarted);
+  // Rows whose connections are certainly gone: of an earlier lifetime of the server, or of
+  // this user's runs (the process list shows them all) that stopped beating a minute ago.
+  if (Status s = c.Execute(fmt::format("DELETE FROM rewind_runs WHERE NOT {}", this_lifetime)); !s.ok()) {
+    return s;
+  }
+  if (Status s = c.Execute(
+          "DELETE FROM rewind_runs WHERE db_user = SUBSTRING_INDEX(USER(), '@', 1) AND beat_at < "
+          "NOW(6) - INTERVAL 60 SECOND AND lock_connection NOT IN (SELECT ID FROM "
+          "information_schema.PROCESSLIST)");
+      !s.ok()) {
+    return s;
+  }
+  if (Status s = c.Execute(fmt::format(
+          "INSERT INTO rewind_runs (run_id, command, host, pid, db_user, lock_connection, "
+          "connections, server_started_at, started_at, beat_at, beats) VALUES ({}, {}, {}, {}, "
+          "SUBSTRING_INDEX(USER(), '@', 1), {}, {}, {}, NOW(6), NOW(6), 0)",
+          c.Quote(run.run_id), c.Quote(run.command), c.Quote(ValidUtf8(run.host, 255)), run.pid,
+          run.lock_connection, c.Quote(run.connections), kServerStarted));
+      !s.ok()) {
+    return s;
+  }
+  Result<std::optional<std::string>> id = c.QueryValue("SELECT LAST_INSERT_ID()");
+  if (!id.ok()) return id.status();
+  return *id ? std::stoull(**id) : 0;
+}
+
+Status Beat(Connection& c, uint64_t id, unsigned long lock_connection, const std::string& connections) {
+  return c.Execute(fmt::format(
+      "UPDATE rewind_runs SET beat_at = NOW(6), beats = beats + 1, lock_connection = {}, "
+      "connections = {}, server_started_at = {} WHERE id = {}",
+      lock_connection, c.Quote(connections), kServerStarted, id));
+}
+
+Status EndRun(Connection& c, uint64_t id) {
+  return c.Execute(fmt::format("DELETE FROM rewind_runs WHERE id = {}", id));
+}
+
+Result<std::optional<RunRecord>> RunHoldingLocks(Connection& c, unsigned long connection) {
+  Result<Rows> r = c.Query(fmt::format(
+      "SELECT id, run_id, command, host, pid, lock_connection, connections, beats, "
+      "TIMESTAMPDIFF(MICROSECOND, beat_at, NOW(6)) FROM rewind_runs WHERE lock_connection = {} "
+      "AND {} ORDER BY beat_at DESC LIMIT 1",
+      connection, fmt::format(fmt::runtime(kThisLifetime), kServerStarted)));
+  if (!r.ok()) return r.status();
+  if (r->rows.empty()) return std::optional<RunRecord>();
+  const auto& row = r->rows[0];
+  auto number = [&](size_t i) { return std::stoull(row[i].value_or("0")); };
+  RunRecord run;
+  run.id = number(0);
+  run.run_id = row[1].value_or("");
+  run.command = row[2].value_or("");
+  run.host = row[3].value_or("");
+  run.pid = number(4);
+  run.lock_connection = number(5);
+  run.connections = row[6].value_or("");
+  run.beats = number(7);
+  run.beat_age_seconds = std::stod(row[8].value_or("0")) / 1e6;
+  return std::optional<RunRecord>(run);
 }
 
 std::string InsertFailuresSql(Connection& c, const std::string& run_id,

@@ -13,6 +13,12 @@
 //                       may replace or drop. A name's shape proves nothing; this record does.
 //                       Migrating to layout 3, the build targets that older rewinds' checkpoint
 //                       rows name (and that exist) are recorded: their only trace of ownership.
+//   rewind_runs         one row per running rewind (layout 4): its heartbeat (stages/heartbeat:
+//                       beaten every second from a thread and connection of its own), the id of
+//                       the connection that holds its named locks (what IS_USED_LOCK names) and
+//                       of its other connections, and the lifetime of the server those ids
+//                       belong to. A holder of a lock whose run has stopped beating is dead
+//                       (table_admin::TakeLock). A clean end deletes the row; a killed run's stays.
 //
 // Nobody else spells these tables' names or their SQL. The layout is versioned: Ensure()
 // creates the tables, or migrates an older layout forward, under a server-wide lock so that
@@ -34,15 +40,16 @@
 
 namespace rw {
 
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 inline constexpr const char* kSchemaTable = "rewind_schema";
 inline constexpr const char* kCheckpointTable = "rewind_checkpoints";
 inline constexpr const char* kFailureTable = "rewind_failures";
 inline constexpr const char* kIngestTable = "rewind_ingest_positions";
 inline constexpr const char* kOwnedTable = "rewind_tables";
+inline constexpr const char* kRunsTable = "rewind_runs";
 // Every bookkeeping table above, the names rewind never gives a read model's table.
 inline constexpr const char* kBookkeepingTables[] = {kSchemaTable, kCheckpointTable, kFailureTable,
-                                                     kIngestTable, kOwnedTable};
+                                                     kIngestTable, kOwnedTable,    kRunsTable};
 // True when `table` is one of kBookkeepingTables (compared as the server compares names).
 bool IsBookkeepingTable(std::string_view table);
 
@@ -68,6 +75,19 @@ struct IngestPosition {
   std::string first_line_hash;  // SHA-256 hex of the first line: a rotated file differs
   std::string throttle;         // "ip=seconds\n..." of the per-IP throttle
   uint64_t lines_read = 0, events_stored = 0;
+};
+
+// One running rewind, as its heartbeat row tells it.
+struct RunRecord {
+  uint64_t id = 0;              // the row's key (given by StartRun)
+  std::string run_id;           // the run's id, as in rewind_checkpoints and rewind_failures
+  std::string command;          // "replay", "verify", "ingest"
+  std::string host;             // the machine it runs on
+  uint64_t pid = 0;
+  unsigned long lock_connection = 0;  // the connection holding its named locks
+  std::string connections;      // every connection of the run, comma-separated
+  uint64_t beats = 0;           // how many times it has beaten
+  double beat_age_seconds = 0;  // since its last beat, by the server's clock
 };
 
 namespace checkpoint_store {
@@ -107,6 +127,17 @@ Status ForgetTable(Connection& c, const std::string& table);
 // Whether rewind recorded creating `table`. Read-only: on bookkeeping older than layout 3
 // (no records yet) it answers as the migration will, from the checkpoint rows.
 Result<bool> Recorded(Connection& c, const std::string& table);
+
+// Heartbeats (rewind_runs). Each run writes its row before it takes a named lock, then beats.
+// Returns the row's id. Also forgets rows of earlier lifetimes of the server (their
+// connections are gone) and rows of this user's runs whose lock connection is gone.
+Result<uint64_t> StartRun(Connection& c, const RunRecord& run);
+// One beat: the time (the server's), the connection ids now (they change on a reconnect).
+Status Beat(Connection& c, uint64_t id, unsigned long lock_connection, const std::string& connections);
+Status EndRun(Connection& c, uint64_t id);
+// The freshest heartbeat of a run whose lock connection is `connection`, in this lifetime of
+// the server (ids start again from 1 after a restart); nullopt when none.
+Result<std::optional<RunRecord>> RunHoldingLocks(Connection& c, unsigned long connection);
 
 // Failures.
 // An INSERT of the batch's failures for `run_id`, or "" when there are none. Reasons are

@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
+#include <cstdio>
 
 #include "projectors/sha256.h"
 #include "stages/checkpoint_store.h"
 #include "stages/fault.h"
+#include "stages/heartbeat.h"
 #include "stages/table_schema.h"
 
 namespace rw::table_admin {
@@ -34,18 +37,107 @@ Result<std::optional<std::string>> TryLock(Connection& c, const std::string& nam
   return std::optional<std::string>(holder.ok() && *holder ? **holder : std::string("?"));
 }
 
-Status Lock(Connection& c, const std::vector<std::string>& tables, const std::string& prefix) {
-  for (const std::string& table : tables) {
-    Result<std::optional<std::string>> holder =
-        TryLock(c, LockName(prefix, c.options().database, table));
+namespace {
+
+std::string DescribeRun(const RunRecord& run) {
+  return fmt::format("rewind {} run {}, pid {} on {}", run.command, run.run_id, run.pid,
+                     run.host.empty() ? "?" : run.host);
+}
+
+}  // namespace
+
+Result<std::optional<LockHolder>> TakeLock(Connection& c, const std::string& name,
+                                           const std::string& what) {
+  using Clock = std::chrono::steady_clock;
+  const std::string quoted = c.Quote(name);
+  std::string watched;                  // the holder being judged
+  std::optional<uint64_t> first_beats;  // its run's beats when first seen
+  bool killed = false;
+  Clock::time_point killed_at;
+  for (;;) {
+    Result<std::optional<std::string>> holder = TryLock(c, name);
     if (!holder.ok()) return holder.status();
-    if (*holder) {
+    if (!*holder) return std::optional<LockHolder>();
+    const std::string id = **holder;
+    if (id != watched) {  // another holder (or the first): judged afresh
+      watched = id;
+      first_beats.reset();
+      killed = false;
+    }
+    if (id != "?" && !killed) {
+      Result<std::optional<RunRecord>> run = checkpoint_store::RunHoldingLocks(c, std::stoul(id));
+      if (!run.ok()) return run.status();
+      if (!*run) return std::optional<LockHolder>(LockHolder{id, std::nullopt});
+      const RunRecord& r = **run;
+      if (first_beats && r.beats != *first_beats) {
+        return std::optional<LockHolder>(LockHolder{id, r});  // it beat again: alive
+      }
+      if (r.beat_age_seconds >= kStaleSeconds) {
+        fmt::print(stderr,
+                   "rewind: connection {} holds {}, but its run ({}) has not beaten for {:.1f} s "
+                   "(a live run beats every {:.0f} s): it is dead and the server has not noticed "
+                   "yet; stopping that connection (KILL {}) and waiting up to {:.0f} s for the "
+                   "server to let the lock go\n",
+                   id, what, DescribeRun(r), r.beat_age_seconds, kBeatIntervalSeconds, id,
+                   kKilledHolderWaitSeconds);
+        Status k = c.Execute("KILL CONNECTION " + id);
+        if (!k.ok() && k.message().find("Unknown thread") == std::string::npos) {
+          return k.With(fmt::format(
+              "stopping connection {} of a dead rewind, which holds {} (if it belongs to another "
+              "user, ask them or an administrator to run KILL {})",
+              id, what, id));
+        }
+        (void)checkpoint_store::EndRun(c, r.id);
+        killed = true;
+        killed_at = Clock::now();
+      } else if (!first_beats) {
+        first_beats = r.beats;
+        fmt::print(stderr,
+                   "rewind: connection {} holds {}; its run ({}) beat {:.1f} s ago: waiting for "
+                   "it to let go, to beat again (alive: refused) or to stay silent for {:.0f} s "
+                   "(dead: stopped)\n",
+                   id, what, DescribeRun(r), r.beat_age_seconds, kStaleSeconds);
+      }
+    }
+    if (killed && std::chrono::duration<double>(Clock::now() - killed_at).count() >=
+                      kKilledHolderWaitSeconds) {
       return Status::Error(
           Status::Code::kBusy,
-          fmt::format("another rewind (connection {}) is already {} {}; wait for it to finish "
-                      "or stop it",
-                      **holder, prefix == "rewind" ? "rebuilding" : "verifying", table));
+          fmt::format("connection {} of a dead rewind still holds {} {:.0f} s after rewind "
+                      "stopped it (KILL {}): the server is still ending it; try again later",
+                      id, what, kKilledHolderWaitSeconds, id));
     }
+    // Wait a beat inside the server: back at once when the holder lets go.
+    Result<std::optional<std::string>> got =
+        c.QueryValue(fmt::format("SELECT GET_LOCK({}, 1)", quoted));
+    if (!got.ok()) return got.status();
+    if (*got && **got == "1") return std::optional<LockHolder>();
+  }
+}
+
+Status Lock(Connection& c, const std::vector<std::string>& tables, const std::string& prefix) {
+  for (const std::string& table : tables) {
+    const std::string doing =
+        fmt::format("{} {}", prefix == "rewind" ? "rebuilding" : "verifying", table);
+    Result<std::optional<LockHolder>> holder =
+        TakeLock(c, LockName(prefix, c.options().database, table), "the lock on " + doing);
+    if (!holder.ok()) return holder.status();
+    if (!*holder) continue;
+    const LockHolder& h = **holder;
+    if (h.run) {
+      return Status::Error(
+          Status::Code::kBusy,
+          fmt::format("another rewind (connection {}: {}, beating) is already {}; wait for it "
+                      "to finish or stop it",
+                      h.connection, DescribeRun(*h.run), doing));
+    }
+    return Status::Error(
+        Status::Code::kBusy,
+        fmt::format("another rewind (connection {}) is already {}; it keeps no heartbeat here "
+                    "(an older rewind, or another program holding the lock), so rewind cannot "
+                    "tell whether it is alive: wait for it to finish or stop it (when no rewind "
+                    "runs, KILL {} in the server frees the lock)",
+                    h.connection, doing, h.connection));
   }
   return Status::Ok();
 }

@@ -13,6 +13,11 @@
 // second): a wait that times out comes back as kRetryable, and the caller retries with
 // backoff until its own deadline, so no application query queues behind rewind for long.
 //
+// A lock held by a connection whose run has stopped beating (stages/heartbeat) is a dead
+// run's: the server has not noticed yet that its client is gone (the connection was inside
+// a statement, or its machine vanished). TakeLock stops that connection (KILL, which a user
+// may do to its own connections) and takes the lock once the server lets it go.
+//
 // Thread safety: stateless functions; each call uses the connection it is given.
 #pragma once
 
@@ -22,6 +27,7 @@
 #include <vector>
 
 #include "projectors/projector.h"
+#include "stages/checkpoint_store.h"
 #include "stages/connection.h"
 
 namespace rw::table_admin {
@@ -63,8 +69,26 @@ std::string FitLockName(const std::string& prefix, const std::string& key);
 // `c` closes. nullopt when it is taken (or already held by `c`), else the connection id of
 // the session holding it ("?" when it let go meanwhile).
 Result<std::optional<std::string>> TryLock(Connection& c, const std::string& name);
-// Takes the lock of each table on `c` without waiting; held until `c` closes. kBusy with
-// the holder's connection id when another rewind has one.
+// Who holds a lock TakeLock could not take.
+struct LockHolder {
+  std::string connection;         // its connection id
+  std::optional<RunRecord> run;   // its run, beating; nullopt: it keeps no heartbeat here
+};
+// How long TakeLock waits, after stopping a dead holder, for the server to let its lock go.
+inline constexpr double kKilledHolderWaitSeconds = 30;
+// Takes the lock `name` on `c` (held until `c` closes). When another connection holds it,
+// judges the holder by its run's heartbeat (checkpoint_store::RunHoldingLocks):
+//  - none (an older rewind, another program): not judged; returned at once;
+//  - beating again while watched: alive; returned (within about kBeatIntervalSeconds);
+//  - silent for kStaleSeconds: dead; its connection is stopped (KILL) and the lock taken
+//    once the server lets it go (at most kKilledHolderWaitSeconds);
+// meanwhile the lock is taken as soon as the holder lets go. What it waits for is printed on
+// stderr, `what` naming the lock ("the lock on rebuilding visits_per_day"). Bounded: about
+// kStaleSeconds + kKilledHolderWaitSeconds at most.
+Result<std::optional<LockHolder>> TakeLock(Connection& c, const std::string& name,
+                                           const std::string& what);
+// Takes the lock of each table on `c` (TakeLock); held until `c` closes. kBusy naming the
+// holder's connection when another rewind has one and is alive (or keeps no heartbeat).
 Status Lock(Connection& c, const std::vector<std::string>& tables, const std::string& prefix);
 // True when nobody holds that lock.
 Result<bool> IsFree(Connection& c, const std::string& prefix, const std::string& table);
