@@ -156,6 +156,12 @@ int main(int argc, char** argv) {
       stats_error = exit_code::kError;
     }
   }
+  if (sum.interrupted && sum.swapped) {  // a follow, stopped
+    fmt::print(stderr,
+               "rewind: stopped by signal while following; every read model committed what it had "
+               "applied to the live tables. The same command follows again (after a rebuild).\n");
+    return 128 + (g_signal.load() ? g_signal.load() : SIGINT);
+  }
   if (sum.interrupted) {
     fmt::print(stderr,
                "rewind: stopped by signal; every read model committed what it had applied and "

@@ -655,7 +655,10 @@ class Run {
     for (size_t i = 0; i < runners_.size(); ++i) {
       (void)checkpoint_store::SetStatus(*admin_, names_[i], live_tables_[i], "live", 0);
     }
-    return Status::Ok();  // a stopped follow is a clean end, not an interruption
+    // Stopped: a clean end (everything applied is committed to the live tables), which the
+    // exit code says as any stop by a signal does (130 / 143).
+    sum_.interrupted = true;
+    return Status::Ok();
   }
 
   void DropScratch() {

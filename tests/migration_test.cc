@@ -244,6 +244,23 @@ TEST_F(MigrationTest, StatusShowsCheckpointsLagAndLastRun) {
 }
 
 // Follow: a small store of its own, events appended while rewind follows.
+// SIGTERM (or Ctrl-C) ends a follow as it ends any run, with 128 + the signal, after
+// committing what was applied to the live tables (a follow once exited 0 or 3).
+TEST(FollowTest, ASignalEndsAFollowWithItsExitCode) {
+  ConnectionOptions o = Store("rewind_test_follow_signal", 2'000);
+  auto c = Connect(o);
+  for (int sig : {SIGTERM, SIGINT}) {
+    Subprocess run(Rewind({"replay", "visits_per_day", "--follow", "--poll", "0.05", "--progress", "plain"}), Env(o));
+    ASSERT_TRUE(run.WaitFor("following new events", 120)) << run.err();
+    run.Signal(sig);
+    EXPECT_EQ(run.Wait(), 128 + sig) << run.err();
+    EXPECT_NE(run.err().find("stopped by signal while following"), std::string::npos) << run.err();
+    EXPECT_EQ(run.err().find("live tables are untouched"), std::string::npos) << run.err();
+    EXPECT_EQ(Count(*c, "SELECT SUM(`count`) FROM visits_per_day"),
+              Count(*c, "SELECT COUNT(*) FROM stored_events WHERE BINARY eventClass = BINARY 'App\\\\Analytics\\\\PageVisited'"));
+  }
+}
+
 TEST(FollowTest, AppliesAppendedEventsExactly) {
   ConnectionOptions o = FreshDatabase("rewind_test_follow");
   auto c = Connect(o);
