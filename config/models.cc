@@ -274,6 +274,19 @@ class Parser {
         plan.values.push_back(std::move(*value));
       }
     }
+    // The declaration of a column, for a message at its own line (the read model's if none).
+    auto node_of = [&](const std::string& column) -> const toml::node& {
+      for (const char* list : {"values", "key"}) {
+        const toml::array* a = t.get(list) != nullptr ? t.get(list)->as_array() : nullptr;
+        if (a == nullptr) continue;
+        for (const toml::node& n : *a) {
+          const toml::table* entry = n.as_table();
+          const toml::node* c = entry != nullptr ? entry->get("column") : nullptr;
+          if (c != nullptr && c->as_string() != nullptr && Lower(c->as_string()->get()) == Lower(column)) return n;
+        }
+      }
+      return t;
+    };
     // first and last keep their event's id in "<column>__id" (stages/table_schema.h): rewind's too.
     for (const ValuePlan& v : plan.values) {
       if (v.op != Op::kFirst && v.op != Op::kLast) continue;
@@ -283,8 +296,8 @@ class Parser {
                                    "event beside it, in '{}'", v.column, OpName(v.op), id));
       }
       if (std::find(columns.begin(), columns.end(), Lower(id)) != columns.end()) {
-        return Fail(t, fmt::format("column '{}' is reserved: rewind stores the id of the event of '{}' ({}) there",
-                                   id, v.column, OpName(v.op)));
+        return Fail(node_of(id), fmt::format("column '{}' is reserved: rewind stores the id of the event of '{}' ({}) there",
+                                             id, v.column, OpName(v.op)));
       }
     }
     // The storage column of text keys is rewind's: a declared column may not take its name.
@@ -295,7 +308,7 @@ class Parser {
     if (!hash.empty()) {
       hash += "_hash";
       if (std::find(columns.begin(), columns.end(), Lower(hash)) != columns.end()) {
-        return Fail(t, fmt::format("column '{}' is reserved: rewind stores the hash of the text key there", hash));
+        return Fail(node_of(hash), fmt::format("column '{}' is reserved: rewind stores the hash of the text key there", hash));
       }
     }
     return plan;
