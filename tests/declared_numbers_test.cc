@@ -119,33 +119,19 @@ std::string ReferenceBalances() {
          "ON last.account = w.account AND last.n = w.n";
 }
 
-std::vector<std::string> Rows(Connection& c, const std::string& sql) {
-  std::vector<std::string> out;
-  auto r = c.Query(sql);
-  EXPECT_TRUE(r.ok()) << r.status().message() << "\n" << sql;
-  if (!r.ok()) return out;
-  for (const auto& row : r->rows) {
-    std::string line;
-    for (size_t i = 0; i < row.size(); ++i) line += (i ? "|" : "") + row[i].value_or("NULL");
-    out.push_back(line);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 // The balances table, the failures recorded for it, and `totals`, each against the walk.
 void ExpectBalancesMatchTheEvents(Connection& c) {
-  const auto reference = Rows(c, ReferenceBalances());
+  const auto reference = SortedRows(c, ReferenceBalances());
   ASSERT_FALSE(reference.empty());
-  EXPECT_EQ(Rows(c, "SELECT account, balance, deposits FROM balances"), reference);
-  const auto failed = Rows(c, std::string(kWalk) + "SELECT id FROM w WHERE failed");
+  EXPECT_EQ(SortedRows(c, "SELECT account, balance, deposits FROM balances"), reference);
+  const auto failed = SortedRows(c, std::string(kWalk) + "SELECT id FROM w WHERE failed");
   ASSERT_GT(failed.size(), 3u);
   EXPECT_EQ(Count(c, std::string(kWalk) + "SELECT MIN(id) FROM w WHERE failed"),
             Count(c, "SELECT MIN(id) + 2 FROM stored_events"));  // the 5.00
   // Each exactly once, whatever was killed or resumed.
-  EXPECT_EQ(Rows(c, "SELECT event_id FROM rewind_failures WHERE stage = 'balances'"), failed);
-  EXPECT_EQ(Rows(c, "SELECT account, total FROM totals"),
-            Rows(c, "SELECT JSON_VALUE(payload, '$.account'), SUM(CAST(JSON_VALUE(payload, '$.amount') AS "
+  EXPECT_EQ(SortedRows(c, "SELECT event_id FROM rewind_failures WHERE stage = 'balances'"), failed);
+  EXPECT_EQ(SortedRows(c, "SELECT account, total FROM totals"),
+            SortedRows(c, "SELECT JSON_VALUE(payload, '$.account'), SUM(CAST(JSON_VALUE(payload, '$.amount') AS "
                     "DECIMAL(18,2))) FROM stored_events GROUP BY 1"));
 }
 
@@ -248,7 +234,7 @@ TEST(Sums, AWarningOfRewindsOwnWriteFailsTheFlushAndAFollowSaysTheSwapHadHappene
     EXPECT_NE(run.err().find("swapped in before the error"), std::string::npos) << run.err();
     EXPECT_EQ(run.err().find("nothing was swapped in"), std::string::npos) << run.err();
   }
-  EXPECT_EQ(Rows(*c, "SELECT account, total FROM totals"), std::vector<std::string>{"a|1.00"});  // rolled back
+  EXPECT_EQ(SortedRows(*c, "SELECT account, total FROM totals"), std::vector<std::string>{"a|1.00"});  // rolled back
 }
 
 // A transaction holding the lower ids commits after rewind applied higher ones: `first`
@@ -283,7 +269,7 @@ TEST(FirstLast, FollowWithALateCommitKeepsIdOrder) {
     FROM (SELECT JSON_VALUE(payload, '$.account') AS account, MIN(id) AS lo, MAX(id) AS hi
           FROM stored_events GROUP BY 1) x
     JOIN stored_events f ON f.id = x.lo JOIN stored_events l ON l.id = x.hi)sql";
-  EXPECT_EQ(Rows(*c, "SELECT account, first_amount, last_amount, last_note FROM account_ends"), Rows(*c, kEnds));
+  EXPECT_EQ(SortedRows(*c, "SELECT account, first_amount, last_amount, last_note FROM account_ends"), SortedRows(*c, kEnds));
   const Outcome verify = RunRewind({"verify", "account_ends", "--models", models}, Env(o));
   EXPECT_EQ(verify.code, 0) << verify.out << verify.err;
 }

@@ -42,21 +42,6 @@ std::string MondayOf(const std::string& when) {
                      static_cast<unsigned>(m.day()));
 }
 
-// A table's rows as sorted "a|b|c" strings (NULL as "NULL").
-std::vector<std::string> TableRows(Connection& c, const std::string& sql) {
-  std::vector<std::string> out;
-  auto r = c.Query(sql);
-  EXPECT_TRUE(r.ok()) << r.status().message();
-  if (!r.ok()) return out;
-  for (const auto& row : r->rows) {
-    std::string line;
-    for (size_t i = 0; i < row.size(); ++i) line += (i ? "|" : "") + row[i].value_or("NULL");
-    out.push_back(line);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 class DeclaredTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -110,7 +95,7 @@ TEST_F(DeclaredTest, TheShopsReadModelsEqualAReferenceComputedFromTheFacts) {
                                Cents(r.refunded), r.last_at, r.status));
   }
   std::sort(want.begin(), want.end());
-  EXPECT_EQ(TableRows(*c, "SELECT customer, month, orders, revenue, refunded, last_order_at, status FROM "
+  EXPECT_EQ(SortedRows(*c, "SELECT customer, month, orders, revenue, refunded, last_order_at, status FROM "
                           "revenue_per_customer_per_month"),
             want);
 
@@ -148,7 +133,7 @@ TEST_F(DeclaredTest, TheShopsReadModelsEqualAReferenceComputedFromTheFacts) {
                                s.status, s.confirmed_at));
   }
   std::sort(want.begin(), want.end());
-  EXPECT_EQ(TableRows(*c, "SELECT order_id, placed_at, items, quantity, total, cheapest_line, first_sku, last_sku, "
+  EXPECT_EQ(SortedRows(*c, "SELECT order_id, placed_at, items, quantity, total, cheapest_line, first_sku, last_sku, "
                           "discount_total, status, confirmed_at FROM order_summary"),
             want);
 
@@ -163,7 +148,7 @@ TEST_F(DeclaredTest, TheShopsReadModelsEqualAReferenceComputedFromTheFacts) {
   want.clear();
   for (const auto& [k, v] : items) want.push_back(fmt::format("{}|{}|{}|{}", k.first, k.second, v.first, v.second));
   std::sort(want.begin(), want.end());
-  EXPECT_EQ(TableRows(*c, "SELECT sku, week, `lines`, quantity FROM items_per_sku_per_week"), want);
+  EXPECT_EQ(SortedRows(*c, "SELECT sku, week, `lines`, quantity FROM items_per_sku_per_week"), want);
 
   // Each bad event is recorded once, for the read model it failed in; the payload that is
   // not JSON once, by the decoder.
@@ -275,7 +260,7 @@ TEST(DeclaredFollow, FollowKeepsADeclaredReadModelExact) {
   EXPECT_TRUE(WaitUntil(*c, "SELECT COUNT(*) FROM order_summary WHERE order_id = 1 AND status = 'confirmed'", 1));
   const ReplaySummary& sum = follower.Stop();
   EXPECT_TRUE(sum.status.ok()) << sum.status.message();
-  EXPECT_EQ(TableRows(*c, "SELECT order_id, placed_at, items, quantity, total, cheapest_line, first_sku, last_sku, "
+  EXPECT_EQ(SortedRows(*c, "SELECT order_id, placed_at, items, quantity, total, cheapest_line, first_sku, last_sku, "
                           "discount_total, status, confirmed_at FROM order_summary"),
             (std::vector<std::string>{
                 "1|2024-05-01 10:00:00|2|3|3.75|0.25|pen|mug|0.00|confirmed|2024-05-02 09:00:00",

@@ -54,21 +54,6 @@ std::vector<std::string> CommandOf(const std::string& file) {
   return args;
 }
 
-// A table's rows as sorted "a|b|c" strings (NULL as "NULL").
-std::vector<std::string> Rows(Connection& c, const std::string& sql) {
-  std::vector<std::string> out;
-  auto r = c.Query(sql);
-  EXPECT_TRUE(r.ok()) << r.status().message() << "\n" << sql;
-  if (!r.ok()) return out;
-  for (const auto& row : r->rows) {
-    std::string line;
-    for (size_t i = 0; i < row.size(); ++i) line += (i ? "|" : "") + row[i].value_or("NULL");
-    out.push_back(line);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 // The example's command rebuilt its read models alone: none of the blog's compiled ones
 // was made in the framework's database.
 void ExpectNoCompiledTables(Connection& c) {
@@ -79,9 +64,9 @@ void ExpectNoCompiledTables(Connection& c) {
 
 // The read model's rows equal the reference's, and there are some.
 void ExpectSameRows(Connection& c, const std::string& model, const std::string& reference, size_t at_least) {
-  const std::vector<std::string> want = Rows(c, reference);
+  const std::vector<std::string> want = SortedRows(c, reference);
   EXPECT_GE(want.size(), at_least) << reference;
-  EXPECT_EQ(Rows(c, model), want) << model;
+  EXPECT_EQ(SortedRows(c, model), want) << model;
 }
 
 std::string Money(int64_t cents) { return fmt::format("{}.{:02d}", cents / 100, cents % 100); }

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -11,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "config/options.h"
 #include "pipeline/replay.h"
@@ -268,6 +270,22 @@ inline std::map<std::string, int64_t> TableAsMap(Connection& c, const std::strin
   if (rows.ok()) {
     for (auto& r : rows->rows) out[*r[0]] = std::stoll(*r[1]);
   }
+  return out;
+}
+
+// A query's rows as sorted "a|b|c" strings (NULL as "NULL"): to compare a table with a
+// reference computed by the server.
+inline std::vector<std::string> SortedRows(Connection& c, const std::string& sql) {
+  std::vector<std::string> out;
+  auto r = c.Query(sql);
+  EXPECT_TRUE(r.ok()) << r.status().message() << "\n" << sql;
+  if (!r.ok()) return out;
+  for (const auto& row : r->rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) line += (i ? "|" : "") + row[i].value_or("NULL");
+    out.push_back(line);
+  }
+  std::sort(out.begin(), out.end());
   return out;
 }
 
