@@ -12,14 +12,14 @@
 
 namespace rw {
 
+namespace {
+Result<Head> HeadOf(Connection& c, const EventTableOptions& e, bool with_time);
+}  // namespace
+
 Result<EventId> ReadHeadId(Connection& c, const EventTableOptions& e) {
-  Result<std::optional<std::string>> head = c.QueryValue(fmt::format(
-      "SELECT MAX({}) FROM {}", QuoteIdentifier(e.id_column), QuoteIdentifier(e.table)));
+  Result<Head> head = HeadOf(c, e, /*with_time=*/false);
   if (!head.ok()) return head.status();
-  if (!*head) return kBeforeFirstId;
-  std::optional<EventId> id = ParseEventId(**head);
-  if (!id) return Status::InvalidInput(fmt::format("the head id '{}' is not an integer", **head));
-  return *id;
+  return head->id;
 }
 
 std::optional<int64_t> EventTimeSeconds(std::string_view text) {
