@@ -9,8 +9,8 @@
 #include <toml++/toml.h>
 
 #include "projectors/projector.h"
-#include "stages/checkpoint_store.h"
-#include "stages/table_admin.h"
+#include "stages/db/checkpoint_store.h"
+#include "stages/db/table_admin.h"
 
 namespace rw {
 namespace {
@@ -287,7 +287,7 @@ class Parser {
       }
       return t;
     };
-    // first and last keep their event's id in "<column>__id" (stages/table_schema.h): rewind's too.
+    // first and last keep their event's id in "<column>__id" (stages/db/table_schema.h): rewind's too.
     for (const ValuePlan& v : plan.values) {
       if (v.op != Op::kFirst && v.op != Op::kLast) continue;
       const std::string id = v.column + "__id";

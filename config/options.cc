@@ -1,7 +1,7 @@
 #include "config/options.h"
 
 #include "projectors/civil_time.h"
-#include "stages/table_admin.h"
+#include "stages/db/table_admin.h"
 
 #include <fmt/core.h>
 #include <unistd.h>

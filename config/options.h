@@ -28,9 +28,9 @@
 
 #include "projectors/event_id.h"
 #include "errors/status.h"
-#include "stages/connection.h"
-#include "stages/progress.h"
-#include "stages/reader.h"
+#include "stages/db/connection.h"
+#include "stages/control/progress.h"
+#include "stages/flow/reader.h"
 
 namespace rw {
 
@@ -53,7 +53,7 @@ struct ReplayOptions {
   // A TOML file of declared read models (config/models.h): they join the compiled ones.
   std::string models_file;
 
-  // `rewind stress` (pipeline/stress.h).
+  // `rewind stress` (pipeline/stress/stress.h).
   bool stress_quick = false;           // smaller volumes, fewer loads
   std::vector<int> stress_only;        // questions 1..4 (empty: all)
   std::string stress_database = "rewind_stress";  // its own; --database is ignored
@@ -71,10 +71,10 @@ struct ReplayOptions {
   // payload). With two connections reading, 2 keeps both cores busy; more only cost memory
   // (all eight at 2M: 4 peaked at 207 MiB, 2 at 185, wall 0.97x; perf/README.md).
   size_t max_in_flight = 2;
-  // Connections reading pages at once (stages/reader.h). Two: the server sends each result
+  // Connections reading pages at once (stages/flow/reader.h). Two: the server sends each result
   // from one thread, and a default server's sending thread is the read phase's limit.
   size_t read_connections = 2;
-  // Bytes the server writes each page of events in (stages/reader.h, ReaderOptions::
+  // Bytes the server writes each page of events in (stages/flow/reader.h, ReaderOptions::
   // result_buffer): a server left at the default net_buffer_length writes in 16 KB pieces,
   // every one a wakeup on both sides. 0 leaves the server's own size.
   size_t result_buffer = 128 * 1024;

@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "perf/tool.h"
-#include "stages/decoder.h"
-#include "stages/reader.h"
+#include "stages/flow/decoder.h"
+#include "stages/flow/reader.h"
 
 namespace {
 

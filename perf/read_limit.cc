@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "perf/tool.h"
-#include "stages/reader.h"
+#include "stages/flow/reader.h"
 
 namespace {
 

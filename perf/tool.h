@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "config/options.h"
-#include "stages/connection.h"
+#include "stages/db/connection.h"
 
 namespace rw {
 

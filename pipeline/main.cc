@@ -14,11 +14,11 @@
 #include <unistd.h>
 
 #include "config/options.h"
-#include "pipeline/commands.h"
-#include "pipeline/dry_run.h"
-#include "pipeline/ingest.h"
-#include "pipeline/replay.h"
-#include "pipeline/stress.h"
+#include "pipeline/replay/inspect.h"
+#include "pipeline/replay/dry_run.h"
+#include "pipeline/ingest/ingest.h"
+#include "pipeline/replay/replay.h"
+#include "pipeline/stress/stress.h"
 
 namespace {
 

@@ -97,7 +97,7 @@ class UrlDayCounter final : public Projector {
  public:
   explicit UrlDayCounter(std::string name) : name_(std::move(name)) {
     // The key (uri, date): URLs can be thousands of bytes, so the writer stores the key
-    // as (date, SHA-256 of uri) (stages/table_schema.h), as the blog's own table does.
+    // as (date, SHA-256 of uri) (stages/db/table_schema.h), as the blog's own table does.
     table_ = TableSpec{name_,
                        {{"uri", ColumnType::kText},
                         {"date", ColumnType::kDate},

@@ -55,7 +55,7 @@ enum class ColumnType : uint8_t {
 //
 // kFirst and kLast follow event ids, not the order events arrive in (a transaction holding
 // a lower id can commit after a higher one was applied): such a column is stored with a
-// hidden `<name>__id` (stages/table_schema.h), the id of the event whose value it holds,
+// hidden `<name>__id` (stages/db/table_schema.h), the id of the event whose value it holds,
 // and a row sink receives that id right after the value, as Number(IdText(id)), or Null()
 // when the value is untouched.
 enum class Merge : uint8_t {
@@ -79,7 +79,7 @@ struct Column {
 
 // The read model's table: its key columns (in key order), then its value columns. The
 // key columns form the primary key; a key made of text is stored with a hash (see
-// stages/table_schema.h). Rows written by Flush() are deltas merged as each column says.
+// stages/db/table_schema.h). Rows written by Flush() are deltas merged as each column says.
 struct TableSpec {
   std::string name;             // live table name, e.g. "visits_per_day"
   std::vector<Column> columns;  // keys first, then values

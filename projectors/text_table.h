@@ -1,7 +1,7 @@
 // Two building blocks for keeping many texts cheaply: StringArena (append-only storage
 // whose views stay valid) and TextTable (a text, or a pair of texts, to dense ids 0, 1,
 // 2... in the order first seen: open addressing in one array, no node per text). The
-// decoder interns URLs and visitors with them (stages/interner.h); a declared read model
+// decoder interns URLs and visitors with them (stages/flow/interner.h); a declared read model
 // keys its rows with them.
 //
 // Thread safety: none.

@@ -1,5 +1,5 @@
 // An independent reading of the blog's access-log rules (issue 11), with std::regex, for
-// tests to hold rewind's own parser (stages/access_log) and ingest against.
+// tests to hold rewind's own parser (pipeline/ingest/access_log) and ingest against.
 #pragma once
 
 #include <algorithm>
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "stages/access_log.h"
+#include "pipeline/ingest/access_log.h"
 
 namespace rw::testing {
 

@@ -1,7 +1,7 @@
 // The access-log rules (issue 11, groundwork) against the real 10,000-line Apache log in
 // the repo, each line checked against an independent implementation of the blog's rules
 // written with std::regex here; and the payload against PHP json_encode's output.
-#include "stages/access_log.h"
+#include "pipeline/ingest/access_log.h"
 #include "tests/access_log_reference.h"
 
 #include <gtest/gtest.h>

@@ -15,7 +15,7 @@
 #include <sstream>
 #include <thread>
 
-#include "pipeline/replay.h"
+#include "pipeline/replay/replay.h"
 #include "tests/rewind_process.h"
 #include "tests/test_db.h"
 

@@ -12,7 +12,7 @@
 #include <fstream>
 #include <map>
 
-#include "pipeline/verify.h"
+#include "pipeline/replay/verify.h"
 #include "rewind_process.h"
 #include "scripts/generate/event_generator.h"
 #include "scripts/generate/shop_events.h"

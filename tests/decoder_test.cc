@@ -1,5 +1,5 @@
 // The decoder on both payload encodings and on every kind of bad payload.
-#include "stages/decoder.h"
+#include "stages/flow/decoder.h"
 
 #include <gtest/gtest.h>
 #include <simdjson.h>

@@ -5,8 +5,8 @@
 #include <set>
 
 #include "projectors/event_id.h"
-#include "stages/checkpoint_store.h"
-#include "stages/gaps.h"
+#include "stages/db/checkpoint_store.h"
+#include "projectors/gaps.h"
 
 namespace rw {
 namespace {

@@ -10,7 +10,7 @@
 #include <string>
 #include <thread>
 
-#include "stages/checkpoint_store.h"
+#include "stages/db/checkpoint_store.h"
 #include "tests/test_db.h"
 
 namespace rw::testing {

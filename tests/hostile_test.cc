@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "pipeline/replay.h"
+#include "pipeline/replay/replay.h"
 #include "tests/fake_server.h"
 #include "tests/rewind_process.h"
 #include "tests/test_db.h"

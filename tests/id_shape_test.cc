@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/replay.h"
+#include "pipeline/replay/replay.h"
 #include "tests/rewind_process.h"
 #include "tests/test_db.h"
 

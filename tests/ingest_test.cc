@@ -17,9 +17,9 @@
 #include <map>
 
 #include "projectors/civil_time.h"
-#include "stages/heartbeat.h"
-#include "stages/progress.h"
-#include "stages/table_admin.h"
+#include "stages/db/heartbeat.h"
+#include "stages/control/progress.h"
+#include "stages/db/table_admin.h"
 #include "tests/access_log_reference.h"
 #include "tests/ghost_holder.h"
 #include "tests/rewind_process.h"

@@ -10,7 +10,7 @@
 #include <fstream>
 #include <thread>
 
-#include "pipeline/replay.h"
+#include "pipeline/replay/replay.h"
 #include "tests/rewind_process.h"
 #include "tests/test_db.h"
 

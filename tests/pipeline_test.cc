@@ -7,9 +7,9 @@
 #include <stdexcept>
 #include <thread>
 
-#include "pipeline/replay.h"
-#include "stages/batch.h"
-#include "stages/projector_runner.h"
+#include "pipeline/replay/replay.h"
+#include "stages/flow/batch.h"
+#include "stages/flow/projector_runner.h"
 #include "tests/test_db.h"
 
 namespace rw {

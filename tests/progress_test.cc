@@ -1,5 +1,5 @@
 // The progress line: percent of the id range, counts, the slowest read model, the phase.
-#include "stages/progress.h"
+#include "stages/control/progress.h"
 
 #include <gtest/gtest.h>
 

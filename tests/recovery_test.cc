@@ -11,9 +11,9 @@
 #include <csignal>
 #include <thread>
 
-#include "stages/checkpoint_store.h"
-#include "stages/heartbeat.h"
-#include "stages/table_admin.h"
+#include "stages/db/checkpoint_store.h"
+#include "stages/db/heartbeat.h"
+#include "stages/db/table_admin.h"
 #include "tests/ghost_holder.h"
 #include "tests/rewind_process.h"
 #include "tests/test_db.h"

@@ -5,7 +5,7 @@
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 
-#include "pipeline/replay.h"
+#include "pipeline/replay/replay.h"
 #include "tests/test_db.h"
 
 namespace rw {

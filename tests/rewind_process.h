@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "stages/connection.h"
+#include "stages/db/connection.h"
 #include "tests/subprocess.h"
 
 namespace rw::testing {

@@ -12,9 +12,9 @@
 #include <set>
 #include <thread>
 
-#include "projectors/order.h"
+#include "pipeline/stress/order.h"
 #include "rewind_process.h"
-#include "stages/event_store.h"
+#include "pipeline/stress/event_store.h"
 #include "test_db.h"
 
 namespace rw {

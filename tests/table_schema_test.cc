@@ -4,8 +4,8 @@
 #include <fmt/core.h>
 
 #include "projectors/sha256.h"
-#include "stages/projector_runner.h"
-#include "stages/table_schema.h"
+#include "stages/flow/projector_runner.h"
+#include "stages/db/table_schema.h"
 
 namespace rw {
 namespace {

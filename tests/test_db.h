@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "config/options.h"
-#include "pipeline/replay.h"
+#include "pipeline/replay/replay.h"
 #include "projectors/projector.h"
 #include "scripts/generate/event_generator.h"
-#include "stages/connection.h"
+#include "stages/db/connection.h"
 
 namespace rw::testing {
 

@@ -17,7 +17,7 @@
 
 #include "errors/status.h"
 #include "scripts/generate/shop_events.h"
-#include "stages/connection.h"
+#include "stages/db/connection.h"
 
 namespace rw {
 

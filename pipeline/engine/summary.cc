@@ -1,0 +1,105 @@
+#include "pipeline/engine/summary.h"
+
+#include <fmt/core.h>
+
+#include <nlohmann/json.hpp>
+
+#include "config/options.h"
+#include "stages/db/checkpoint_store.h"
+#include "stages/control/progress.h"
+
+namespace rw {
+
+int ReplaySummary::ExitCode() const {
+  if (cutover_gave_up) return exit_code::kCutoverGaveUp;
+  if (over_budget) return exit_code::kOverBudget;
+  if (empty_build) return exit_code::kEmptyBuild;
+  if (!status.ok()) return exit_code::kError;
+  // Within a failure budget the failures were expected: done (they are still recorded).
+  return failures > 0 && !within_budget ? exit_code::kFailedEvents : exit_code::kOk;
+}
+
+std::string ReplaySummary::Text() const {
+  std::string out = fmt::format("{:<26} {:>12} {:>12} {:>8} {:>9} {:>9}\n", "read model",
+                                "events", "rows", "flushes", "apply s", "write s");
+  for (const ProjectorSummary& p : projectors) {
+    out += fmt::format("{:<26} {:>12} {:>12} {:>8} {:>9.2f} {:>9.2f}{}\n", p.name,
+                       WithThousands(p.events_applied), WithThousands(p.rows_written), p.flushes,
+                       p.apply_seconds, p.flush_seconds,
+                       p.resumed_after != kBeforeFirstId
+                           ? fmt::format("  (resumed after id {})", IdText(p.resumed_after))
+                           : std::string());
+  }
+  const double rate = seconds > 0 ? static_cast<double>(events_read) / seconds : 0;
+  out += fmt::format(
+      "{} {} read model(s) from {} events in {:.2f} s ({} events/s); {} skipped (other "
+      "event types), {} failed{}\n",
+      swapped                               ? std::string("rebuilt and swapped in")
+      : !built_into.empty() && status.ok() ? fmt::format("built beside the live tables (<table>{}, never swapped in):", built_into)
+                                            : std::string("NOT swapped in:"),
+      projectors.size(),
+      WithThousands(events_read), seconds, WithThousands(static_cast<uint64_t>(rate)),
+      WithThousands(skipped), WithThousands(failures),
+      failures ? fmt::format(" (see: SELECT * FROM {} WHERE run_id = '{}')", kFailureTable, run_id)
+               : std::string());
+  if (swapped) {
+    out += fmt::format(
+        "cut-over: {} event(s) appended during the rebuild applied before the swap, {} late "
+        "commit(s); inserts into the event table held for {:.3f} s ({} attempt(s), {} watched "
+        "hole(s) read again under the lock)\n",
+        WithThousands(catch_up_events), late_events, writers_held_seconds, cutover_attempts,
+        WithThousands(holes_read_under_lock));
+  }
+  return out;
+}
+
+std::string ReplaySummary::Json() const {
+  auto id = [](EventId v) -> nlohmann::json {
+    if (v == kBeforeFirstId) return nullptr;
+    if (v >= INT64_MIN && v <= INT64_MAX) return static_cast<int64_t>(v);
+    return static_cast<uint64_t>(v);
+  };
+  nlohmann::json j = {
+      {"run_id", run_id},
+      {"ok", status.ok()},
+      {"swapped", swapped},
+      {"interrupted", interrupted},
+      {"cutover_gave_up", cutover_gave_up},
+      {"over_budget", over_budget},
+      {"exit_code", ExitCode()},
+      {"error", status.message()},
+      {"head_id", id(head_id)},
+      {"events_read", events_read},
+      {"skipped", skipped},
+      {"failures", failures},
+      {"late_events", late_events},
+      {"gaps_given_up", gaps_given_up},
+      {"holes_watched_peak", holes_watched_peak},
+      {"holes_read_under_lock", holes_read_under_lock},
+      {"catch_up_events", catch_up_events},
+      {"writers_held_seconds", writers_held_seconds},
+      {"cutover_attempts", cutover_attempts},
+      {"seconds", seconds},
+      {"events_per_second", seconds > 0 ? static_cast<double>(events_read) / seconds : 0.0},
+      {"peak_batches_in_flight", peak_in_flight},
+  };
+  nlohmann::json list = nlohmann::json::array();
+  for (const ProjectorSummary& p : projectors) {
+    list.push_back({{"name", p.name},
+                    {"table", p.table},
+                    {"resumed_after", id(p.resumed_after)},
+                    {"events_applied", p.events_applied},
+                    {"rows_written", p.rows_written},
+                    {"flushes", p.flushes},
+                    {"retries", p.retries},
+                    {"late_applied", p.late_applied},
+                    {"failed_events", p.failed_events},
+                    {"apply_seconds", p.apply_seconds},
+                    {"flush_seconds", p.flush_seconds}});
+  }
+  j["projectors"] = list;
+  // Invalid UTF-8 (from a server message) is replaced, never a thrown exception.
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace rw

@@ -1,0 +1,608 @@
+#include "pipeline/ingest/ingest.h"
+
+#include <fmt/core.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "projectors/civil_time.h"
+#include "projectors/sha256.h"
+#include "pipeline/ingest/access_log.h"
+#include "stages/db/checkpoint_store.h"
+#include "stages/db/connection.h"
+#include "errors/fault.h"
+#include "stages/db/heartbeat.h"
+#include "stages/control/progress.h"
+#include "stages/flow/projector_runner.h"
+#include "stages/db/retry.h"
+#include "stages/db/table_admin.h"
+
+namespace rw {
+namespace {
+
+struct Counts {
+  uint64_t lines = 0, stored = 0;
+  std::map<std::string, uint64_t> skipped;  // by reason
+
+  std::string Text(bool dry_run) const {
+    uint64_t skips = 0;
+    std::string reasons;
+    for (const auto& [reason, n] : skipped) {
+      skips += n;
+      reasons += fmt::format("{}{} {}", reasons.empty() ? "" : ", ", reason, WithThousands(n));
+    }
+    return fmt::format("{}{} lines read, {} events {}, {} skipped ({})", dry_run ? "dry run: " : "",
+                       WithThousands(lines), WithThousands(stored),
+                       dry_run ? "would be stored (nothing was written)" : "stored", WithThousands(skips),
+                       reasons.empty() ? "none" : reasons);
+  }
+};
+
+// A random (version 4) UUID.
+std::string NewUuid(std::mt19937_64& rng) {
+  const uint64_t a = rng(), b = rng();
+  std::string hex = fmt::format("{:016x}{:016x}", a, b);
+  hex[12] = '4';
+  hex[16] = "89ab"[(b >> 62) & 3];
+  return hex.substr(0, 8) + "-" + hex.substr(8, 4) + "-" + hex.substr(12, 4) + "-" + hex.substr(16, 4) +
+         "-" + hex.substr(20, 12);
+}
+
+std::string ThrottleText(const IpThrottle& t) {
+  std::string out;
+  for (const auto& [ip, at] : t.latest()) out += fmt::format("{}={}\n", ip, at);
+  return out;
+}
+
+void RestoreThrottle(IpThrottle& t, const std::string& text) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto eq = line.rfind('=');
+    if (eq == std::string::npos) continue;
+    t.Throttled(line.substr(0, eq), std::stoll(line.substr(eq + 1)));
+  }
+}
+
+bool IsGzipName(const std::string& path) {
+  return path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
+}
+
+// What zlib says of `gz` after a read that brought nothing (`n` <= 0): Ok at the end of a
+// whole gzip stream, else why `path` cannot be trusted (`good` bytes were read before).
+Status GzipState(gzFile gz, int n, const std::string& path, uint64_t good) {
+  int code = Z_OK;
+  std::string what = gzerror(gz, &code);
+  if (n == 0 && code == Z_OK) return Status::Ok();
+  if (what.starts_with(path + ": ")) what.erase(0, path.size() + 2);
+  if (code == Z_BUF_ERROR) {
+    return Status::InvalidInput(
+        fmt::format("{} is truncated: its gzip stream ends early, after {} bytes of log; nothing "
+                    "of it was stored. Ingest it again once it is whole (is it still being "
+                    "compressed?) or put an intact copy in its place",
+                    path, WithThousands(good)));
+  }
+  return Status::InvalidInput(
+      fmt::format("{} is corrupt (zlib: {}); nothing of it was stored. Put an intact copy in its "
+                  "place (`gzip -t` checks one)",
+                  path, what.empty() ? "read error" : what));
+}
+
+// Reads the whole of a `.gz` file, as `gzip -t` does: Ok when it is one or more whole gzip
+// streams. Deflate has no checksum but the one at the end, so a damaged file is only known
+// to be damaged once it has all been read.
+Status CheckGzip(const std::string& path) {
+  gzFile gz = gzopen(path.c_str(), "rb");
+  if (gz == nullptr) return Status::NotFound(fmt::format("cannot read '{}'", path));
+  Status s;
+  if (gzdirect(gz) == 1) {
+    s = Status::InvalidInput(
+        fmt::format("{} is named .gz but is not a gzip file; nothing of it was stored (a plain "
+                    "log must not end in .gz: rename it)",
+                    path));
+  } else {
+    std::vector<char> chunk(1 << 16);
+    uint64_t good = 0;
+    for (;;) {
+      const int n = gzread(gz, chunk.data(), static_cast<unsigned>(chunk.size()));
+      if (n <= 0) {
+        s = GzipState(gz, n, path, good);
+        break;
+      }
+      good += static_cast<uint64_t>(n);
+    }
+  }
+  gzclose(gz);
+  return s;
+}
+
+// The lines of a log file, plain or gzip (`.gz`, read directly), from a byte offset of its
+// (uncompressed) content. A `.gz` file is checked whole before any of it is read: one that
+// is truncated, corrupt or not gzip at all is refused.
+class LineSource {
+ public:
+  static Result<std::unique_ptr<LineSource>> Open(const std::string& path) {
+    auto s = std::unique_ptr<LineSource>(new LineSource());
+    s->path_ = path;
+    if (IsGzipName(path)) {
+      if (Status ok = CheckGzip(path); !ok.ok()) return ok;
+      s->gz_ = gzopen(path.c_str(), "rb");
+      if (s->gz_ == nullptr) return Status::NotFound(fmt::format("cannot read '{}'", path));
+    } else {
+      s->in_.open(path, std::ios::binary);
+      if (!s->in_) return Status::NotFound(fmt::format("cannot read '{}'", path));
+    }
+    return s;
+  }
+  ~LineSource() {
+    if (gz_ != nullptr) gzclose(gz_);
+  }
+  // A `.gz` (checked whole): its last line is final even without a newline.
+  bool compressed() const { return gz_ != nullptr; }
+  // Why reading stopped early (a `.gz` damaged after it was checked), else Ok.
+  const Status& status() const { return status_; }
+
+  void Seek(uint64_t offset) {
+    if (gz_ != nullptr) {
+      gzrewind(gz_);
+      if (gzseek(gz_, static_cast<z_off_t>(offset), SEEK_SET) < 0) {
+        status_ = GzipState(gz_, -1, path_, 0);
+      }
+      read_ = offset;
+    } else {
+      in_.clear();
+      in_.seekg(static_cast<std::streamoff>(offset));
+    }
+    buffer_.clear();
+  }
+  // The next line and whether it ended with a newline (false: the file ends, or is still
+  // being written, in the middle of it). False when nothing is left, or on a read error
+  // (status()).
+  bool Next(std::string& line, bool& complete) {
+    if (gz_ == nullptr) {
+      if (!in_.good()) in_.clear();  // at the end last time: the file may have grown
+      if (!std::getline(in_, line)) return false;
+      complete = !in_.eof();
+      if (!complete) in_.clear();  // more may be appended later
+      return true;
+    }
+    if (!status_.ok()) return false;
+    char chunk[1 << 16];
+    size_t nl;
+    while ((nl = buffer_.find('\n')) == std::string::npos) {
+      const int n = gzread(gz_, chunk, sizeof chunk);
+      if (n <= 0) {
+        status_ = GzipState(gz_, n, path_, read_);
+        if (!status_.ok()) return false;
+        break;
+      }
+      read_ += static_cast<uint64_t>(n);
+      buffer_.append(chunk, static_cast<size_t>(n));
+    }
+    if (nl == std::string::npos) {
+      if (buffer_.empty()) return false;
+      line.swap(buffer_);
+      buffer_.clear();
+      complete = false;
+      return true;
+    }
+    line.assign(buffer_, 0, nl);
+    buffer_.erase(0, nl + 1);
+    complete = true;
+    return true;
+  }
+
+ private:
+  LineSource() = default;
+  std::string path_;
+  std::ifstream in_;
+  gzFile gz_ = nullptr;
+  uint64_t read_ = 0;  // uncompressed bytes read from a `.gz`
+  std::string buffer_;
+  Status status_;
+};
+
+// One log file (and, when following, whatever takes its name after a rotation): read from
+// its saved position, the kept lines appended batch by batch with the position.
+class FileIngest {
+ public:
+  FileIngest(const ReplayOptions& o, Connection* c, std::string path, Counts& counts, std::mt19937_64& rng)
+      : o_(o), c_(c), path_(std::move(path)), counts_(counts), rng_(rng),
+        rules_(AccessLogRules::Blog()), throttle_(rules_.throttle_seconds) {
+    std::error_code ec;
+    pos_.source = std::filesystem::absolute(path_, ec).lexically_normal().string();
+    const std::string columns = fmt::format(
+        "{}, {}, {}, {}", QuoteIdentifier(o.events.uuid_column), QuoteIdentifier(o.events.type_column),
+        QuoteIdentifier(o.events.payload_column), QuoteIdentifier(o.events.time_column));
+    insert_prefix_ = fmt::format("INSERT INTO {} ({}) VALUES ", QuoteIdentifier(o.events.table), columns);
+    load_tail_ = fmt::format("INTO TABLE {} CHARACTER SET utf8mb4 FIELDS TERMINATED BY '\\t' "
+                             "ESCAPED BY '\\\\' LINES TERMINATED BY '\\n' ({})",
+                             QuoteIdentifier(o.events.table), columns);
+    // A batch is one in-memory LOAD DATA where the server allows it (perf/ingest_bench, 1M
+    // lines, with the parser as it was then: 90k lines/s instead of 66k with multi-row
+    // INSERTs); multi-row INSERTs otherwise.
+    if (c_ != nullptr) {
+      auto allowed = c_->QueryValue("SELECT @@local_infile");
+      bulk_ = allowed.ok() && *allowed && **allowed == "1";
+    }
+  }
+
+  // Opens the file, takes its locks and finds where to start: the saved position when it is
+  // the same file.
+  Status Start() {
+    if (Status s = OpenCurrent(); !s.ok()) return s;
+    if (c_ == nullptr) return Status::Ok();
+    if (Status s = TakeLocks(); !s.ok()) return s;
+    // A file never ingested gets its row now (nothing read), so every batch has one to lock.
+    if (Status s = checkpoint_store::CreateIngestPosition(*c_, pos_); !s.ok()) return s;
+    Result<std::optional<IngestPosition>> saved = checkpoint_store::LoadIngestPosition(*c_, pos_.source);
+    if (!saved.ok()) return saved.status();
+    if (!*saved) return Status::Internal(fmt::format("the saved position of {} vanished", path_));
+    saved_ = **saved;
+    if (o_.from_start) return Status::Ok();
+    const IngestPosition& p = saved_;
+    RestoreThrottle(throttle_, p.throttle);
+    if (p.device == pos_.device && p.inode == pos_.inode && p.offset > 0 && p.first_line_hash == FirstLineHash()) {
+      pos_.offset = p.offset;
+      pos_.lines_read = p.lines_read;
+      pos_.events_stored = p.events_stored;
+      pos_.first_line_hash = p.first_line_hash;
+      source_->Seek(pos_.offset);
+      fmt::print(stderr, "rewind: {} continues at byte {} ({} lines read before)\n", path_, pos_.offset,
+                 pos_.lines_read);
+    } else if (p.offset > 0) {
+      // Rotated since: what was left of the old file is in <path>.1 (renamed or copied).
+      if (Status s = DrainRotatedRemainder(p); !s.ok()) return s;
+      fmt::print(stderr, "rewind: {} is another file than the one ingested before (rotated or "
+                         "truncated); reading it from the start\n", path_);
+    }
+    return Status::Ok();
+  }
+
+  // Reads every complete line there is now. A last line without its newline may be in the
+  // middle of being written: it is left for later (the position stays before it) unless
+  // the file is `rotated` away or a `.gz` (checked whole), where it is final.
+  Status ReadAvailable(bool rotated) {
+    std::string line;
+    bool complete = false;
+    while (source_->Next(line, complete)) {
+      if (!complete && !rotated && !source_->compressed()) {
+        source_->Seek(pos_.offset);  // a line still being written: wait for its end
+        if (!o_.follow) {
+          fmt::print(stderr,
+                     "rewind: {} ends in a line without a newline (still being written?); it is "
+                     "left for the next run, which reads it once it is complete\n",
+                     path_);
+        }
+        break;
+      }
+      if (pos_.offset == 0) pos_.first_line_hash = Sha256Hex(line, 32);
+      pos_.offset += line.size() + (complete ? 1 : 0);
+      if (Status s = Take(line); !s.ok()) return s;
+    }
+    if (!source_->status().ok()) return source_->status();  // nothing of the batch stored
+    return Commit();
+  }
+
+  // Following: what became of the file since the last look. Rotated by rename (another
+  // file under the name): the old one is read to its end first. Truncated in place
+  // (copytruncate): the remainder is read from <path>.1, then the file from its start.
+  Status CheckRotation() {
+    struct stat st {};
+    if (::stat(path_.c_str(), &st) != 0) return Status::Ok();  // between rename and create
+    if (static_cast<uint64_t>(st.st_ino) != pos_.inode || static_cast<uint64_t>(st.st_dev) != pos_.device) {
+      // The rest of the old file, its last line too.
+      if (Status s = ReadAvailable(/*rotated=*/true); !s.ok()) return s;
+      fmt::print(stderr, "rewind: {} was rotated; reading the new file from its start\n", path_);
+      return Reopen();
+    }
+    if (static_cast<uint64_t>(st.st_size) < pos_.offset) {
+      const IngestPosition before = pos_;
+      if (Status s = OpenCurrent(); !s.ok()) return s;
+      if (Status s = DrainRotatedRemainder(before); !s.ok()) return s;
+      fmt::print(stderr, "rewind: {} was truncated (copytruncate); reading it from its start\n", path_);
+    }
+    return Status::Ok();
+  }
+
+ private:
+  Status OpenCurrent() {
+    struct stat st {};
+    if (::stat(path_.c_str(), &st) != 0) return Status::NotFound(fmt::format("cannot read '{}'", path_));
+    Result<std::unique_ptr<LineSource>> source = LineSource::Open(path_);
+    if (!source.ok()) return source.status();
+    source_ = std::move(*source);
+    pos_.device = st.st_dev;
+    pos_.inode = st.st_ino;
+    pos_.offset = 0;
+    pos_.first_line_hash.clear();
+    return Status::Ok();
+  }
+  Status Reopen() {
+    if (Status s = OpenCurrent(); !s.ok()) return s;
+    return Commit(/*force=*/true);  // the new identity, before any of its lines
+  }
+
+  std::string FirstLineHash() {
+    std::string first;
+    bool complete = false;
+    const bool any = source_->Next(first, complete);
+    source_->Seek(0);
+    return any && complete ? Sha256Hex(first, 32) : std::string();
+  }
+
+  // The lines of the previous file (`before`, where it was left) that were not read yet:
+  // in <path>.1 when its first line is the one `before` remembers; all of them, the last one
+  // too (the file was rotated away). Meanwhile the saved position is the old file's,
+  // advanced through <path>.1, so a run killed here continues there; the last transaction
+  // moves it to the file now open (pos_ on entry), at its start.
+  Status DrainRotatedRemainder(const IngestPosition& before) {
+    const IngestPosition now = pos_;
+    const std::string rotated = path_ + ".1";
+    Result<std::unique_ptr<LineSource>> opened =
+        std::filesystem::exists(rotated) ? LineSource::Open(rotated) : Status::NotFound(rotated);
+    std::string line;
+    bool complete = false;
+    if (opened.ok() && (*opened)->Next(line, complete) &&
+        Sha256Hex(line, 32) == before.first_line_hash) {
+      LineSource& old = **opened;
+      pos_.device = before.device;
+      pos_.inode = before.inode;
+      pos_.offset = before.offset;
+      pos_.first_line_hash = before.first_line_hash;
+      old.Seek(before.offset);
+      uint64_t read = 0;
+      while (old.Next(line, complete)) {
+        ++read;
+        pos_.offset += line.size() + (complete ? 1 : 0);
+        if (Status s = Take(line); !s.ok()) return s;
+      }
+      if (!old.status().ok()) return old.status();
+      if (read > 0) fmt::print(stderr, "rewind: read {} line(s) left in {}\n", read, rotated);
+      pos_.device = now.device;
+      pos_.inode = now.inode;
+      pos_.offset = now.offset;
+      pos_.first_line_hash = now.first_line_hash;
+    }
+    return Commit(/*force=*/true);
+  }
+
+  // One ingest at a time per log file: server-wide locks, in this database, on its path
+  // (the key of its saved position, the same through rotations) and on its device and
+  // inode (the same file under another name). Held until the connection closes; taken
+  // again after a reconnect.
+  Status TakeLocks() {
+    if (lock_names_.empty()) {
+      const std::string db = c_->options().database;
+      lock_names_ = {table_admin::FitLockName("rewind-ingest", db + ":" + pos_.source),
+                     table_admin::FitLockName(
+                         "rewind-ingest", fmt::format("{}:{}:{}", db, pos_.device, pos_.inode))};
+    }
+    for (const std::string& name : lock_names_) {
+      // A holder whose run stopped beating is a dead ingest's: stopped, and the lock taken.
+      Result<std::optional<table_admin::LockHolder>> holder =
+          table_admin::TakeLock(*c_, name, "the lock on ingesting " + path_);
+      if (!holder.ok()) return holder.status();
+      if (*holder) {
+        return Status::Error(
+            Status::Code::kBusy,
+            fmt::format("{} is already being ingested by another rewind (connection {}{}); wait "
+                        "for it to finish or stop it (two at once would store its lines twice)",
+                        path_, (*holder)->connection,
+                        (*holder)->run ? fmt::format(": pid {} on {}, beating", (*holder)->run->pid,
+                                                     (*holder)->run->host)
+                                       : std::string(", which keeps no heartbeat here")));
+      }
+    }
+    return Status::Ok();
+  }
+
+  // Inside a batch's transaction: the saved position, locked, must be the one this run
+  // started from or last wrote. Another writer (an ingest that got past the locks) moved
+  // it otherwise, and appending the batch could store its lines a second time.
+  Status CheckPositionUnmoved() {
+    Result<std::optional<IngestPosition>> now =
+        checkpoint_store::LoadIngestPosition(*c_, pos_.source, true);
+    if (!now.ok()) return now.status();
+    if (*now && checkpoint_store::SameIngestPosition(**now, saved_)) return Status::Ok();
+    return Status::Error(
+        Status::Code::kBusy,
+        fmt::format(
+            "the saved position of {} moved while this ingest ran (byte {}, {} lines read, where "
+            "this run left it at byte {}, {} lines): another rewind is ingesting it; stopped "
+            "without storing this batch",
+            path_, *now ? (*now)->offset : 0, *now ? (*now)->lines_read : 0, saved_.offset,
+            saved_.lines_read));
+  }
+
+  Status Take(const std::string& raw) {
+    std::string_view line(raw);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    ++batch_lines_;
+    LogVisit v = ParseLogLine(line, rules_);
+    if (v.skip == SkipReason::kNone && throttle_.Throttled(v.ip, v.epoch_seconds)) v.skip = SkipReason::kThrottled;
+    if (v.skip != SkipReason::kNone) {
+      ++counts_.skipped[SkipReasonName(v.skip)];
+    } else {
+      ++batch_events_;
+      if (c_ != nullptr) {
+        const std::string uuid = NewUuid(rng_);
+        const std::string payload = PageVisitedPayload(uuid, v, line);
+        if (bulk_) {
+          tsv_.Text(uuid);
+          tsv_.Text(o_.events.page_visited_class);
+          tsv_.Text(payload);
+          tsv_.DateTime(v.epoch_seconds);
+          tsv_.EndRow();
+        } else {
+          char when[20];
+          FormatDateTime(v.epoch_seconds, when);
+          values_ += values_.empty() ? "(" : ",(";
+          c_->AppendQuoted(values_, uuid);
+          values_ += ',';
+          c_->AppendQuoted(values_, o_.events.page_visited_class);
+          values_ += ',';
+          c_->AppendQuoted(values_, payload);
+          values_ += fmt::format(",'{}')", std::string_view(when, 19));
+        }
+      }
+    }
+    if (batch_lines_ >= o_.batch_size || values_.size() + tsv_.bytes() >= (8u << 20)) return Commit();
+    return Status::Ok();
+  }
+
+  // One transaction: the batch's events and where the file stands after them.
+  Status Commit(bool force = false) {
+    if (batch_lines_ == 0 && !force) return Status::Ok();
+    pos_.lines_read += batch_lines_;
+    pos_.events_stored += batch_events_;
+    counts_.lines += batch_lines_;
+    counts_.stored += batch_events_;
+    pos_.throttle = ThrottleText(throttle_);
+    if (c_ != nullptr) {
+      const std::string position_sql = checkpoint_store::SaveIngestPositionSql(*c_, pos_);
+      const std::vector<std::string> rows = tsv_.Take();
+      RetryPolicy lost_connections;
+      lost_connections.retry_transient = false;
+      RetryHooks hooks;
+      hooks.after_reconnect = [&]() -> Result<bool> {
+        // The locks went with the old connection. It died maybe during COMMIT: the position
+        // row tells whether the batch landed.
+        if (Status s = TakeLocks(); !s.ok()) return s;
+        Result<std::optional<IngestPosition>> landed =
+            checkpoint_store::LoadIngestPosition(*c_, pos_.source);
+        if (!landed.ok()) return landed.status();
+        return *landed && checkpoint_store::SameIngestPosition(**landed, pos_);
+      };
+      Status s = Retry(
+          lost_connections, c_,
+          [&]() -> Status {
+            Status t = c_->Execute("START TRANSACTION");
+            if (t.ok()) t = CheckPositionUnmoved();
+            if (t.ok() && !values_.empty()) t = c_->Execute(insert_prefix_ + values_);
+            if (t.ok() && !rows.empty()) t = c_->LoadData(load_tail_, rows);
+            if (t.ok()) t = c_->Execute(position_sql);
+            if (t.ok()) FaultPoint("ingest-batch");
+            if (t.ok()) t = c_->Execute("COMMIT");
+            if (!t.ok() && t.code() != Status::Code::kConnection) (void)c_->Execute("ROLLBACK");
+            return t;
+          },
+          hooks);
+      if (!s.ok()) return s.With(fmt::format("appending a batch of {} up to byte {}", path_, pos_.offset));
+      saved_ = pos_;
+    }
+    values_.clear();
+    batch_lines_ = batch_events_ = 0;
+    return Status::Ok();
+  }
+
+  const ReplayOptions& o_;
+  Connection* c_;
+  const std::string path_;
+  Counts& counts_;
+  std::mt19937_64& rng_;
+  const AccessLogRules rules_;
+  IpThrottle throttle_;
+  IngestPosition pos_;
+  IngestPosition saved_;  // the saved position as this run last read or wrote it
+  std::vector<std::string> lock_names_;
+  std::unique_ptr<LineSource> source_;
+  std::string insert_prefix_, load_tail_, values_;
+  bool bulk_ = false;
+  TsvBuilder tsv_;
+  uint64_t batch_lines_ = 0, batch_events_ = 0;
+};
+
+}  // namespace
+
+int IngestCommand(const ReplayOptions& o, const std::vector<std::string>& files,
+                  const std::atomic<bool>& stop, std::FILE* out) {
+  if (files.empty()) {
+    fmt::print(stderr, "rewind: ingest needs one or more log files: rewind ingest FILE...\n");
+    return exit_code::kUsage;
+  }
+  if (o.follow && files.size() != 1) {
+    fmt::print(stderr, "rewind: ingest --follow follows one log file (older ones first without --follow)\n");
+    return exit_code::kUsage;
+  }
+  if (!o.dry_run && o.connection.database.empty()) {
+    fmt::print(stderr, "rewind: no database given: pass --database NAME or set REWIND_DATABASE\n");
+    return exit_code::kUsage;
+  }
+  // The heartbeat names the connection that takes the per-file locks. It stops beating
+  // first and its row goes last, after that connection has closed and let the locks go.
+  std::unique_ptr<Heartbeat> heartbeat;
+  std::unique_ptr<Connection> conn;
+  struct StopBeatingFirst {
+    std::unique_ptr<Heartbeat>& beat;
+    ~StopBeatingFirst() {
+      if (beat) beat->Stop();
+    }
+  } stop_beating_first{heartbeat};
+  if (!o.dry_run) {
+    Result<std::unique_ptr<Connection>> c = Connection::Open(o.connection);
+    if (!c.ok()) {
+      fmt::print(stderr, "rewind: {}\n", c.status().message());
+      return exit_code::kError;
+    }
+    conn = std::move(*c);
+    if (Status s = checkpoint_store::Ensure(*conn); !s.ok()) {
+      fmt::print(stderr, "rewind: {}\n", s.message());
+      return exit_code::kError;
+    }
+    Result<std::unique_ptr<Heartbeat>> beat =
+        Heartbeat::Start(o.connection, *conn, fmt::format("ingest-{}", getpid()), "ingest");
+    if (!beat.ok()) {
+      fmt::print(stderr, "rewind: {}\n", beat.status().message());
+      return exit_code::kError;
+    }
+    heartbeat = std::move(*beat);
+  }
+  std::random_device seed;
+  std::mt19937_64 rng((static_cast<uint64_t>(seed()) << 32) ^ seed());
+  Counts counts;
+  auto fail = [&](const Status& s) {
+    fmt::print(stderr, "rewind: {}\n", s.message());
+    return exit_code::kError;
+  };
+  for (const std::string& file : files) {
+    FileIngest ingest(o, conn.get(), file, counts, rng);
+    if (Status s = ingest.Start(); !s.ok()) return fail(s);
+    if (Status s = ingest.ReadAvailable(/*rotated=*/false); !s.ok()) return fail(s);
+    if (!o.follow) continue;
+    fmt::print(stderr, "rewind: following {} (Ctrl-C to stop)\n", file);
+    auto said = std::chrono::steady_clock::now();
+    const auto poll = std::chrono::milliseconds(static_cast<int64_t>(o.poll_seconds * 1000));
+    while (!stop.load()) {
+      for (auto waited = std::chrono::milliseconds(0); waited < poll && !stop.load();
+           waited += std::chrono::milliseconds(10)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      if (Status s = ingest.ReadAvailable(/*rotated=*/false); !s.ok()) return fail(s);
+      if (Status s = ingest.CheckRotation(); !s.ok()) return fail(s);
+      if (Status s = ingest.ReadAvailable(/*rotated=*/false); !s.ok()) return fail(s);
+      if (std::chrono::steady_clock::now() - said > std::chrono::seconds(5) && o.progress != ProgressMode::kQuiet) {
+        fmt::print(stderr, "rewind: {}\n", counts.Text(o.dry_run));
+        said = std::chrono::steady_clock::now();
+      }
+    }
+  }
+  fmt::print(out, "{}\n", counts.Text(o.dry_run));
+  if (!o.stats_json.empty()) {
+    nlohmann::json j = {{"lines_read", counts.lines}, {"events_stored", counts.stored},
+                        {"dry_run", o.dry_run}, {"skipped", counts.skipped}};
+    std::ofstream(o.stats_json) << j.dump(2) << "\n";
+  }
+  return exit_code::kOk;
+}
+
+}  // namespace rw

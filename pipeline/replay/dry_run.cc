@@ -1,0 +1,294 @@
+#include "pipeline/replay/dry_run.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "pipeline/replay/replay.h"
+#include "stages/flow/decoder.h"
+#include "stages/control/progress.h"
+#include "stages/flow/projector_runner.h"
+#include "stages/flow/reader.h"
+#include "stages/db/table_admin.h"
+
+namespace rw {
+namespace {
+
+constexpr uint64_t kSampleEvents = 50'000;
+constexpr double kSampleSeconds = 3.0;
+// The write rate assumed for the estimate (rows/s): the write floor measured by perf/bench
+// on the 2-core benchmark machine was 663k rows/s; a round, cautious figure.
+constexpr double kAssumedWriteRowsPerSecond = 400'000;
+
+struct ModelEstimate {
+  std::string name, table;
+  uint64_t sample_rows = 0, sample_bytes = 0;
+  double rows = 0, bytes = 0;
+};
+
+std::string Human(double bytes) {
+  const char* units[] = {"B", "KB", "MB", "GB", "TB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 4) {
+    bytes /= 1024;
+    ++u;
+  }
+  return fmt::format("{:.1f} {}", bytes, units[u]);
+}
+
+// The privileges the connecting user holds on the database (global and schema grants).
+Result<std::vector<std::string>> HeldPrivileges(Connection& c) {
+  Result<Rows> r = c.Query(
+      "SELECT PRIVILEGE_TYPE FROM information_schema.USER_PRIVILEGES WHERE GRANTEE = "
+      "CONCAT('''', SUBSTRING_INDEX(CURRENT_USER(), '@', 1), '''@''', "
+      "SUBSTRING_INDEX(CURRENT_USER(), '@', -1), '''') UNION SELECT PRIVILEGE_TYPE FROM "
+      "information_schema.SCHEMA_PRIVILEGES WHERE GRANTEE = CONCAT('''', "
+      "SUBSTRING_INDEX(CURRENT_USER(), '@', 1), '''@''', SUBSTRING_INDEX(CURRENT_USER(), '@', -1), "
+      "'''') AND DATABASE() LIKE TABLE_SCHEMA");
+  if (!r.ok()) return r.status();
+  std::vector<std::string> out;
+  for (const auto& row : r->rows) out.push_back(row[0].value_or(""));
+  return out;
+}
+
+}  // namespace
+
+int DryRunCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>> projectors,
+                  std::FILE* out) {
+  std::vector<std::string> blockers;
+  auto fail = [&](const std::string& why) {
+    if (o.json) {
+      fmt::print(out, "{}\n", nlohmann::json{{"can_start", false}, {"blockers", {why}}}.dump(2));
+    } else {
+      fmt::print(out, "dry run: a real run could NOT start:\n  - {}\n", why);
+    }
+    return exit_code::kError;
+  };
+  if (o.connection.database.empty()) return fail("no database given: pass --database NAME or set REWIND_DATABASE");
+  Result<std::unique_ptr<Connection>> conn = Connection::Open(o.connection);
+  if (!conn.ok()) return fail(conn.status().message());
+  Connection& c = **conn;
+  if (Status s = CheckEventTable(c, o.events, !o.until_time.empty()); !s.ok()) return fail(s.message());
+  if (Status s = CheckUntilId(c, o); !s.ok()) return fail(s.message());
+  Result<EventId> head = ReadHeadId(c, o.events);
+  if (!head.ok()) return fail(head.status().message());
+  const EventId last = o.until_id ? std::min(*head, *o.until_id) : *head;
+
+  // Events the run would read: exact from the index when that is quick, else the estimate.
+  const std::string id = QuoteIdentifier(o.events.id_column);
+  uint64_t events = 0;
+  bool exact = true;
+  Result<std::optional<std::string>> count = c.QueryValue(fmt::format(
+      "SET STATEMENT max_statement_time = 3 FOR SELECT COUNT(*) FROM {} WHERE {} <= {}",
+      QuoteIdentifier(o.events.table), id, last == kBeforeFirstId ? "NULL" : IdText(last)));
+  if (count.ok()) {
+    events = *count ? std::stoull(**count) : 0;
+  } else {
+    exact = false;
+    Result<std::optional<std::string>> estimate = c.QueryValue(fmt::format(
+        "SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND "
+        "TABLE_NAME = {}",
+        c.Quote(o.events.table)));
+    events = estimate.ok() && *estimate ? std::stoull(**estimate) : 0;
+  }
+
+  // A timed sample: the first batches, decoded and applied in memory, never written.
+  const RunPlan plan = PlanFor(o);
+  std::vector<ModelEstimate> models;
+  for (const auto& p : projectors) {
+    models.push_back({std::string(p->name()), p->table().name + plan.table_suffix});
+  }
+  const ReadPlan reads = PlanReads(o.events, projectors);
+  Result<std::unique_ptr<Connection>> reader_conn = Connection::Open(o.connection);
+  if (!reader_conn.ok()) return fail(reader_conn.status().message());
+  ReaderOptions ro = ReaderOptionsFor(o, reads.scope);
+  ro.batch_size = std::min<size_t>(o.batch_size, kSampleEvents);
+  ro.head_id = last;
+  ro.connections = 1;
+  ro.result_buffer = 0;
+  Result<std::unique_ptr<Reader>> reader = Reader::Make(std::move(*reader_conn), ro);
+  if (!reader.ok()) return fail(reader.status().message());
+  const Decoder decoder(reads.page_fields, reads.page_class, reads.catalog);
+  std::vector<EventFailure> ignored;
+  // The first batches: a tenth of the range, at least one batch, at most kSampleEvents.
+  const uint64_t sample_target =
+      std::clamp<uint64_t>(events / 10, std::min<uint64_t>(o.batch_size, kSampleEvents), kSampleEvents);
+  uint64_t sampled = 0, matched = 0;  // events read; of them, of the classes the run reads
+  const auto started = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
+  bool whole = false;
+  std::vector<PageVisit> usable;
+  // Rows held at about half the sample: how fast each read model's keys still grow.
+  std::vector<size_t> half_rows(projectors.size(), 0);
+  uint64_t half_events = 0;
+  while (sampled < sample_target && elapsed() < kSampleSeconds) {
+    if (half_events == 0 && sampled * 2 >= sample_target) {
+      half_events = sampled;
+      for (size_t i = 0; i < projectors.size(); ++i) half_rows[i] = projectors[i]->pending_rows();
+    }
+    Result<std::unique_ptr<Batch>> batch = (*reader)->Next();
+    if (!batch.ok()) return fail(batch.status().message());
+    if (*batch == nullptr) {
+      whole = true;
+      break;
+    }
+    decoder.Decode(**batch);
+    sampled += (*batch)->rows_read;
+    matched += (*batch)->rows_read - (*batch)->skipped;
+    for (auto& p : projectors) {
+      if (p->reads_records()) {
+        const Batch& b = **batch;
+        p->ApplyRecords(EventRecords{b.records, b.values, b.width}, ignored);
+        ignored.clear();
+        continue;
+      }
+      usable.clear();
+      for (const PageVisit& v : (*batch)->visits) {
+        if ((v.fields_ok & p->fields()) == p->fields()) usable.push_back(v);
+      }
+      p->Apply(usable);
+    }
+  }
+  const double sample_seconds = elapsed();
+  if (!whole && (*reader)->position() >= last) whole = true;
+  const double scale = whole || sampled == 0 ? 1.0 : static_cast<double>(events) / static_cast<double>(sampled);
+  double total_rows = 0;
+  for (size_t i = 0; i < projectors.size(); ++i) {
+    TsvBuilder tsv(projectors[i]->table());
+    projectors[i]->Flush(tsv);
+    models[i].sample_rows = tsv.rows();
+    models[i].sample_bytes = tsv.bytes();
+    // Keys grow like events^a: a = 1 for keys that keep coming (minutes, URLs), near 0 for
+    // keys that are all there already (years); a is measured between half and all of the
+    // sample.
+    double growth = 1.0;
+    if (half_events > 0 && half_events < sampled && half_rows[i] > 0 && models[i].sample_rows > 0) {
+      growth = std::log(static_cast<double>(models[i].sample_rows) / static_cast<double>(half_rows[i])) /
+               std::log(static_cast<double>(sampled) / static_cast<double>(half_events));
+      growth = std::clamp(growth, 0.0, 1.0);
+    }
+    const double row_scale = std::pow(scale, growth);
+    models[i].rows = static_cast<double>(models[i].sample_rows) * row_scale;
+    models[i].bytes = static_cast<double>(models[i].sample_bytes) * row_scale;
+    total_rows += models[i].rows;
+  }
+  const double seconds = sample_seconds * scale + total_rows / kAssumedWriteRowsPerSecond;
+
+  // Tables it would create, locks held by another run, grants it needs.
+  // Per read model: its build table exists already, and may be replaced (rewind made it),
+  // or is in the way (refused, as the real run would refuse it before any work).
+  struct TableState {
+    bool exists = false, in_the_way = false;
+  };
+  std::vector<TableState> tables;
+  for (size_t i = 0; i < projectors.size(); ++i) {
+    Result<bool> exists = table_admin::Exists(c, models[i].table);
+    Status way = CheckTablesInTheWay(c, plan, o.events.table, projectors[i]->table().name);
+    tables.push_back({exists.ok() && *exists, !way.ok()});
+    if (!way.ok()) blockers.push_back(way.message());
+    Result<bool> free = table_admin::IsFree(c, plan.lock_prefix, LockedTable(plan, projectors[i]->table().name));
+    if (free.ok() && !*free) {
+      blockers.push_back(fmt::format("another rewind is rebuilding {} (its lock is held)", models[i].name));
+    }
+  }
+  std::vector<std::string> needed = {"SELECT", "INSERT", "UPDATE", "DELETE", "CREATE", "DROP", "ALTER"};
+  if (plan.swap) needed.push_back("LOCK TABLES");
+  Result<std::vector<std::string>> held = HeldPrivileges(c);
+  std::vector<std::string> missing;
+  if (held.ok()) {
+    const bool all = std::find(held->begin(), held->end(), "ALL PRIVILEGES") != held->end();
+    for (const std::string& g : needed) {
+      if (!all && std::find(held->begin(), held->end(), g) == held->end()) missing.push_back(g);
+    }
+  }
+  if (!missing.empty()) {
+    std::string list;
+    for (const std::string& m : missing) list += (list.empty() ? "" : ", ") + m;
+    blockers.push_back(fmt::format("the user lacks the grants: {} (on {}.*)", list, o.connection.database));
+  }
+
+  // No event of the classes read: say which classes the table holds (a bounded look at its
+  // first events), and refuse as the real run would when a live table has rows.
+  std::string no_match;
+  if (matched == 0 && sampled > 0) {
+    std::string classes;
+    Result<Rows> present = c.Query(fmt::format(
+        "SELECT t, COUNT(*) FROM (SELECT {} AS t FROM {} ORDER BY {} LIMIT 10000) x GROUP BY t ORDER BY 2 DESC LIMIT 10",
+        QuoteIdentifier(o.events.type_column), QuoteIdentifier(o.events.table), id));
+    if (present.ok()) {
+      for (const auto& row : present->rows) {
+        classes += fmt::format("{}'{}' ({})", classes.empty() ? "" : ", ", row[0].value_or("NULL"), row[1].value_or("0"));
+      }
+    }
+    std::string wanted;
+    for (const std::string& w : reads.scope.classes) wanted += (wanted.empty() ? "'" : ", '") + w + "'";
+    if (wanted.empty()) wanted = "'" + o.events.page_visited_class + "'";
+    no_match = fmt::format("0 events match the class {} in {} of the {} events read{}; the classes of its first "
+                           "events: {}",
+                           wanted, o.events.table, WithThousands(sampled), whole ? " (all of them)" : "",
+                           classes.empty() ? "(none)" : classes);
+    bool live_rows = false;
+    for (const auto& p : projectors) {
+      Result<bool> exists = table_admin::Exists(c, p->table().name);
+      if (!exists.ok() || !*exists) continue;
+      Result<std::optional<std::string>> any =
+          c.QueryValue(fmt::format("SELECT 1 FROM {} LIMIT 1", QuoteIdentifier(p->table().name)));
+      live_rows = live_rows || (any.ok() && *any);
+    }
+    if (whole && live_rows && plan.swap && !o.allow_empty) {
+      blockers.push_back(no_match + "; the run would swap nothing over live tables with rows (exit 7; "
+                                    "--allow-empty to swap anyway)");
+    }
+  }
+
+  const char* count_label = exact ? "exact" : "estimate (the optimizer's; counting took too long)";
+  if (o.json) {
+    nlohmann::json j;
+    j["can_start"] = blockers.empty();
+    j["blockers"] = blockers;
+    j["events"] = {{"count", events}, {"exact", exact}};
+    j["sample"] = {{"events", sampled}, {"matching", matched}, {"seconds", sample_seconds}, {"whole_range", whole}};
+    if (!no_match.empty()) j["no_match"] = no_match;
+    j["estimated_seconds"] = seconds;
+    j["read_models"] = nlohmann::json::array();
+    for (size_t i = 0; i < models.size(); ++i) {
+      j["read_models"].push_back({{"name", models[i].name},
+                                  {"table", models[i].table},
+                                  {"replaces_existing", tables[i].exists && !tables[i].in_the_way},
+                                  {"in_the_way", tables[i].in_the_way},
+                                  {"estimated_rows", static_cast<uint64_t>(models[i].rows)},
+                                  {"estimated_bytes", static_cast<uint64_t>(models[i].bytes)},
+                                  {"estimate", !whole}});
+    }
+    j["missing_grants"] = missing;
+    fmt::print(out, "{}\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
+  } else {
+    fmt::print(out, "dry run: nothing was created, locked or written\n");
+    fmt::print(out, "events to read: {} ({})\n", WithThousands(events), count_label);
+    fmt::print(out, "sample: {} events read ({} of the classes read), decoded and applied in memory in {:.2f} s{}\n",
+               WithThousands(sampled), WithThousands(matched), sample_seconds, whole ? " (the whole range)" : "");
+    if (!no_match.empty()) fmt::print(out, "{}\n", no_match);
+    fmt::print(out, "{:<26} {:<40} {:>14} {:>12}\n", "read model", "would create", "rows", "size");
+    for (size_t i = 0; i < models.size(); ++i) {
+      fmt::print(out, "{:<26} {:<40} {:>14} {:>12}{}\n", models[i].name,
+                 models[i].table + (tables[i].in_the_way ? " (refused: see below)"
+                                    : tables[i].exists ? " (replaces a leftover)" : ""),
+                 WithThousands(static_cast<uint64_t>(models[i].rows)), Human(models[i].bytes),
+                 whole ? "" : "  (estimate)");
+    }
+    fmt::print(out, "estimated duration: {:.1f} s (estimate: the sample's pace, plus writes at about {} rows/s)\n",
+               seconds, WithThousands(static_cast<uint64_t>(kAssumedWriteRowsPerSecond)));
+    if (blockers.empty()) {
+      fmt::print(out, "a real run could start: every grant is there and no other run holds a lock\n");
+    } else {
+      fmt::print(out, "a real run could NOT start:\n");
+      for (const std::string& b : blockers) fmt::print(out, "  - {}\n", b);
+    }
+  }
+  return blockers.empty() ? exit_code::kOk : exit_code::kError;
+}
+
+}  // namespace rw

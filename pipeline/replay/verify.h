@@ -1,0 +1,36 @@
+// Verify: rebuild into scratch tables (<table>__rewind_verify), never swap, compare with
+// the live tables on the read model's own columns, drop the scratch tables. The scratch
+// tables belong to the run that holds the verify lock of their read model: a second
+// verify refuses and touches nothing; one killed leaves them behind, and the next verify
+// run drops them (and their checkpoint rows) when their lock is free.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/options.h"
+#include "pipeline/engine/compare.h"
+#include "pipeline/engine/summary.h"
+#include "projectors/projector.h"
+#include "stages/db/connection.h"
+
+namespace rw {
+
+struct VerifySummary {
+  ReplaySummary replay;  // the scratch rebuild
+  std::vector<TableDiff> tables;
+  bool identical() const {
+    for (const auto& t : tables) {
+      if (!t.identical()) return false;
+    }
+    return replay.status.ok();
+  }
+};
+
+VerifySummary Verify(const ReplayOptions& options,
+                     std::vector<std::unique_ptr<Projector>> projectors,
+                     const std::atomic<bool>& stop);
+
+}  // namespace rw

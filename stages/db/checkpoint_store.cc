@@ -1,0 +1,531 @@
+#include "stages/db/checkpoint_store.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cctype>
+
+namespace rw {
+namespace {
+
+const char* const kCheckpointsDdl =
+    "CREATE TABLE IF NOT EXISTS rewind_checkpoints ("
+    "projector VARCHAR(64) NOT NULL, "
+    "target_table VARCHAR(64) NOT NULL, "
+    "live_table VARCHAR(64) NOT NULL, "
+    "status VARCHAR(16) NOT NULL, "
+    "run_id VARCHAR(64) NOT NULL, "
+    "source VARCHAR(64) NOT NULL DEFAULT '', "
+    "last_event_id DECIMAL(21,0) NOT NULL, "
+    "gaps MEDIUMTEXT NOT NULL DEFAULT '', "
+    "head_event_id DECIMAL(21,0) NOT NULL, "
+    "events_applied BIGINT UNSIGNED NOT NULL DEFAULT 0, "
+    "rows_written BIGINT UNSIGNED NOT NULL DEFAULT 0, "
+    "late_events BIGINT UNSIGNED NOT NULL DEFAULT 0, "
+    "failed_events BIGINT UNSIGNED NOT NULL DEFAULT 0, "
+    "gaps_given_up BIGINT UNSIGNED NOT NULL DEFAULT 0, "
+    "started_at DATETIME(6) NULL, updated_at DATETIME(6) NULL, "
+    "finished_at DATETIME(6) NULL, seconds DOUBLE NULL, events_per_second DOUBLE NULL, "
+    "PRIMARY KEY (projector, target_table)"
+    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin";
+
+const char* const kFailuresDdl =
+    "CREATE TABLE IF NOT EXISTS rewind_failures ("
+    "id BIGINT AUTO_INCREMENT PRIMARY KEY, run_id VARCHAR(64) NOT NULL, "
+    "event_id DECIMAL(21,0) NOT NULL, stage VARCHAR(64) NOT NULL, reason TEXT NOT NULL, "
+    "excerpt VARBINARY(255) NULL, "
+    "recorded_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), "
+    "KEY (run_id), KEY (event_id)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4";
+
+const char* const kIngestDdl =
+    "CREATE TABLE IF NOT EXISTS rewind_ingest_positions ("
+    "source VARCHAR(512) NOT NULL PRIMARY KEY, "
+    "device BIGINT UNSIGNED NOT NULL, inode BIGINT UNSIGNED NOT NULL, "
+    "byte_offset BIGINT UNSIGNED NOT NULL, first_line_hash CHAR(64) NOT NULL, "
+    "throttle MEDIUMTEXT NOT NULL, lines_read BIGINT UNSIGNED NOT NULL DEFAULT 0, "
+    "events_stored BIGINT UNSIGNED NOT NULL DEFAULT 0, updated_at DATETIME(6) NOT NULL"
+    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin";
+
+const char* const kOwnedDdl =
+    "CREATE TABLE IF NOT EXISTS rewind_tables ("
+    "table_name VARCHAR(64) NOT NULL PRIMARY KEY, live_table VARCHAR(64) NOT NULL, "
+    "kind VARCHAR(16) NOT NULL, created_at DATETIME(6) NOT NULL"
+    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin";
+
+const char* const kRunsDdl =
+    "CREATE TABLE IF NOT EXISTS rewind_runs ("
+    "id BIGINT UNSIGNED AUTO_INCREMENT PRIMARY KEY, run_id VARCHAR(64) NOT NULL, "
+    "command VARCHAR(32) NOT NULL, host VARCHAR(255) NOT NULL, pid BIGINT UNSIGNED NOT NULL, "
+    "db_user VARCHAR(128) NOT NULL, lock_connection BIGINT UNSIGNED NOT NULL, "
+    "connections TEXT NOT NULL, server_started_at DATETIME(6) NOT NULL, "
+    "started_at DATETIME(6) NOT NULL, beat_at DATETIME(6) NOT NULL, "
+    "beats BIGINT UNSIGNED NOT NULL DEFAULT 0, KEY (lock_connection)"
+    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin";
+
+// When the server started, by its clock (to within a second): connection ids are numbered
+// afresh by each lifetime of the server, so an id means something only with it.
+const char* const kServerStarted =
+    "(NOW(6) - INTERVAL (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE "
+    "VARIABLE_NAME = 'UPTIME') SECOND)";
+// A row of this lifetime of the server (the uptime is whole seconds: a margin of two).
+const char* const kThisLifetime = "ABS(TIMESTAMPDIFF(SECOND, server_started_at, {})) <= 2";
+
+// The build targets older rewinds' checkpoint rows name, that exist: the tables an older
+// rewind made and kept no other record of (layouts 1 and 2). `{}` is the target column.
+const char* const kOlderBuildTargets =
+    "FROM rewind_checkpoints k JOIN information_schema.TABLES t ON t.TABLE_SCHEMA = DATABASE() "
+    "AND BINARY t.TABLE_NAME = BINARY k.{0} WHERE k.{0} IS NOT NULL AND k.{0} <> k.live_table";
+
+// Version 1 (rewind before the schema table): checkpoints keyed by projector alone, with a
+// building_table column and BIGINT ids; failures with BIGINT event ids and no excerpt.
+const char* const kMigrateFrom1[] = {
+    "ALTER TABLE rewind_checkpoints ADD COLUMN target_table VARCHAR(64) NOT NULL DEFAULT '' "
+    "AFTER projector",
+    "UPDATE rewind_checkpoints SET target_table = IF(status = 'building' AND building_table IS "
+    "NOT NULL, building_table, live_table)",
+    "ALTER TABLE rewind_checkpoints DROP PRIMARY KEY, ADD PRIMARY KEY (projector, target_table), "
+    "DROP COLUMN building_table, "
+    "ADD COLUMN source VARCHAR(64) NOT NULL DEFAULT '' AFTER run_id, "
+    "MODIFY last_event_id DECIMAL(21,0) NOT NULL, "
+    "ADD COLUMN gaps MEDIUMTEXT NOT NULL DEFAULT '' AFTER last_event_id, "
+    "MODIFY head_event_id DECIMAL(21,0) NOT NULL, "
+    "ADD COLUMN late_events BIGINT UNSIGNED NOT NULL DEFAULT 0 AFTER rows_written, "
+    "ADD COLUMN failed_events BIGINT UNSIGNED NOT NULL DEFAULT 0 AFTER late_events, "
+    "ADD COLUMN gaps_given_up BIGINT UNSIGNED NOT NULL DEFAULT 0 AFTER failed_events, "
+    "CONVERT TO CHARACTER SET utf8mb4 COLLATE utf8mb4_bin",
+    // Verify rows were keyed "name@verify"; the key now has the table.
+    "UPDATE rewind_checkpoints SET projector = SUBSTRING_INDEX(projector, '@', 1)",
+    "ALTER TABLE rewind_failures MODIFY event_id DECIMAL(21,0) NOT NULL, "
+    "ADD COLUMN excerpt VARBINARY(255) NULL AFTER reason",
+};
+
+Result<bool> Exists(Connection& c, const char* table) {
+  Result<std::optional<std::string>> v = c.QueryValue(fmt::format(
+      "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND "
+      "TABLE_NAME = '{}'",
+      table));
+  if (!v.ok()) return v.status();
+  return *v && **v != "0";
+}
+
+std::string Hex(std::string_view bytes) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out = "X'";
+  for (unsigned char b : bytes) {
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+  }
+  return out + "'";
+}
+
+EventId IdOr(const std::optional<std::string>& v, EventId fallback) {
+  if (!v) return fallback;
+  return ParseEventId(*v).value_or(fallback);
+}
+
+Checkpoint FromRow(const std::vector<std::optional<std::string>>& r) {
+  Checkpoint cp;
+  cp.projector = r[0].value_or("");
+  cp.target_table = r[1].value_or("");
+  cp.live_table = r[2].value_or("");
+  cp.status = r[3].value_or("");
+  cp.run_id = r[4].value_or("");
+  cp.source = r[5].value_or("");
+  cp.last_event_id = IdOr(r[6], kBeforeFirstId);
+  cp.gaps = GapSet::Parse(r[7].value_or("")).value_or(GapSet());
+  cp.head_event_id = IdOr(r[8], kBeforeFirstId);
+  cp.events_applied = r[9] ? std::stoull(*r[9]) : 0;
+  cp.failed_events = r[10] ? std::stoull(*r[10]) : 0;
+  return cp;
+}
+
+const char* const kCheckpointColumns =
+    "projector, target_table, live_table, status, run_id, source, last_event_id, gaps, "
+    "head_event_id, events_applied, failed_events";
+
+}  // namespace
+
+std::string ValidUtf8(std::string_view s, size_t max_bytes) {
+  std::string out;
+  out.reserve(std::min(s.size(), max_bytes) + 4);
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    size_t len = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
+    bool ok = len > 0 && i + len <= s.size();
+    for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) >> 6) == 2;
+    if (ok && len == 2) ok = b >= 0xC2;
+    if (ok && len == 3) {
+      const auto b1 = static_cast<unsigned char>(s[i + 1]);
+      ok = !(b == 0xE0 && b1 < 0xA0) && !(b == 0xED && b1 >= 0xA0);  // overlong, surrogates
+    }
+    if (ok && len == 4) {
+      const auto b1 = static_cast<unsigned char>(s[i + 1]);
+      ok = b <= 0xF4 && !(b == 0xF0 && b1 < 0x90) && !(b == 0xF4 && b1 >= 0x90);
+    }
+    const std::string_view piece = ok ? s.substr(i, len) : std::string_view("\xEF\xBF\xBD");
+    if (out.size() + piece.size() > max_bytes) {
+      out += "...";
+      return out;
+    }
+    out += piece;
+    i += ok ? len : 1;
+  }
+  return out;
+}
+
+bool IsBookkeepingTable(std::string_view table) {
+  // Case-blind: a server with lower_case_table_names folds names.
+  auto lower = [](char ch) { return static_cast<char>(std::tolower(static_cast<unsigned char>(ch))); };
+  for (std::string_view own : kBookkeepingTables) {
+    if (std::equal(table.begin(), table.end(), own.begin(), own.end(),
+                   [&](char a, char b) { return lower(a) == lower(b); })) {
+      return true;
+    }
+  }
+  return false;
+}
+
+namespace checkpoint_store {
+
+Result<int> Version(Connection& c) {
+  Result<bool> schema = Exists(c, kSchemaTable);
+  if (!schema.ok()) return schema.status();
+  if (*schema) {
+    Result<std::optional<std::string>> v =
+        c.QueryValue("SELECT version FROM rewind_schema WHERE id = 1");
+    if (!v.ok()) return v.status();
+    return *v ? std::stoi(**v) : 0;
+  }
+  // No schema table: layout 1 (it had a building_table column), or a creation that stopped
+  // half-way (created again, the tables being IF NOT EXISTS).
+  Result<std::optional<std::string>> old = c.QueryValue(
+      "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND "
+      "TABLE_NAME = 'rewind_checkpoints' AND COLUMN_NAME = 'building_table'");
+  if (!old.ok()) return old.status();
+  return *old && **old != "0" ? 1 : 0;
+}
+
+Status Ensure(Connection& c) {
+  Result<int> version = Version(c);
+  if (!version.ok()) return version.status();
+  if (*version == kSchemaVersion) return Status::Ok();
+  if (*version > kSchemaVersion) {
+    return Status::InvalidInput(fmt::format(
+        "rewind's bookkeeping tables in this database have layout version {}, made by a newer "
+        "rewind; this one knows up to {}: use the newer rewind",
+        *version, kSchemaVersion));
+  }
+  // One rewind migrates at a time: the others wait here, then find the work done.
+  const std::string lock =
+      c.Quote(fmt::format("rewind-schema:{}", c.options().database).substr(0, 64));
+  Result<std::optional<std::string>> got = c.QueryValue(fmt::format("SELECT GET_LOCK({}, 60)", lock));
+  if (!got.ok()) return got.status();
+  if (!*got || **got != "1") {
+    return Status::Error(Status::Code::kBusy, "another rewind is migrating the bookkeeping tables");
+  }
+  auto release = [&] { (void)c.Execute(fmt::format("DO RELEASE_LOCK({})", lock)); };
+  Status s;
+  version = Version(c);
+  if (!version.ok()) {
+    release();
+    return version.status();
+  }
+  if (*version == 1) {
+    for (const char* sql : kMigrateFrom1) {
+      if (s = c.Execute(sql); !s.ok()) break;
+    }
+    if (!s.ok()) s = s.With("migrating rewind's bookkeeping tables from layout 1");
+  }
+  if (s.ok() && *version < kSchemaVersion) {
+    for (const char* sql :
+         {kCheckpointsDdl, kFailuresDdl, kIngestDdl, kOwnedDdl, kRunsDdl,
+          "CREATE TABLE IF NOT EXISTS rewind_schema (id TINYINT NOT NULL PRIMARY KEY, "
+          "version INT NOT NULL, migrated_at DATETIME(6) NOT NULL) ENGINE=InnoDB"}) {
+      if (s = c.Execute(sql); !s.ok()) break;
+    }
+    if (s.ok() && *version < 3) {  // layouts 1 and 2 kept no record of the tables they made
+      s = c.Execute(fmt::format("INSERT IGNORE INTO rewind_tables (table_name, live_table, kind, "
+                                "created_at) SELECT k.target_table, k.live_table, 'older rewind', "
+                                "NOW(6) {}",
+                                fmt::format(fmt::runtime(kOlderBuildTargets), "target_table")));
+      if (!s.ok()) s = s.With("recording the tables older rewinds built");
+    }
+    if (s.ok()) {
+      s = c.Execute(fmt::format("REPLACE INTO rewind_schema VALUES (1, {}, NOW(6))", kSchemaVersion));
+    }
+  }
+  release();
+  return s;
+}
+
+Result<std::optional<Checkpoint>> Load(Connection& c, const std::string& projector,
+                                       const std::string& target) {
+  Result<Rows> r = c.Query(fmt::format("SELECT {} FROM rewind_checkpoints WHERE projector = {} "
+                                       "AND target_table = {}",
+                                       kCheckpointColumns, c.Quote(projector), c.Quote(target)));
+  if (!r.ok()) return r.status();
+  if (r->rows.empty()) return std::optional<Checkpoint>();
+  return std::optional<Checkpoint>(FromRow(r->rows[0]));
+}
+
+Status Start(Connection& c, const Checkpoint& cp) {
+  return c.Execute(fmt::format(
+      "REPLACE INTO rewind_checkpoints (projector, target_table, live_table, status, run_id, "
+      "source, last_event_id, gaps, head_event_id, started_at, updated_at) VALUES ({}, {}, {}, "
+      "{}, {}, {}, {}, {}, {}, NOW(6), NOW(6))",
+      c.Quote(cp.projector), c.Quote(cp.target_table), c.Quote(cp.live_table), c.Quote(cp.status),
+      c.Quote(cp.run_id), c.Quote(cp.source), IdText(cp.last_event_id), c.Quote(cp.gaps.Text()),
+      IdText(cp.head_event_id)));
+}
+
+Status SetHead(Connection& c, const std::string& projector, const std::string& target, EventId head) {
+  return c.Execute(fmt::format("UPDATE rewind_checkpoints SET head_event_id = {}, updated_at = "
+                               "NOW(6) WHERE projector = {} AND target_table = {}",
+                               IdText(head), c.Quote(projector), c.Quote(target)));
+}
+
+std::string AdvanceSql(Connection& c, const std::string& projector, const std::string& target,
+                       EventId last_id, const GapSet& gaps, uint64_t events, uint64_t rows,
+                       uint64_t late, uint64_t failed) {
+  return fmt::format(
+      "UPDATE rewind_checkpoints SET last_event_id = {}, gaps = {}, events_applied = "
+      "events_applied + {}, rows_written = rows_written + {}, late_events = late_events + {}, "
+      "failed_events = failed_events + {}, updated_at = NOW(6) WHERE projector = {} AND "
+      "target_table = {}",
+      IdText(last_id), c.Quote(gaps.Text()), events, rows, late, failed, c.Quote(projector),
+      c.Quote(target));
+}
+
+Status BecomeLive(Connection& c, const std::string& projector, const std::string& built,
+                  const std::string& live, const std::string& status, double seconds,
+                  double rate, uint64_t given_up) {
+  if (Status s = c.Execute(fmt::format(
+          "DELETE FROM rewind_checkpoints WHERE projector = {} AND target_table = {}",
+          c.Quote(projector), c.Quote(live)));
+      !s.ok())
+    return s;
+  return c.Execute(fmt::format(
+      "UPDATE rewind_checkpoints SET target_table = {}, status = {}, finished_at = NOW(6), "
+      "seconds = {}, events_per_second = {}, gaps_given_up = gaps_given_up + {} WHERE "
+      "projector = {} AND target_table = {}",
+      c.Quote(live), c.Quote(status), seconds, rate, given_up, c.Quote(projector), c.Quote(built)));
+}
+
+Status SetStatus(Connection& c, const std::string& projector, const std::string& target,
+                 const std::string& status, uint64_t given_up) {
+  return c.Execute(fmt::format(
+      "UPDATE rewind_checkpoints SET status = {}, gaps_given_up = gaps_given_up + {}, "
+      "updated_at = NOW(6) WHERE projector = {} AND target_table = {}",
+      c.Quote(status), given_up, c.Quote(projector), c.Quote(target)));
+}
+
+Status Delete(Connection& c, const std::string& projector, const std::string& target) {
+  return c.Execute(fmt::format(
+      "DELETE FROM rewind_checkpoints WHERE projector = {} AND target_table = {}",
+      c.Quote(projector), c.Quote(target)));
+}
+
+Result<std::vector<Checkpoint>> WithTargetSuffix(Connection& c, const std::string& suffix) {
+  Result<Rows> r = c.Query(fmt::format(
+      "SELECT {} FROM rewind_checkpoints WHERE RIGHT(target_table, {}) = {}", kCheckpointColumns,
+      suffix.size(), c.Quote(suffix)));
+  if (!r.ok()) return r.status();
+  std::vector<Checkpoint> out;
+  for (const auto& row : r->rows) out.push_back(FromRow(row));
+  return out;
+}
+
+Status RecordTable(Connection& c, const std::string& table, const std::string& live_table,
+                   const std::string& kind) {
+  return c.Execute(fmt::format(
+      "INSERT INTO rewind_tables (table_name, live_table, kind, created_at) VALUES ({}, {}, {}, "
+      "NOW(6)) ON DUPLICATE KEY UPDATE live_table = VALUES(live_table), kind = VALUES(kind), "
+      "created_at = VALUES(created_at)",
+      c.Quote(table), c.Quote(live_table), c.Quote(kind)));
+}
+
+Status ForgetTable(Connection& c, const std::string& table) {
+  return c.Execute(fmt::format("DELETE FROM rewind_tables WHERE table_name = {}", c.Quote(table)));
+}
+
+Result<bool> Recorded(Connection& c, const std::string& table) {
+  Result<int> version = Version(c);
+  if (!version.ok()) return version.status();
+  std::string sql;
+  if (*version >= 3) {
+    sql = fmt::format("SELECT COUNT(*) FROM rewind_tables WHERE table_name = {}", c.Quote(table));
+  } else if (*version >= 1) {  // what the migration will record
+    const char* column = *version == 1 ? "building_table" : "target_table";
+    sql = fmt::format("SELECT COUNT(*) {} AND k.{} = {}", fmt::format(fmt::runtime(kOlderBuildTargets), column),
+                      column, c.Quote(table));
+  } else {
+    return false;  // no bookkeeping: rewind made nothing here
+  }
+  Result<std::optional<std::string>> n = c.QueryValue(sql);
+  if (!n.ok()) return n.status();
+  return *n && **n != "0";
+}
+
+Result<uint64_t> StartRun(Connection& c, const RunRecord& run) {
+  const std::string this_lifetime = fmt::format(fmt::runtime(kThisLifetime), kServerStarted);
+  // Rows whose connections are certainly gone: of an earlier lifetime of the server, or of
+  // this user's runs (the process list shows them all) that stopped beating a minute ago.
+  if (Status s = c.Execute(fmt::format("DELETE FROM rewind_runs WHERE NOT {}", this_lifetime)); !s.ok()) {
+    return s;
+  }
+  if (Status s = c.Execute(
+          "DELETE FROM rewind_runs WHERE db_user = SUBSTRING_INDEX(USER(), '@', 1) AND beat_at < "
+          "NOW(6) - INTERVAL 60 SECOND AND lock_connection NOT IN (SELECT ID FROM "
+          "information_schema.PROCESSLIST)");
+      !s.ok()) {
+    return s;
+  }
+  if (Status s = c.Execute(fmt::format(
+          "INSERT INTO rewind_runs (run_id, command, host, pid, db_user, lock_connection, "
+          "connections, server_started_at, started_at, beat_at, beats) VALUES ({}, {}, {}, {}, "
+          "SUBSTRING_INDEX(USER(), '@', 1), {}, {}, {}, NOW(6), NOW(6), 0)",
+          c.Quote(run.run_id), c.Quote(run.command), c.Quote(ValidUtf8(run.host, 255)), run.pid,
+          run.lock_connection, c.Quote(run.connections), kServerStarted));
+      !s.ok()) {
+    return s;
+  }
+  Result<std::optional<std::string>> id = c.QueryValue("SELECT LAST_INSERT_ID()");
+  if (!id.ok()) return id.status();
+  return *id ? std::stoull(**id) : 0;
+}
+
+Status Beat(Connection& c, uint64_t id, unsigned long lock_connection, const std::string& connections) {
+  return c.Execute(fmt::format(
+      "UPDATE rewind_runs SET beat_at = NOW(6), beats = beats + 1, lock_connection = {}, "
+      "connections = {}, server_started_at = {} WHERE id = {}",
+      lock_connection, c.Quote(connections), kServerStarted, id));
+}
+
+Status EndRun(Connection& c, uint64_t id) {
+  return c.Execute(fmt::format("DELETE FROM rewind_runs WHERE id = {}", id));
+}
+
+Result<std::optional<RunRecord>> RunHoldingLocks(Connection& c, unsigned long connection) {
+  Result<Rows> r = c.Query(fmt::format(
+      "SELECT id, run_id, command, host, pid, lock_connection, connections, beats, "
+      "TIMESTAMPDIFF(MICROSECOND, beat_at, NOW(6)) FROM rewind_runs WHERE lock_connection = {} "
+      "AND {} ORDER BY beat_at DESC LIMIT 1",
+      connection, fmt::format(fmt::runtime(kThisLifetime), kServerStarted)));
+  if (!r.ok()) return r.status();
+  if (r->rows.empty()) return std::optional<RunRecord>();
+  const auto& row = r->rows[0];
+  auto number = [&](size_t i) { return std::stoull(row[i].value_or("0")); };
+  RunRecord run;
+  run.id = number(0);
+  run.run_id = row[1].value_or("");
+  run.command = row[2].value_or("");
+  run.host = row[3].value_or("");
+  run.pid = number(4);
+  run.lock_connection = number(5);
+  run.connections = row[6].value_or("");
+  run.beats = number(7);
+  run.beat_age_seconds = std::stod(row[8].value_or("0")) / 1e6;
+  return std::optional<RunRecord>(run);
+}
+
+std::string InsertFailuresSql(Connection& c, const std::string& run_id,
+                              const std::vector<Failure>& failures) {
+  if (failures.empty()) return "";
+  constexpr size_t kReasonBytes = 2000, kExcerptBytes = 255;
+  std::string sql = "INSERT INTO rewind_failures (run_id, event_id, stage, reason, excerpt) VALUES ";
+  for (size_t i = 0; i < failures.size(); ++i) {
+    const Failure& f = failures[i];
+    sql += i ? ",(" : "(";
+    c.AppendQuoted(sql, run_id);
+    sql += fmt::format(",{},", IdText(f.event_id));
+    c.AppendQuoted(sql, ValidUtf8(f.stage, 64));
+    sql += ',';
+    c.AppendQuoted(sql, ValidUtf8(f.reason, kReasonBytes));
+    sql += ',';
+    sql += f.excerpt.empty() ? std::string("NULL")
+                             : Hex(std::string_view(f.excerpt).substr(0, kExcerptBytes));
+    sql += ')';
+  }
+  return sql;
+}
+
+Result<uint64_t> CountFailures(Connection& c, const std::string& run_id) {
+  Result<std::optional<std::string>> n = c.QueryValue(
+      fmt::format("SELECT COUNT(*) FROM rewind_failures WHERE run_id = {}", c.Quote(run_id)));
+  if (!n.ok()) return n.status();
+  return *n ? std::stoull(**n) : 0;
+}
+
+Status DeleteFailuresAfter(Connection& c, const std::string& run_id, EventId after) {
+  // Only the decoder's (written as batches arrive); a read model's own failures commit with
+  // its checkpoint, so none lies beyond it.
+  return c.Execute(fmt::format("DELETE FROM rewind_failures WHERE run_id = {} AND event_id > {} AND stage = 'decoder'",
+                               c.Quote(run_id), IdText(after)));
+}
+
+Result<std::optional<IngestPosition>> LoadIngestPosition(Connection& c, const std::string& source,
+                                                         bool for_update) {
+  Result<Rows> r =
+      c.Query(fmt::format("SELECT device, inode, byte_offset, first_line_hash, throttle, "
+                          "lines_read, events_stored FROM "
+                          "rewind_ingest_positions WHERE source = {}{}",
+                          c.Quote(source), for_update ? " FOR UPDATE" : ""));
+  if (!r.ok()) return r.status();
+  if (r->rows.empty()) return std::optional<IngestPosition>();
+  const auto& row = r->rows[0];
+  IngestPosition p;
+  p.source = source;
+  p.device = std::stoull(row[0].value_or("0"));
+  p.inode = std::stoull(row[1].value_or("0"));
+  p.offset = std::stoull(row[2].value_or("0"));
+  p.first_line_hash = row[3].value_or("");
+  p.throttle = row[4].value_or("");
+  p.lines_read = std::stoull(row[5].value_or("0"));
+  p.events_stored = std::stoull(row[6].value_or("0"));
+  return std::optional<IngestPosition>(p);
+}
+
+namespace {
+// `verb` (REPLACE, INSERT IGNORE) of one position row.
+std::string WriteIngestPositionSql(Connection& c, const char* verb, const IngestPosition& p) {
+  return fmt::format(
+      "{} INTO rewind_ingest_positions (source, device, inode, byte_offset, first_line_hash, "
+      "throttle, lines_read, events_stored, updated_at) VALUES ({}, {}, {}, {}, {}, {}, {}, {}, "
+      "NOW(6))",
+      verb, c.Quote(p.source), p.device, p.inode, p.offset, c.Quote(p.first_line_hash),
+      c.Quote(p.throttle), p.lines_read, p.events_stored);
+}
+}  // namespace
+
+std::string SaveIngestPositionSql(Connection& c, const IngestPosition& p) {
+  return WriteIngestPositionSql(c, "REPLACE", p);
+}
+
+Status CreateIngestPosition(Connection& c, const IngestPosition& p) {
+  return c.Execute(WriteIngestPositionSql(c, "INSERT IGNORE", p));
+}
+
+bool SameIngestPosition(const IngestPosition& a, const IngestPosition& b) {
+  return a.source == b.source && a.device == b.device && a.inode == b.inode &&
+         a.offset == b.offset && a.first_line_hash == b.first_line_hash &&
+         a.lines_read == b.lines_read && a.events_stored == b.events_stored;
+}
+
+Result<Rows> StatusRows(Connection& c, EventId head) {
+  const std::string head_text = head == kBeforeFirstId ? "NULL" : IdText(head);
+  return c.Query(fmt::format(
+      "SELECT k.projector, k.target_table, k.live_table, k.status, "
+      "IF(k.last_event_id < -9223372036854775808, NULL, k.last_event_id), "
+      "GREATEST(0, {head} - k.last_event_id), "
+      "(SELECT COUNT(*) FROM rewind_failures f WHERE f.run_id = k.run_id AND f.stage IN ('decoder', "
+      "k.projector)), k.run_id, "
+      "COALESCE(k.finished_at, k.updated_at), ROUND(k.seconds, 2), ROUND(k.events_per_second), "
+      "k.late_events, k.gaps_given_up, IF(k.gaps = '', 0, 1 + LENGTH(k.gaps) - "
+      "LENGTH(REPLACE(k.gaps, ',', ''))), k.source "
+      "FROM rewind_checkpoints k ORDER BY k.projector, k.target_table",
+      fmt::arg("head", head_text)));
+}
+
+}  // namespace checkpoint_store
+}  // namespace rw

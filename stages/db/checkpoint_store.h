@@ -1,0 +1,174 @@
+// CheckpointStore: rewind's own bookkeeping tables, and every statement on them.
+//
+//   rewind_schema       one row: the layout version of the tables below
+//   rewind_checkpoints  one row per (read model, target table): how far a build or a live
+//                       table has applied the events (last id, the gaps still watched), its
+//                       event source's fingerprint, its counters and timings
+//   rewind_failures     one row per event that could not be applied, per run
+//   rewind_ingest_positions  one row per ingested log file: where `rewind ingest` stopped
+//                       (file identity, byte offset, a hash of its first line) and the
+//                       throttle's per-IP state, written in each batch's transaction
+//   rewind_tables       one row per table rewind created and has not dropped yet (a shadow,
+//                       a scratch, an --into target, the old copy a swap leaves): what rewind
+//                       may replace or drop. A name's shape proves nothing; this record does.
+//                       Migrating to layout 3, the build targets that older rewinds' checkpoint
+//                       rows name (and that exist) are recorded: their only trace of ownership.
+//   rewind_runs         one row per running rewind (layout 4): its heartbeat (stages/heartbeat:
+//                       beaten every second from a thread and connection of its own), the id of
+//                       the connection that holds its named locks (what IS_USED_LOCK names) and
+//                       of its other connections, and the lifetime of the server those ids
+//                       belong to. A holder of a lock whose run has stopped beating is dead
+//                       (table_admin::TakeLock). A clean end deletes the row; a killed run's stays.
+//
+// Nobody else spells these tables' names or their SQL. The layout is versioned: Ensure()
+// creates the tables, or migrates an older layout forward, under a server-wide lock so that
+// two rewinds never migrate at once. A checkpoint is keyed by the table it is for, so a
+// build beside the live tables can never overwrite the live table's row.
+//
+// Thread safety: stateless functions; each call uses the connection it is given.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "projectors/event_id.h"
+#include "projectors/failure.h"
+#include "stages/db/connection.h"
+#include "projectors/gaps.h"
+
+namespace rw {
+
+inline constexpr int kSchemaVersion = 4;
+inline constexpr const char* kSchemaTable = "rewind_schema";
+inline constexpr const char* kCheckpointTable = "rewind_checkpoints";
+inline constexpr const char* kFailureTable = "rewind_failures";
+inline constexpr const char* kIngestTable = "rewind_ingest_positions";
+inline constexpr const char* kOwnedTable = "rewind_tables";
+inline constexpr const char* kRunsTable = "rewind_runs";
+// Every bookkeeping table above, the names rewind never gives a read model's table.
+inline constexpr const char* kBookkeepingTables[] = {kSchemaTable, kCheckpointTable, kFailureTable,
+                                                     kIngestTable, kOwnedTable,    kRunsTable};
+// True when `table` is one of kBookkeepingTables (compared as the server compares names).
+bool IsBookkeepingTable(std::string_view table);
+
+struct Checkpoint {
+  std::string projector;
+  std::string target_table;   // the table written: a shadow, a scratch or the live table
+  std::string live_table;
+  std::string status;         // building | live | following
+  std::string run_id;
+  std::string source;         // fingerprint of the event source and the read model's version
+  EventId last_event_id = kBeforeFirstId;
+  GapSet gaps;                // ids below last_event_id still watched for a late commit
+  EventId head_event_id = kBeforeFirstId;
+  uint64_t events_applied = 0;
+  uint64_t failed_events = 0;  // events it was given and could not apply
+};
+
+// Where `rewind ingest` stands in one log file.
+struct IngestPosition {
+  std::string source;           // the path as given
+  uint64_t device = 0, inode = 0;
+  uint64_t offset = 0;          // bytes consumed (whole lines)
+  std::string first_line_hash;  // SHA-256 hex of the first line: a rotated file differs
+  std::string throttle;         // "ip=seconds\n..." of the per-IP throttle
+  uint64_t lines_read = 0, events_stored = 0;
+};
+
+// One running rewind, as its heartbeat row tells it.
+struct RunRecord {
+  uint64_t id = 0;              // the row's key (given by StartRun)
+  std::string run_id;           // the run's id, as in rewind_checkpoints and rewind_failures
+  std::string command;          // "replay", "verify", "ingest"
+  std::string host;             // the machine it runs on
+  uint64_t pid = 0;
+  unsigned long lock_connection = 0;  // the connection holding its named locks
+  std::string connections;      // every connection of the run, comma-separated
+  uint64_t beats = 0;           // how many times it has beaten
+  double beat_age_seconds = 0;  // since its last beat, by the server's clock
+};
+
+namespace checkpoint_store {
+
+// Creates the tables, or migrates an older layout to kSchemaVersion. Needs CREATE/ALTER.
+Status Ensure(Connection& c);
+// The layout version found (0: no tables yet), without changing anything.
+Result<int> Version(Connection& c);
+
+Result<std::optional<Checkpoint>> Load(Connection& c, const std::string& projector,
+                                       const std::string& target_table);
+// A fresh row for a build starting from nothing (replaces any row of that key).
+Status Start(Connection& c, const Checkpoint& cp);
+Status SetHead(Connection& c, const std::string& projector, const std::string& target_table,
+               EventId head);
+// The statement a flush runs inside its transaction: moves the checkpoint.
+std::string AdvanceSql(Connection& c, const std::string& projector, const std::string& target,
+                       EventId last_id, const GapSet& gaps, uint64_t events, uint64_t rows,
+                       uint64_t late, uint64_t failed);
+// After the swap: the build's row becomes the live table's row (the old one goes).
+Status BecomeLive(Connection& c, const std::string& projector, const std::string& built_table,
+                  const std::string& live_table, const std::string& status, double seconds,
+                  double events_per_second, uint64_t gaps_given_up);
+Status SetStatus(Connection& c, const std::string& projector, const std::string& target_table,
+                 const std::string& status, uint64_t gaps_given_up);
+Status Delete(Connection& c, const std::string& projector, const std::string& target_table);
+// Rows whose target table ends with `suffix` (left behind by a killed run).
+Result<std::vector<Checkpoint>> WithTargetSuffix(Connection& c, const std::string& suffix);
+
+// Ownership (rewind_tables). `live_table` is the read model's table it is built beside;
+// `kind` says what it is for (shadow, scratch, into, old), for people reading the table.
+// Record before creating: a crash in between leaves a record of a missing table, never a
+// table without a record.
+Status RecordTable(Connection& c, const std::string& table, const std::string& live_table,
+                   const std::string& kind);
+Status ForgetTable(Connection& c, const std::string& table);
+// Whether rewind recorded creating `table`. Read-only: on bookkeeping older than layout 3
+// (no records yet) it answers as the migration will, from the checkpoint rows.
+Result<bool> Recorded(Connection& c, const std::string& table);
+
+// Heartbeats (rewind_runs). Each run writes its row before it takes a named lock, then beats.
+// Returns the row's id. Also forgets rows of earlier lifetimes of the server (their
+// connections are gone) and rows of this user's runs whose lock connection is gone.
+Result<uint64_t> StartRun(Connection& c, const RunRecord& run);
+// One beat: the time (the server's), the connection ids now (they change on a reconnect).
+Status Beat(Connection& c, uint64_t id, unsigned long lock_connection, const std::string& connections);
+Status EndRun(Connection& c, uint64_t id);
+// The freshest heartbeat of a run whose lock connection is `connection`, in this lifetime of
+// the server (ids start again from 1 after a restart); nullopt when none.
+Result<std::optional<RunRecord>> RunHoldingLocks(Connection& c, unsigned long connection);
+
+// Failures.
+// An INSERT of the batch's failures for `run_id`, or "" when there are none. Reasons are
+// made valid UTF-8 and cut on a character boundary; the excerpt is stored as bytes.
+std::string InsertFailuresSql(Connection& c, const std::string& run_id,
+                              const std::vector<Failure>& failures);
+Result<uint64_t> CountFailures(Connection& c, const std::string& run_id);
+Status DeleteFailuresAfter(Connection& c, const std::string& run_id, EventId after);
+
+// `for_update`: inside a transaction, the row locked until it ends (a batch checks that
+// nobody moved it before appending).
+Result<std::optional<IngestPosition>> LoadIngestPosition(Connection& c, const std::string& source,
+                                                         bool for_update = false);
+// The row of a source never ingested before, as `initial` (nothing read yet), so that every
+// batch has a row to lock; a row already there is left as it is.
+Status CreateIngestPosition(Connection& c, const IngestPosition& initial);
+// The statement an ingest batch runs inside its transaction.
+std::string SaveIngestPositionSql(Connection& c, const IngestPosition& position);
+// Whether two positions are the same place: identity, offset, first line, counters.
+bool SameIngestPosition(const IngestPosition& a, const IngestPosition& b);
+
+// `rewind status`: one row per checkpoint, with the failures of its run and its lag behind
+// `head`. Columns: projector, target_table, live_table, status, last_event_id, behind,
+// failures, run_id, last run at, seconds, events/s, late events, gaps given up, gaps watched,
+// source fingerprint.
+Result<Rows> StatusRows(Connection& c, EventId head);
+
+}  // namespace checkpoint_store
+
+// `text` as valid UTF-8 (bad bytes become U+FFFD), cut to at most `max_bytes` on a
+// character boundary ("..." marks a cut).
+std::string ValidUtf8(std::string_view text, size_t max_bytes);
+
+}  // namespace rw

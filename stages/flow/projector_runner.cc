@@ -1,0 +1,652 @@
+#include "stages/flow/projector_runner.h"
+
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <chrono>
+#include <thread>
+
+#include "projectors/civil_time.h"
+#include "stages/db/checkpoint_store.h"
+#include "errors/fault.h"
+#include "stages/db/retry.h"
+
+namespace rw {
+namespace {
+
+// 'YYYY-MM-DD' / 'YYYY-MM-DD HH:MM:SS', quoted as SQL literals or bare (LOAD DATA).
+void AppendDate(std::string& out, int32_t days, bool quoted) {
+  char buf[12];
+  buf[0] = buf[11] = '\'';
+  FormatDate(days, buf + 1);
+  out.append(quoted ? buf : buf + 1, quoted ? 12 : 10);
+}
+
+void AppendDateTime(std::string& out, int64_t epoch_seconds, bool quoted) {
+  char buf[21];
+  buf[0] = buf[20] = '\'';
+  FormatDateTime(epoch_seconds, buf + 1);
+  out.append(quoted ? buf : buf + 1, quoted ? 21 : 19);
+}
+
+void AppendInt(std::string& out, int64_t value) {
+  const fmt::format_int digits(value);
+  out.append(digits.data(), digits.size());
+}
+
+double Seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+}  // namespace
+
+UpsertBuilder::UpsertBuilder(Connection& connection, const TableSpec& spec,
+                             std::string target_table, size_t statement_bytes)
+    : connection_(connection), statement_bytes_(statement_bytes), hash_(spec) {
+  prefix_ = fmt::format("INSERT INTO {} ({}) VALUES ", QuoteIdentifier(target_table),
+                        table_schema::StoredColumnList(spec));
+  suffix_ = table_schema::MergeClause(spec);
+}
+
+void UpsertBuilder::Separator() {
+  if (!row_open_) {
+    if (current_.empty()) {
+      current_.reserve(statement_bytes_ + 4096);
+      current_ = prefix_;
+    } else {
+      current_ += ',';
+    }
+    current_ += '(';
+    row_open_ = true;
+  } else {
+    current_ += ',';
+  }
+}
+
+void UpsertBuilder::Hash(std::string_view text) {
+  if (!hash_.Next(text)) return;
+  current_ += ",X'";
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  for (unsigned char c : hash_.digest()) {
+    current_ += kHex[c >> 4];
+    current_ += kHex[c & 15];
+  }
+  current_ += '\'';
+}
+
+void UpsertBuilder::Int(int64_t value) {
+  Separator();
+  AppendInt(current_, value);
+  Hash();
+}
+
+void UpsertBuilder::Date(int32_t days) {
+  Separator();
+  AppendDate(current_, days, /*quoted=*/true);
+  Hash();
+}
+
+void UpsertBuilder::DateTime(int64_t epoch_seconds) {
+  Separator();
+  AppendDateTime(current_, epoch_seconds, /*quoted=*/true);
+  Hash();
+}
+
+void UpsertBuilder::Text(std::string_view bytes) {
+  Separator();
+  connection_.AppendQuoted(current_, bytes);
+  Hash(bytes);
+}
+
+void UpsertBuilder::Number(std::string_view literal) {
+  Separator();
+  current_.append(literal);
+  Hash();
+}
+
+void UpsertBuilder::Double(double value) {
+  Separator();
+  fmt::format_to(std::back_inserter(current_), "{}", value);
+  Hash();
+}
+
+void UpsertBuilder::Null() {
+  Separator();
+  current_ += "NULL";
+  Hash();
+}
+
+void UpsertBuilder::EndRow() {
+  current_ += ')';
+  row_open_ = false;
+  hash_.EndRow();
+  ++rows_;
+  if (current_.size() >= statement_bytes_) Close();
+}
+
+void UpsertBuilder::Close() {
+  if (current_.empty()) return;
+  current_ += suffix_;
+  done_.push_back(std::move(current_));
+  current_.clear();
+}
+
+std::vector<std::string> UpsertBuilder::Take() {
+  Close();
+  return std::move(done_);
+}
+
+void TsvBuilder::Separator() {
+  if (row_open_) data_ += '\t';
+  row_open_ = true;
+}
+
+void TsvBuilder::Hash(std::string_view text) {
+  if (hash_.Next(text)) {
+    data_ += '\t';
+    Escaped(hash_.digest());
+  }
+}
+
+void TsvBuilder::Int(int64_t value) {
+  Separator();
+  AppendInt(data_, value);
+  Hash();
+}
+
+void TsvBuilder::Date(int32_t days) {
+  Separator();
+  AppendDate(data_, days, /*quoted=*/false);
+  Hash();
+}
+
+void TsvBuilder::DateTime(int64_t epoch_seconds) {
+  Separator();
+  AppendDateTime(data_, epoch_seconds, /*quoted=*/false);
+  Hash();
+}
+
+void TsvBuilder::Number(std::string_view literal) {
+  Separator();
+  data_.append(literal);
+  Hash();
+}
+
+void TsvBuilder::Double(double value) {
+  Separator();
+  fmt::format_to(std::back_inserter(data_), "{}", value);
+  Hash();
+}
+
+void TsvBuilder::Null() {
+  Separator();
+  data_ += "\\N";
+  Hash();
+}
+
+void TsvBuilder::Text(std::string_view bytes) {
+  Separator();
+  Escaped(bytes);
+  Hash(bytes);
+}
+
+namespace {
+// Whether any of 8 bytes is one LOAD DATA must escape ('\\', '\t', '\n', NUL): the
+// classic test for a zero byte, on the word XORed with each special byte repeated.
+bool HasSpecial(uint64_t w) {
+  constexpr uint64_t kOnes = 0x0101010101010101ull, kHighs = 0x8080808080808080ull;
+  auto has_zero = [](uint64_t v) { return ((v - kOnes) & ~v & kHighs) != 0; };
+  return has_zero(w) || has_zero(w ^ (kOnes * '\\')) || has_zero(w ^ (kOnes * '\t')) ||
+         has_zero(w ^ (kOnes * '\n'));
+}
+}  // namespace
+
+void TsvBuilder::Escaped(std::string_view bytes) {
+  // Runs without a special byte are appended whole; only the specials are escaped. Words of
+  // 8 bytes without one are passed over at once.
+  size_t i = 0;
+  while (i + 8 <= bytes.size()) {
+    uint64_t w;
+    std::memcpy(&w, bytes.data() + i, 8);
+    if (HasSpecial(w)) break;
+    i += 8;
+  }
+  if (i == bytes.size()) {
+    data_.append(bytes);
+    return;
+  }
+  size_t run = 0;
+  for (; i < bytes.size(); ++i) {
+    char escaped;
+    switch (bytes[i]) {
+      case '\\': escaped = '\\'; break;
+      case '\t': escaped = 't'; break;
+      case '\n': escaped = 'n'; break;
+      case '\0': escaped = '0'; break;
+      default: continue;
+    }
+    data_.append(bytes.data() + run, i - run);
+    data_ += '\\';
+    data_ += escaped;
+    run = i + 1;
+  }
+  data_.append(bytes.data() + run, bytes.size() - run);
+}
+
+void TsvBuilder::EndRow() {
+  data_ += '\n';
+  row_open_ = false;
+  hash_.EndRow();
+  ++rows_;
+  if (data_.size() >= kChunkBytes) {
+    done_bytes_ += data_.size();
+    done_.push_back(std::move(data_));
+    data_ = std::string();
+    data_.reserve(kChunkBytes + kChunkBytes / 8);
+  }
+}
+
+std::vector<std::string> TsvBuilder::Take() {
+  if (!data_.empty()) done_.push_back(std::exchange(data_, std::string()));
+  done_bytes_ = 0;
+  return std::exchange(done_, {});
+}
+
+ProjectorRunner::ProjectorRunner(std::unique_ptr<Projector> p, std::unique_ptr<Connection> c,
+                                 const RunnerOptions& o)
+    : projector_(std::move(p)),
+      connection_(std::move(c)),
+      options_(o),
+      applied_id_(o.resume_after_id),
+      committed_id_(o.resume_after_id),
+      gaps_(o.gaps),
+      committed_gaps_(o.gaps.Text()),
+      target_empty_(o.target_starts_empty) {
+  if (target_empty_) {
+    auto allowed = connection_->QueryValue("SELECT @@local_infile");
+    bulk_load_ok_ = allowed.ok() && *allowed && **allowed == "1";
+  }
+}
+
+Result<std::unique_ptr<ProjectorRunner>> ProjectorRunner::Make(
+    std::unique_ptr<Projector> projector, std::unique_ptr<Connection> connection,
+    const RunnerOptions& options) {
+  if (options.target_table.empty()) return Status::InvalidInput("runner needs a target table");
+  if (options.statement_bytes < 1024) return Status::InvalidInput("statement size too small");
+  std::unique_ptr<ProjectorRunner> runner(new ProjectorRunner(std::move(projector), std::move(connection), options));
+  if (!options.target_starts_empty) {
+    if (Status s = runner->LoadCommitted(); !s.ok()) return s;
+  }
+  return runner;
+}
+
+Status ProjectorRunner::LoadCommitted() {
+  const std::vector<std::string> values = projector_->committed_columns();
+  if (values.empty()) return Status::Ok();
+  std::string columns;
+  size_t width = 0;
+  for (const Column* k : table_schema::KeyColumns(projector_->table())) {
+    columns += (columns.empty() ? "" : ", ") + QuoteIdentifier(k->name);
+    ++width;
+  }
+  for (const std::string& v : values) columns += ", " + QuoteIdentifier(v);
+  width += values.size();
+  std::vector<std::string_view> row(width);
+  std::string why;
+  uint64_t rows = 0;
+  Status s = connection_->Stream(
+      fmt::format("SELECT {} FROM {}", columns, QuoteIdentifier(options_.target_table)),
+      [&](char** v, unsigned long* len) {
+        if (!why.empty()) return;
+        for (size_t i = 0; i < width; ++i) {
+          if (v[i] == nullptr) {
+            why = "a NULL";
+            return;
+          }
+          row[i] = std::string_view(v[i], len[i]);
+        }
+        why = projector_->LoadCommitted(row);
+        ++rows;
+      });
+  if (!s.ok()) return s.With(fmt::format("projector {}: reading the committed values of {}", projector_->name(),
+                                         options_.target_table));
+  if (!why.empty()) {
+    return Status::InvalidInput(fmt::format("projector {}: row {} of {} cannot be read back ({}); rebuild it "
+                                            "without --resume",
+                                            projector_->name(), rows, options_.target_table, why));
+  }
+  return Status::Ok();
+}
+
+void ProjectorRunner::Apply(std::span<const PageVisit> visits) {
+  if (visits.empty()) return;
+  const auto start = std::chrono::steady_clock::now();
+  projector_->Apply(visits);
+  stats_.events_applied += visits.size();
+  events_since_flush_ += visits.size();
+  stats_.apply_seconds += Seconds(start);
+}
+
+void ProjectorRunner::CountFailed(uint64_t events) {
+  stats_.failed_events += events;
+  failed_since_flush_ += events;
+}
+
+void ProjectorRunner::ApplyRecords(const Batch& batch, bool late) {
+  std::span<const EventRecord> records(batch.records);
+  if (late) {
+    records_.clear();
+    for (const EventRecord& r : records) {
+      if (gaps_.Contains(r.id)) records_.push_back(r);
+    }
+    records = records_;
+  } else if (batch.after_id < applied_id_) {
+    const auto first_new = std::partition_point(records.begin(), records.end(),
+                                                [&](const EventRecord& r) { return r.id <= applied_id_; });
+    records = records.subspan(static_cast<size_t>(first_new - records.begin()));
+  }
+  if (records.empty()) return;
+  const auto start = std::chrono::steady_clock::now();
+  uint64_t mine = 0, undecoded = 0;
+  for (const EventRecord& r : records) {
+    if (!projector_->reads_class(r.event_class)) continue;
+    ++mine;
+    undecoded += r.decoded ? 0 : 1;
+  }
+  new_failures_.clear();
+  projector_->ApplyRecords(EventRecords{records, batch.values, batch.width}, new_failures_);
+  for (EventFailure& f : new_failures_) {
+    // The payload's first bytes, as the decoder's failures have them.
+    const auto raw = std::lower_bound(batch.raw.begin(), batch.raw.end(), f.id,
+                                      [](const RawEvent& r, EventId id) { return r.id < id; });
+    std::string excerpt;
+    if (raw != batch.raw.end() && raw->id == f.id) {
+      excerpt.assign(batch.payloads.data() + raw->offset, std::min<size_t>(raw->length, 255));
+    }
+    pending_failures_.push_back(Failure{f.id, std::string(projector_->name()), std::move(f.reason), std::move(excerpt)});
+  }
+  const uint64_t failed = undecoded + new_failures_.size();
+  CountFailed(failed);
+  stats_.events_applied += mine - failed;
+  events_since_flush_ += mine;
+  if (late) {
+    stats_.late_applied += mine - failed;
+    late_since_flush_ += mine - failed;
+  }
+  stats_.apply_seconds += Seconds(start);
+}
+
+Status ProjectorRunner::ApplyLate(const Batch& batch) {
+  if (projector_->reads_records()) {
+    ApplyRecords(batch, /*late=*/true);
+    Settle(batch.settled);
+    return Status::Ok();
+  }
+  // Only the ids still open for this runner: one it applied before a crash is not in its
+  // gaps any more (the checkpoint moved with it), so nothing counts twice.
+  const uint32_t needed = projector_->fields();
+  usable_.clear();
+  uint64_t failed = 0;
+  for (const PageVisit& v : batch.visits) {
+    if (!gaps_.Contains(v.id)) continue;
+    if ((v.fields_ok & needed) == needed) {
+      usable_.push_back(v);
+    } else {
+      ++failed;
+    }
+  }
+  for (EventId id : batch.dropped) failed += gaps_.Contains(id) ? 1 : 0;
+  CountFailed(failed);
+  stats_.late_applied += usable_.size();
+  late_since_flush_ += usable_.size();
+  if (projector_->order_dependent()) {
+    Hold(usable_);  // in its place in id order, among the events held above the hole
+  } else {
+    Apply(usable_);
+  }
+  Settle(batch.settled);
+  if (projector_->order_dependent()) ReleaseHeld();
+  return Status::Ok();
+}
+
+void ProjectorRunner::Hold(std::span<const PageVisit> visits) {
+  if (visits.empty()) return;
+  const size_t before = held_.size();
+  for (PageVisit v : visits) {
+    // The batch's strings die with it: the held copy keeps its own, in one buffer per
+    // event (a map node: it never moves), freed when the event is applied.
+    std::string& text = held_text_[v.id];
+    text.reserve(v.url.size() + v.ip.size() + v.user_agent.size());
+    for (std::string_view* field : {&v.url, &v.ip, &v.user_agent}) {
+      const size_t at = text.size();
+      text.append(*field);
+      *field = std::string_view(text).substr(at, field->size());
+    }
+    held_.push_back(v);
+  }
+  if (before > 0 && held_[before - 1].id > held_[before].id) {  // late ones: into their places
+    std::inplace_merge(held_.begin(), held_.begin() + static_cast<long>(before), held_.end(),
+                       [](const PageVisit& a, const PageVisit& b) { return a.id < b.id; });
+  }
+}
+
+void ProjectorRunner::ReleaseHeld() {
+  if (held_.empty()) return;
+  const EventId open = gaps_.empty() ? GapSet::kMaxId : gaps_.lowest();
+  auto end = std::partition_point(held_.begin(), held_.end(), [&](const PageVisit& v) { return v.id < open; });
+  if (held_.size() - static_cast<size_t>(end - held_.begin()) > kMaxHeld) {
+    // A hole that stays open this long is not one an application transaction holds (its
+    // neighbours' times mislead): memory stays bounded, the oldest go on in id order.
+    if (!warned_held_) {
+      fmt::print(stderr, "rewind: {}: more than {} events held above an open hole in the ids; applying the "
+                         "oldest in id order without waiting for it\n", projector_->name(), kMaxHeld);
+      warned_held_ = true;
+    }
+    end = held_.end() - static_cast<long>(kMaxHeld / 2);
+  }
+  if (end == held_.begin()) return;
+  Apply(std::span<const PageVisit>(held_.data(), static_cast<size_t>(end - held_.begin())));
+  for (auto it = held_.begin(); it != end; ++it) held_text_.erase(it->id);
+  held_.erase(held_.begin(), end);
+}
+
+void ProjectorRunner::ApplyInOrder(std::span<const PageVisit> visits) {
+  if (!projector_->order_dependent()) {
+    Apply(visits);
+    return;
+  }
+  // Below the lowest open hole (and nothing held before them): applied now; the rest held
+  // until the holes below them settle.
+  const EventId open = gaps_.empty() ? GapSet::kMaxId : gaps_.lowest();
+  size_t now = 0;
+  if (held_.empty()) {
+    now = static_cast<size_t>(std::partition_point(visits.begin(), visits.end(),
+                                                   [&](const PageVisit& v) { return v.id < open; }) -
+                              visits.begin());
+    Apply(visits.first(now));
+  }
+  Hold(visits.subspan(now));
+  ReleaseHeld();
+}
+
+GapSet ProjectorRunner::CheckpointGaps() const {
+  if (held_.empty()) return gaps_;
+  GapSet gaps = gaps_;
+  gaps.TrimAbove(CheckpointId());
+  return gaps;
+}
+
+EventId ProjectorRunner::CheckpointId() const {
+  return held_.empty() ? applied_id_ : std::min(applied_id_, held_.front().id - 1);
+}
+
+void ProjectorRunner::Settle(const std::vector<IdRange>& settled) {
+  for (const IdRange& r : settled) {
+    if (gaps_.empty() || r.hi < gaps_.lowest()) continue;
+    gaps_.Subtract(r);
+    gaps_changed_ = true;
+  }
+}
+
+Status ProjectorRunner::Consume(const Batch& batch) {
+  if (static_cast<int64_t>(batch.sequence) <= last_sequence_) {
+    return Status::Internal(fmt::format("projector {} received batch {} after batch {}: order lost",
+                                        projector_->name(), batch.sequence, last_sequence_));
+  }
+  last_sequence_ = static_cast<int64_t>(batch.sequence);
+  if (batch.late) return ApplyLate(batch);
+  if (batch.last_id <= applied_id_) {  // committed before a resume
+    Settle(batch.settled);
+    if (projector_->order_dependent()) ReleaseHeld();
+    return Status::Ok();
+  }
+
+  std::span<const PageVisit> visits(batch.visits);
+  if (batch.after_id < applied_id_) {  // the batch straddles the checkpoint: skip the old part
+    const auto first_new = std::partition_point(
+        visits.begin(), visits.end(), [&](const PageVisit& v) { return v.id <= applied_id_; });
+    visits = visits.subspan(static_cast<size_t>(first_new - visits.begin()));
+  }
+  for (const IdRange& g : batch.gaps) {  // this runner's part of the batch's gaps
+    if (g.hi <= applied_id_) continue;
+    gaps_.Add({std::max(g.lo, applied_id_ + 1), g.hi});
+    gaps_changed_ = true;
+  }
+  Settle(batch.settled);  // holes final now (of earlier batches, or given up of this one)
+  if (projector_->reads_records()) {
+    ApplyRecords(batch, /*late=*/false);
+    if (options_.stop_on_failure && !pending_failures_.empty()) {
+      const Failure& f = pending_failures_.front();
+      return Status::InvalidInput(fmt::format("event {} failed in {}: {} (stopping because of --stop-on-failure)",
+                                              IdText(f.event_id), f.stage, f.reason));
+    }
+    applied_id_ = batch.last_id;
+    if (events_since_flush_ >= options_.flush_every_events ||
+        projector_->pending_rows() >= options_.flush_max_rows || pending_failures_.size() >= kMaxPendingFailures) {
+      return Flush();
+    }
+    return Status::Ok();
+  }
+  uint64_t failed = 0;
+  for (EventId id : batch.dropped) failed += id > applied_id_ ? 1 : 0;
+  if (batch.has_partial) {
+    // Some visits lack a field; this projector sees only those with every field it needs.
+    const uint32_t needed = projector_->fields();
+    usable_.clear();
+    for (const PageVisit& v : visits) {
+      if ((v.fields_ok & needed) == needed) usable_.push_back(v);
+    }
+    failed += visits.size() - usable_.size();
+    visits = usable_;
+  }
+  CountFailed(failed);
+  ApplyInOrder(visits);
+  applied_id_ = batch.last_id;
+
+  if (events_since_flush_ >= options_.flush_every_events ||
+      projector_->pending_rows() >= options_.flush_max_rows) {
+    return Flush();
+  }
+  return Status::Ok();
+}
+
+Status ProjectorRunner::Flush() {
+  const EventId checkpoint = CheckpointId();
+  if (checkpoint == committed_id_ && projector_->pending_rows() == 0 && !gaps_changed_ &&
+      failed_since_flush_ == 0) {
+    return Status::Ok();
+  }
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<Step> steps;
+  uint64_t rows = 0;
+  if (target_empty_ && bulk_load_ok_) {
+    TsvBuilder tsv(projector_->table());
+    projector_->Flush(tsv);
+    rows = tsv.rows();
+    const std::string columns = table_schema::StoredColumnList(projector_->table());
+    steps.push_back(Step{fmt::format("INTO TABLE {} CHARACTER "
+                                     "SET utf8mb4 FIELDS TERMINATED BY '\\t' ESCAPED BY '\\\\' "
+                                     "LINES TERMINATED BY '\\n' ({})",
+                                     QuoteIdentifier(options_.target_table), columns),
+                         tsv.Take(), true});
+  } else {
+    UpsertBuilder builder(*connection_, projector_->table(), options_.target_table,
+                          options_.statement_bytes);
+    projector_->Flush(builder);
+    rows = builder.rows();
+    for (std::string& sql : builder.Take()) steps.push_back(Step{std::move(sql), {}, false});
+  }
+  if (std::string sql = checkpoint_store::InsertFailuresSql(*connection_, options_.run_id, pending_failures_);
+      !sql.empty()) {
+    steps.push_back(Step{std::move(sql), {}, false});
+  }
+  steps.push_back(Step{checkpoint_store::AdvanceSql(*connection_, std::string(projector_->name()),
+                                                    options_.target_table, checkpoint, CheckpointGaps(),
+                                                    events_since_flush_, rows, late_since_flush_,
+                                                    failed_since_flush_),
+                       {}, false});
+  if (Status s = RunTransaction(steps); !s.ok()) {
+    return s.With(fmt::format("projector {}: flush of events {}..{} into {}", projector_->name(),
+                              committed_id_ == kBeforeFirstId ? "the first" : IdText(committed_id_ + 1),
+                              IdText(checkpoint), options_.target_table));
+  }
+  committed_id_ = checkpoint;
+  committed_gaps_ = CheckpointGaps().Text();
+  stats_.failures_recorded += pending_failures_.size();
+  pending_failures_.clear();
+  gaps_changed_ = false;
+  late_since_flush_ = 0;
+  failed_since_flush_ = 0;
+  target_empty_ = false;
+  events_since_flush_ = 0;
+  stats_.rows_written += rows;
+  ++stats_.flushes;
+  stats_.flush_seconds += Seconds(start);
+  return Status::Ok();
+}
+
+Status ProjectorRunner::RunTransaction(const std::vector<Step>& steps) {
+  RetryPolicy policy;
+  policy.max_retries = options_.max_retries;
+  RetryHooks hooks;
+  hooks.before_retry = [&](const Status& last, int retry) {
+    ++stats_.retries;
+    fmt::print(stderr, "rewind: {}: {}; retrying the flush, attempt {}\n", projector_->name(), last.message(), retry);
+  };
+  // The connection may have died after the server committed but before it said so. The
+  // checkpoint moves in the same transaction, so it tells which happened.
+  hooks.after_reconnect = [&]() -> Result<bool> {
+    Result<std::optional<Checkpoint>> cp =
+        checkpoint_store::Load(*connection_, std::string(projector_->name()), options_.target_table);
+    if (!cp.ok()) return cp.status();
+    const std::string gaps = CheckpointGaps().Text();
+    const EventId checkpoint = CheckpointId();
+    return *cp && (*cp)->last_event_id == checkpoint && (*cp)->gaps.Text() == gaps &&
+           (checkpoint != committed_id_ || gaps != committed_gaps_);
+  };
+  Status s = Retry(policy, connection_.get(), [&] {
+    Status last = connection_->Execute("START TRANSACTION");
+    for (size_t i = 0; last.ok() && i < steps.size(); ++i) {
+      last = steps[i].load ? connection_->LoadData(steps[i].sql, steps[i].data)
+                           : connection_->Execute(steps[i].sql);
+      // A value the server clamped or cut is an error, whatever its sql_mode: the flush
+      // rolls back and the run stops, naming the table.
+      if (last.ok()) {
+        last = connection_->RefuseWarnings(fmt::format("{}[{}] (rolled back)", steps[i].load ? "LOAD DATA " : "",
+                                                       std::string_view(steps[i].sql).substr(0, 100)));
+      }
+    }
+    if (last.ok()) FaultPoint("mid-flush");  // statements sent, transaction still open
+    if (last.ok()) last = connection_->Execute("COMMIT");
+    if (!last.ok() && last.code() != Status::Code::kConnection) (void)connection_->Execute("ROLLBACK");
+    return last;
+  }, hooks);
+  if (s.code() == Status::Code::kConnection || s.code() == Status::Code::kRetryable) {
+    return s.With(fmt::format("gave up after {} retries", options_.max_retries));
+  }
+  return s;
+}
+
+}  // namespace rw

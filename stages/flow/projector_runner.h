@@ -1,0 +1,239 @@
+// ProjectorRunner: runs one projector against its own MariaDB connection.
+//
+// Compiled read models get the batch's PageVisits; declared ones (reads_records()) get
+// its EventRecords, and the events they cannot apply are written to rewind_failures in
+// the flush's transaction, under their read model's name.
+//
+// It feeds batches to the projector in sequence order, and flushes the projector's
+// in-memory deltas as multi-row `INSERT ... ON DUPLICATE KEY UPDATE count = count + ...`
+// statements, in one transaction that also moves the projector's checkpoint (the last
+// event id whose effects are committed, and the ids below it still watched for a late
+// commit). A crash therefore loses at most the uncommitted flush, and a rerun resumes
+// exactly from the checkpoint. A late batch (stages/batch.h) applies only the events whose
+// ids are still open in this runner's own gaps, so a late event counts exactly once.
+//
+// Order-dependent read models (Projector::order_dependent) see events in id order even when
+// ids commit out of order: an event above the lowest hole still open is held (in memory,
+// bounded by the events of the settle window) until that hole is found (its event applied
+// in its place) or final, and the checkpoint stays below the first held event.
+//
+// Every statement of a flush is checked for warnings: a value the server clamped or cut
+// (LOAD DATA LOCAL turns strict mode's errors into warnings) fails the flush, naming the
+// table. Read models that keep committed values (Projector::committed_columns) get them
+// from a target that already has rows (a resume) before the first event.
+//
+// Failure handling, per flush: a lost connection is re-established and the whole
+// transaction is redone (its statements are kept until COMMIT succeeds); a deadlock or
+// lock-wait timeout reruns the transaction; both with bounded retries and backoff.
+// Anything else is returned to the pipeline, which stops the run.
+//
+// Thread safety: one thread at a time (a serial pipeline node).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "projectors/projector.h"
+#include "stages/flow/batch.h"
+#include "stages/db/connection.h"
+#include "projectors/gaps.h"
+#include "stages/db/table_schema.h"
+
+namespace rw {
+
+struct RunnerOptions {
+  std::string target_table;                          // the table written (a shadow table)
+  // Events <= this are already committed, but for the ids in `gaps` (still watched).
+  EventId resume_after_id = kBeforeFirstId;
+  GapSet gaps;
+  // The target was just created empty: the first flush can bulk-load its rows with
+  // LOAD DATA LOCAL INFILE (served from memory) instead of upserting them.
+  bool target_starts_empty = false;
+  // Flush when this many events were applied since the last flush: bounds the work a
+  // crash can lose. Larger is faster (fewer, larger transactions).
+  uint64_t flush_every_events = 2'000'000;
+  // Flush when the projector holds this many pending rows: bounds memory by distinct keys.
+  size_t flush_max_rows = 1'000'000;
+  // Largest multi-row statement, in bytes (must stay below the server's max_allowed_packet).
+  size_t statement_bytes = 8 << 20;
+  int max_retries = 8;  // per flush, for lost connections and deadlocks (~30 s of backoff)
+  // The run the events a declared read model cannot apply are recorded under (in
+  // rewind_failures, in the flush's own transaction: each exactly once).
+  std::string run_id;
+  // The first event a declared read model cannot apply ends the run (--stop-on-failure).
+  bool stop_on_failure = false;
+};
+
+struct RunnerStats {
+  uint64_t events_applied = 0;
+  uint64_t rows_written = 0;
+  uint64_t flushes = 0;
+  uint64_t retries = 0;
+  uint64_t late_applied = 0;  // events that committed after a higher id was applied
+  uint64_t failed_events = 0; // events given to this read model that it could not apply
+  uint64_t failures_recorded = 0;  // of those, recorded by this runner (declared read models)
+  double apply_seconds = 0;
+  double flush_seconds = 0;
+};
+
+class ProjectorRunner {
+ public:
+  static Result<std::unique_ptr<ProjectorRunner>> Make(std::unique_ptr<Projector> projector,
+                                                       std::unique_ptr<Connection> connection,
+                                                       const RunnerOptions& options);
+
+  // Applies the batch's visits newer than the checkpoint; flushes when a threshold is
+  // reached. REQUIRES: batches arrive in increasing sequence order (checked).
+  Status Consume(const Batch& batch);
+  // Writes every pending delta and the checkpoint in one transaction.
+  Status Flush();
+
+  // Order-dependent read models: applies, in id order, every event held above a hole still
+  // open (a build that never cuts over ends with its holes open).
+  void ReleaseAllHeld() {
+    Apply(held_);
+    held_.clear();
+    held_text_.clear();
+  }
+
+  // Writes into another table from now on, and keeps its checkpoint in that table's row
+  // (follow mode: the live table after the swap). REQUIRES: nothing pending (after Flush()).
+  void Retarget(const std::string& table) { options_.target_table = table; }
+  // The run its failures are recorded under (a resumed run keeps the first one's).
+  void SetRunId(const std::string& run_id) { options_.run_id = run_id; }
+
+  const Projector& projector() const { return *projector_; }
+  const RunnerStats& stats() const { return stats_; }
+  EventId checkpoint() const { return committed_id_; }
+  const std::string& target_table() const { return options_.target_table; }
+  Connection& connection() { return *connection_; }
+
+ private:
+  ProjectorRunner(std::unique_ptr<Projector> p, std::unique_ptr<Connection> c,
+                  const RunnerOptions& o);
+  // One statement of a flush; with `data`, a LOAD DATA whose file is `data`.
+  struct Step {
+    std::string sql;
+    std::vector<std::string> data;  // LOAD DATA's rows, in pieces
+    bool load = false;
+  };
+  Status RunTransaction(const std::vector<Step>& steps);
+  // A target that already has rows: hands the projector the committed values it keeps
+  // (Projector::committed_columns), once, before the first event.
+  Status LoadCommitted();
+  Status ApplyLate(const Batch& batch);
+  // Removes ranges that are settled (found, or final) from the watched gaps.
+  void Settle(const std::vector<IdRange>& settled);
+  // Order-dependent read models: applies in id order only, holding the visits above the
+  // lowest open hole (copies, in held_) until it settles.
+  void ApplyInOrder(std::span<const PageVisit> visits);
+  void Hold(std::span<const PageVisit> visits);
+  void ReleaseHeld();
+  // What a flush commits as the checkpoint: the last id applied, but below the first
+  // held visit; and the gaps up to it.
+  EventId CheckpointId() const;
+  GapSet CheckpointGaps() const;
+  void CountFailed(uint64_t events);
+  void Apply(std::span<const PageVisit> visits);
+  // Declared read models: the records of the batch with ids above the checkpoint, or (late)
+  // in this runner's gaps.
+  void ApplyRecords(const Batch& batch, bool late);
+
+  std::unique_ptr<Projector> projector_;
+  std::unique_ptr<Connection> connection_;
+  RunnerOptions options_;
+  EventId applied_id_;    // highest event id folded into memory
+  EventId committed_id_;  // highest event id committed (the checkpoint)
+  GapSet gaps_;           // ids <= applied_id_ not seen yet, still watched
+  std::string committed_gaps_;  // gaps_ as last committed
+  bool gaps_changed_ = false;
+  uint64_t late_since_flush_ = 0;
+  uint64_t failed_since_flush_ = 0;
+  int64_t last_sequence_ = -1;
+  bool target_empty_;      // nothing has been written into the target yet
+  bool bulk_load_ok_ = true;  // the server allows LOAD DATA LOCAL INFILE
+  uint64_t events_since_flush_ = 0;
+  std::vector<PageVisit> usable_;  // scratch for batches with partial visits
+  std::vector<PageVisit> held_;    // order-dependent: visits above an open hole, by id
+  std::map<EventId, std::string> held_text_;  // their strings, by event
+  static constexpr size_t kMaxHeld = 200'000;  // events; beyond, the oldest are applied
+  bool warned_held_ = false;
+  std::vector<EventRecord> records_;  // scratch for late records
+  std::vector<EventFailure> new_failures_;  // scratch
+  std::vector<Failure> pending_failures_;   // recorded with the next flush
+  static constexpr size_t kMaxPendingFailures = 5000;  // then flush: bounds memory and the INSERT
+  RunnerStats stats_;
+};
+
+// Builds the rows of a flush as LOAD DATA's default text format (tab-separated,
+// backslash-escaped, one row a line). With a spec, it adds the hash of text keys where
+// the table stores it. Exposed for tests (and ingest's event rows).
+class TsvBuilder final : public RowSink {
+ public:
+  TsvBuilder() = default;
+  explicit TsvBuilder(const TableSpec& spec) : hash_(spec) {}
+  void Int(int64_t value) override;
+  void Date(int32_t days) override;
+  void DateTime(int64_t epoch_seconds) override;
+  void Text(std::string_view bytes) override;
+  void Number(std::string_view literal) override;
+  void Double(double value) override;
+  void Null() override;
+  void EndRow() override;
+  // The rows so far, in pieces of about kChunkBytes (whole rows each): a large flush is
+  // never copied into one growing buffer.
+  std::vector<std::string> Take();
+  uint64_t rows() const { return rows_; }
+  size_t bytes() const { return done_bytes_ + data_.size(); }
+  static constexpr size_t kChunkBytes = 1 << 20;
+
+ private:
+  void Separator();
+  void Escaped(std::string_view bytes);
+  void Hash(std::string_view text = {});
+  std::string data_;  // the current piece
+  std::vector<std::string> done_;
+  size_t done_bytes_ = 0;
+  table_schema::KeyHash hash_;
+  bool row_open_ = false;
+  uint64_t rows_ = 0;
+};
+
+// Builds the multi-row upsert statements for one table. Exposed for tests.
+class UpsertBuilder final : public RowSink {
+ public:
+  UpsertBuilder(Connection& connection, const TableSpec& spec, std::string target_table,
+                size_t statement_bytes);
+  void Int(int64_t value) override;
+  void Date(int32_t days) override;
+  void DateTime(int64_t epoch_seconds) override;
+  void Text(std::string_view bytes) override;
+  void Number(std::string_view literal) override;
+  void Double(double value) override;
+  void Null() override;
+  void EndRow() override;
+  // The finished statements; the builder is empty afterwards.
+  std::vector<std::string> Take();
+  uint64_t rows() const { return rows_; }
+
+ private:
+  void Separator();
+  void Close();
+  void Hash(std::string_view text = {});
+
+  Connection& connection_;
+  std::string prefix_, suffix_;
+  const size_t statement_bytes_;
+  std::string current_;
+  std::vector<std::string> done_;
+  table_schema::KeyHash hash_;
+  bool row_open_ = false;
+  uint64_t rows_ = 0;
+};
+
+}  // namespace rw

@@ -1,0 +1,313 @@
+// Reader: keyset-paged reads of the event table into Batches, and the watch on gaps.
+//
+// Each Next() runs one `SELECT id, payload FROM <table> WHERE id > ? AND id <= <head>
+// ORDER BY id LIMIT n` on the id column (never OFFSET, never ORDER BY an unindexed
+// column) and streams it completely before returning, so no result stream stays open
+// while the pipeline applies backpressure. Events whose type no selected projector
+// handles come back with a NULL payload (the filter runs in the server, exactly — see
+// ClassComparison — their payloads never cross the wire) and are counted as skipped.
+//
+// Gaps (see stages/gaps.h): an id missing between two events read may belong to a
+// transaction that is still open. It matters only while that transaction may still commit,
+// so a missing id ("hole") is judged when it is read, by the event table's own clock:
+//  - Time (the default, when the table has the time column): a hole is final at once when
+//    the event just above it (or the next one, if earlier: one event whose time runs ahead
+//    of its neighbours' does not keep a hole open) was written at least `settle_seconds`
+//    before the newest event
+//    known to be committed when its page was read (the head, by its time column: the
+//    application's clock, never the server's NOW()). Any transaction that took the hole's
+//    id began before that event was written, and an application transaction lasts less than
+//    the settle window; so rebuilding history watches nothing.
+//  - Ids (settle_ids > 0, or a table without the time column): final at once when it lies
+//    at least settle_ids ids below that head (Axon's maxGapOffset).
+// Every other hole is watched, in structures whose every operation is logarithmic, and
+// handed to the projectors in the batch's `gaps`. A watched hole becomes *due* when the
+// head moves far enough past it (ExtendHead with a newer head), and then is read once more
+// and settled: found (a late event) or final. QueueGapCheck() re-reads every watched hole:
+// a recheck settles what it found (and, following, what was watched settle_seconds by the
+// wall clock: given up, counted); a final check (under the cut-over's lock, when no insert
+// is open) settles every hole. Settled ranges reach the projectors in a later batch's
+// `settled`. At most kMaxWatched holes are watched; beyond, the lowest are given up.
+//
+// A lost connection (server restart) is retried: reconnect with backoff, reread the page.
+//
+// Several connections (ReaderOptions::connections > 1): after the first page, pages are id
+// ranges, `WHERE id > lo AND id <= hi ORDER BY id LIMIT n`, read by one background thread
+// per connection at once, and returned in id order: on a server that sends each result from
+// one thread, two connections get two. A range's span follows the ids' density (it grows
+// over sparse ids); a range that holds more than a batch is cut at the batch (its rest is
+// the next page), so a batch never holds more than batch_size events. While Next()'s batch
+// is applied, the other connections read on: up to `connections - 1` batches more are
+// alive. A throttled reader reads on its one connection, inline.
+//
+// Thread safety: Next() and the rest from one thread at a time (the reading thread).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "stages/flow/batch.h"
+#include "stages/db/connection.h"
+#include "projectors/gaps.h"
+#include "stages/control/throttle.h"
+
+namespace rw {
+
+struct EventTableOptions {
+  std::string table = "stored_events";
+  std::string id_column = "id";
+  std::string type_column = "eventClass";
+  // Non-empty: the class is not a column but this dotted path into the JSON payload (e.g.
+  // "headers.__event_type", EventSauce's), read and compared in the server with JSON_VALUE;
+  // an event without it (or whose payload is not JSON) is of no class, skipped.
+  std::string type_path;
+  std::string payload_column = "payload";
+  std::string time_column = "createdAt";  // read with --until-time; written by ingest
+  std::string uuid_column = "uuid";       // written by ingest
+  // The event class that PageVisit projectors handle (compared byte for byte).
+  std::string page_visited_class = "App\\Analytics\\PageVisited";
+};
+
+// What a run reads of each event: the classes whose payloads it wants (each event comes
+// with its index in this list) and the event-table columns declared read models read.
+struct ReadScope {
+  std::vector<std::string> classes;  // empty: the page-visited class alone
+  std::vector<std::string> columns;
+};
+
+struct ReaderOptions {
+  EventTableOptions events;
+  ReadScope scope;
+  // Events per batch. Larger batches amortises per-batch work; memory in flight is
+  // about batch_size x (max_in_flight + connections) x payload size.
+  size_t batch_size = 20000;
+  EventId start_after_id = kBeforeFirstId;  // resume point: read ids > this
+  EventId head_id = kBeforeFirstId;         // read ids <= this
+  GapSet watched;                           // gaps left open by an interrupted run
+  // How long an application transaction may stay open: a hole is final once the event
+  // table's time column has moved this far past it (and, following, once it was watched
+  // this long by the wall clock). See "Gaps" above.
+  double settle_seconds = 60;
+  // Judge holes by ids instead: final once this many ids below the head (0: by the time
+  // column; a table without it is judged by kDefaultSettleIds).
+  uint64_t settle_ids = 0;
+  // Events whose time column is after this ('YYYY-MM-DD HH:MM:SS', as stored) are skipped
+  // in the server like events of other classes ("" = none).
+  std::string until_time;
+  // Connections reading pages at once (see above); 1 reads inline, one page per Next().
+  size_t connections = 1;
+  // Bytes the server's network buffer is grown to for each page it sends (0: left as it
+  // is). A server writes a result through the buffer it read the query into, which is
+  // net_buffer_length (16 KB by default) unless the query was longer: so each page query
+  // is padded with a comment to this length, and its rows leave in writes of this size
+  // instead of 16 KB ones (the server's buffer is shrunk back after each query; nothing
+  // of the server's configuration changes). Not padded when the server's own
+  // net_buffer_length is already as large, never beyond half its max_allowed_packet, and
+  // not for a page that cannot bring 256 events (a trickle in follow mode).
+  size_t result_buffer = 0;
+};
+
+// `sql` padded with a comment to `bytes` long (unchanged when it is as long already): a
+// server reads a longer query into a buffer grown to its length and writes that query's
+// result through it (ReaderOptions::result_buffer).
+std::string PadQuery(std::string sql, size_t bytes);
+
+// How the type column is compared with the wanted classes in the server: exactly (another
+// case, a trailing space, an accent is another class) and cheaply. A column in utf8mb4 (or
+// utf8mb3, for classes it can hold) is compared in its `_nopad_bin` collation, characters
+// that are the bytes sent; a binary column as it is; any other column (or a server without
+// the collation) cast to bytes on both sides, which costs the server a copy per row. With a
+// type path the compared value is `JSON_VALUE(payload, path)`, in the payload column's
+// character set, compared by the same rules.
+struct ClassComparison {
+  std::string column;          // the type column as compared, e.g. "`eventClass` COLLATE utf8mb4_nopad_bin"
+  std::string literal_prefix;  // put before each quoted class ("BINARY " or "")
+};
+Result<ClassComparison> ExactClassComparison(Connection& connection, const EventTableOptions& events,
+                                             const std::vector<std::string>& classes);
+
+// The head of the event table: its highest id and that event's time column (seconds, the
+// wall clock as written; nullopt when the table has no time column or it did not parse).
+struct Head {
+  EventId id = kBeforeFirstId;
+  std::optional<int64_t> time;
+  std::optional<int64_t> server_time;  // the server's clock when it was read (UNIX_TIMESTAMP())
+};
+
+// A time column's value as seconds ('YYYY-MM-DD HH:MM:SS[.f]', 'T' or a zone suffix
+// accepted, the zone ignored), or nullopt.
+std::optional<int64_t> EventTimeSeconds(std::string_view text);
+
+enum class GapCheck {
+  kRecheck,  // re-read every watched hole; settle what is found and what is due
+  kFollow,   // the same, and give up holes watched settle_seconds by the wall clock
+  kFinal,    // re-read every watched hole and settle all (no insert is open)
+};
+
+inline constexpr uint64_t kDefaultSettleIds = 10'000;
+
+class Reader {
+ public:
+  ~Reader();
+  // Validates the event table (CheckEventTable). Takes ownership of the connection.
+  static Result<std::unique_ptr<Reader>> Make(std::unique_ptr<Connection> connection,
+                                              const ReaderOptions& options);
+
+  // The next batch, or nullptr when every id up to head_id has been read and no gap
+  // check is queued.
+  Result<std::unique_ptr<Batch>> Next();
+
+  EventId position() const { return after_id_; }
+  EventId head() const { return head_id_; }
+  uint64_t next_sequence() const { return next_sequence_; }
+  // Reads the event table's head now (on the reader's connection). REQUIRES: no Next()
+  // under way.
+  Result<Head> ReadHead();
+  // Moves the end of the range to `head` (new events were appended) and judges the
+  // watched holes against it: those it proves final are read once more by the next
+  // Next(). REQUIRES: head.id >= the current head.
+  void ExtendHead(const Head& head);
+  // The next Next() returns a late batch first (see above).
+  void QueueGapCheck(GapCheck kind) { queued_check_ = kind; }
+  // Where the server shows its open transactions (INNODB_TRX: the PROCESS grant, not a
+  // Galera node): marks due every watched hole read after all of them began, so it is read
+  // once more and settled. Nothing happens without that view. REQUIRES: no Next() under way.
+  Status ProveByOpenTransactions();
+  // Whether holes are judged by the time column (else by ids).
+  bool settles_by_time() const { return time_index_ >= 0; }
+  // Pages are sized and paced by `throttle` from now on (null: none). Not owned.
+  void SetThrottle(Throttle* throttle) { throttle_ = throttle; }
+
+  size_t watched_gaps() const { return watched_.size() + due_.size(); }
+  // Holes proven final that the next Next() reads once more.
+  bool has_due_gaps() const { return !due_.empty(); }
+  uint64_t late_events() const { return late_events_; }
+  uint64_t gaps_given_up() const { return gaps_given_up_; }
+  // The most holes watched at once.
+  uint64_t peak_watched_gaps() const { return peak_watched_; }
+
+ private:
+  // A watched hole (its first id is its key in watched_).
+  struct Hole {
+    EventId hi;
+    std::optional<int64_t> time;  // of the event just above it (unknown: trailing a page)
+    std::chrono::steady_clock::time_point since;
+    std::optional<int64_t> read_after;  // the server's clock at the head read before its page
+  };
+  // One page: the ids in (lo, hi], at most `limit` of them, read into `batch`.
+  struct Page {
+    EventId lo = 0, hi = 0;
+    size_t limit = 0;
+    std::unique_ptr<Batch> batch;
+    EventId last_id = 0;  // the last id read
+    Status status;
+    bool started = false, done = false;
+    Head known;  // the head known committed when the page was started
+    std::vector<std::optional<int64_t>> gap_times;  // per batch gap: the time of the event above it
+    std::optional<int64_t> first_time;               // the time of the page's first event
+    bool any = false;                                // the page read an event
+  };
+  // A connection of its own and the thread that reads pages on it, one at a time.
+  struct Worker {
+    Connection* connection = nullptr;
+    Page* page = nullptr;  // being read; null when idle
+    std::thread thread;
+  };
+  Reader(std::unique_ptr<Connection> c, std::vector<std::unique_ptr<Connection>> helpers,
+         const ReaderOptions& o, const ClassComparison& compare, size_t query_bytes, int time_index,
+         const Head& known);
+  // `page`'s query `sql`, padded with a comment to query_bytes_ (ReaderOptions::
+  // result_buffer) when the page may bring enough events to gain from it.
+  std::string Padded(std::string sql, const Page& page) const;
+  // Ends `page` at `at` and returns the rest of its range, (at, hi], as a page not started.
+  static std::unique_ptr<Page> SplitOff(Page& page, EventId at);
+  Status ReadPage(Connection& connection, const std::string& sql, Page& page);
+  // Reads `page` on `connection`, retrying a lost connection; sets status, last_id.
+  void ReadRange(Connection& connection, Page& page);
+  // Batch bookkeeping once a page is read: the gaps, what it covers, the span; the batch.
+  Result<std::unique_ptr<Batch>> Finish(Page& page);
+  Result<std::unique_ptr<Batch>> NextInline();
+  Result<std::unique_ptr<Batch>> NextFromWorkers();
+  void StartWorkers();
+  void StartPages();
+  void WaitForStartedPages();
+  // Re-reads the due holes (and, for a check, every watched one) into a late batch.
+  Result<std::unique_ptr<Batch>> ReadGaps(std::optional<GapCheck> kind);
+  std::unique_ptr<Batch> NewBatch();
+  // Judges the page's holes (final at once, or watched) and keeps only watched ones in the
+  // batch's gaps; settles the holes trailing earlier pages that this page's first event
+  // proves final.
+  void JudgeGaps(Page& page);
+  // Watches a hole (since: when first seen, default now); gives up the lowest beyond kMaxWatched.
+  void Watch(IdRange range, std::optional<int64_t> time,
+             std::optional<std::chrono::steady_clock::time_point> since = std::nullopt,
+             std::optional<int64_t> read_after = std::nullopt);
+  // Moves the watched holes that `known_` proves final into due_.
+  void MarkDue();
+  // Whether a hole whose upper neighbour was written at `time` is final, judged against `known`.
+  bool FinalAgainst(const IdRange& hole, const std::optional<int64_t>& time, const Head& known) const;
+  void Unwatch(std::map<EventId, Hole>::iterator it);
+  static constexpr size_t kMaxWatched = 100'000;  // ranges; beyond, the lowest are given up
+
+  std::unique_ptr<Connection> connection_;
+  const ReaderOptions options_;
+  EventId head_id_;
+  std::string select_;  // SELECT id, payload-or-NULL[, class index][, columns] FROM table
+  bool with_class_ = false;  // the select returns the class index
+  size_t query_bytes_ = 0;   // what a page query is padded to (0: not padded)
+  EventId after_id_;
+  uint64_t next_sequence_ = 0;
+  size_t last_payload_bytes_ = 0;  // to reserve the next batch's buffer in one go
+  const std::shared_ptr<BufferPool> pool_ = std::make_shared<BufferPool>();
+  int time_index_ = -1;        // the time column's place in select_ (-1: judged by ids)
+  bool sees_transactions_ = false;  // ProveByOpenTransactions has INNODB_TRX to look at
+  EventId settle_ids_ = 0;     // by ids: how far below the head a hole is final
+  Head known_;                 // the newest head read (committed when read)
+  std::map<EventId, Hole> watched_;                  // lo -> hole
+  std::set<std::pair<int64_t, EventId>> by_time_;    // (time, lo) of the watched holes with a time
+  // Holes that trail a page (no event above them read yet), with the head known when read.
+  std::vector<std::pair<IdRange, Head>> trailing_;
+  GapSet due_;                    // proven final, to be read once more
+  std::vector<IdRange> settled_;  // to hand on with the next batch
+  bool warned_cap_ = false;
+  uint64_t peak_watched_ = 0;
+  std::optional<GapCheck> queued_check_;
+  uint64_t late_events_ = 0;
+  uint64_t gaps_given_up_ = 0;
+  Throttle* throttle_ = nullptr;
+  // Several connections: the pages planned, in id order (the first may be in a worker),
+  // the ids planned up to, and the span of the next range.
+  std::vector<std::unique_ptr<Connection>> helpers_;  // the others (the first is connection_)
+  std::deque<std::unique_ptr<Page>> pages_;
+  EventId planned_to_ = 0;
+  EventId span_ = 0;
+  std::vector<Worker> workers_;
+  std::mutex mu_;
+  std::condition_variable wake_, read_;
+  bool quit_ = false;
+};
+
+// The highest event id in the table (kBeforeFirstId when it is empty).
+Result<EventId> ReadHeadId(Connection& connection, const EventTableOptions& events);
+
+// Checks the event table before any work: it exists; the type and payload columns (and,
+// `with_time_column`, the time column) exist; the id column is an integer type, NOT NULL
+// and unique (the primary key or a one-column unique index). A clear message naming the
+// problem otherwise.
+Status CheckEventTable(Connection& connection, const EventTableOptions& events,
+                       bool with_time_column = false);
+
+// Checks that the event table has each of `columns` (the fields declared read models read).
+Status CheckReadColumns(Connection& connection, const EventTableOptions& events,
+                        const std::vector<std::string>& columns);
+
+}  // namespace rw
