@@ -22,6 +22,7 @@
 #include "errors/fault.h"
 #include "stages/db/heartbeat.h"
 #include "stages/control/progress.h"
+#include "stages/control/sleep.h"
 #include "stages/flow/projector_runner.h"
 #include "stages/db/retry.h"
 #include "stages/db/table_admin.h"
@@ -583,10 +584,7 @@ int IngestCommand(const ReplayOptions& o, const std::vector<std::string>& files,
     auto said = std::chrono::steady_clock::now();
     const auto poll = std::chrono::milliseconds(static_cast<int64_t>(o.poll_seconds * 1000));
     while (!stop.load()) {
-      for (auto waited = std::chrono::milliseconds(0); waited < poll && !stop.load();
-           waited += std::chrono::milliseconds(10)) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      }
+      (void)SleepUnlessStopped(poll, &stop);
       if (Status s = ingest.ReadAvailable(/*rotated=*/false); !s.ok()) return fail(s);
       if (Status s = ingest.CheckRotation(); !s.ok()) return fail(s);
       if (Status s = ingest.ReadAvailable(/*rotated=*/false); !s.ok()) return fail(s);

@@ -18,6 +18,7 @@
 #include "errors/fault.h"
 #include "stages/db/heartbeat.h"
 #include "stages/control/progress.h"
+#include "stages/control/sleep.h"
 #include "stages/flow/projector_runner.h"
 #include "stages/flow/reader.h"
 #include "stages/db/retry.h"
@@ -618,10 +619,7 @@ class Run {
     }
     const auto poll = std::chrono::milliseconds(static_cast<int64_t>(o_.poll_seconds * 1000));
     while (!stop_.load()) {
-      for (auto waited = std::chrono::milliseconds(0); waited < poll && !stop_.load();
-           waited += std::chrono::milliseconds(10)) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      }
+      (void)SleepUnlessStopped(poll, &stop_);
       if (stop_.load()) break;
       if (Status s = EnsureAdmin(*admin_, lock_tables_, plan_.lock_prefix); !s.ok()) return s;
       Result<Head> now = reader_->ReadHead();

@@ -1,5 +1,7 @@
 #include "stages/control/throttle.h"
 
+#include "stages/control/sleep.h"
+
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -42,7 +44,6 @@ Result<int64_t> Throttle::BusyThreads() {
 }
 
 Status Throttle::Wait(size_t page) {
-  auto stopped = [&] { return stop_ != nullptr && stop_->load(); };
   if (options_.max_threads_running > 0 && probe_ != nullptr) {
     for (;;) {
       const auto now = std::chrono::steady_clock::now();
@@ -58,19 +59,14 @@ Status Throttle::Wait(size_t page) {
       }
       throttled_ = over;
       if (!over) break;
-      for (int i = 0; i < 100 && !stopped(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      if (stopped()) return Status::Ok();
+      if (!SleepUnlessStopped(std::chrono::seconds(1), stop_)) return Status::Ok();
     }
   }
   if (options_.max_events_per_second == 0) return Status::Ok();
   charged_ = page;
   next_allowed_ = std::max(next_allowed_, std::chrono::steady_clock::now()) +
                   Cost(page, options_.max_events_per_second);
-  while (!stopped()) {
-    const auto wait = next_allowed_ - std::chrono::steady_clock::now();
-    if (wait <= std::chrono::steady_clock::duration::zero()) break;
-    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(wait, std::chrono::milliseconds(50)));
-  }
+  (void)SleepUnlessStopped(next_allowed_ - std::chrono::steady_clock::now(), stop_);
   return Status::Ok();
 }
 
