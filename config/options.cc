@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -68,7 +69,7 @@ Result<bool> Boolean(const std::string& key, const std::string& text) {
   return Status::InvalidInput(fmt::format("--{} is true or false, got '{}'", key, text));
 }
 
-enum class Group { kConnection, kEvents, kReplay, kControl, kStress, kOutput };
+using Group = OptionGroup;
 
 // A table-name suffix of an --into build: a plain identifier that does not end like
 // rewind's own tables (the whole name's length is checked against each read model).
@@ -105,32 +106,32 @@ struct OptionSpec {
   bool flag;                       // takes no value on the command line
   std::vector<const char*> env;    // environment variables, the first one wins
   const char* help;
-  std::function<Status(ReplayOptions&, const std::string&)> set;
-  std::function<std::string(const ReplayOptions&)> show;  // the default, for --help
+  std::function<Status(ParsedOptions&, const std::string&)> set;
+  std::function<std::string(const ParsedOptions&)> show;  // the default, for --help
 };
 
-template <typename T>
-std::function<std::string(const ReplayOptions&)> Show(T ReplayOptions::*field) {
-  return [field](const ReplayOptions& o) { return fmt::format("{}", o.*field); };
+template <typename T, typename Part>
+std::function<std::string(const ParsedOptions&)> Show(T Part::*field) {
+  return [field](const ParsedOptions& o) { return fmt::format("{}", o.*field); };
 }
 
-std::function<Status(ReplayOptions&, const std::string&)> Text(std::string ConnectionOptions::*f) {
-  return [f](ReplayOptions& o, const std::string& v) {
+std::function<Status(ParsedOptions&, const std::string&)> Text(std::string ConnectionOptions::*f) {
+  return [f](ParsedOptions& o, const std::string& v) {
     o.connection.*f = v;
     return Status::Ok();
   };
 }
-std::function<Status(ReplayOptions&, const std::string&)> Text(std::string EventTableOptions::*f,
+std::function<Status(ParsedOptions&, const std::string&)> Text(std::string EventTableOptions::*f,
                                                                bool identifier) {
-  return [f, identifier](ReplayOptions& o, const std::string& v) {
+  return [f, identifier](ParsedOptions& o, const std::string& v) {
     if (identifier && v.empty()) return Status::InvalidInput("a table or column name cannot be empty");
     o.events.*f = v;
     return Status::Ok();
   };
 }
-std::function<Status(ReplayOptions&, const std::string&)> Flag(const char* name,
-                                                               bool ReplayOptions::*f) {
-  return [name, f](ReplayOptions& o, const std::string& v) {
+template <typename Part>
+std::function<Status(ParsedOptions&, const std::string&)> Flag(const char* name, bool Part::*f) {
+  return [name, f](ParsedOptions& o, const std::string& v) {
     Result<bool> b = Boolean(name, v);
     if (!b.ok()) return b.status();
     o.*f = *b;
@@ -147,7 +148,7 @@ const std::vector<OptionSpec>& Table() {
        Text(&ConnectionOptions::host), nullptr},
       {"port", "-P", Group::kConnection, false, {"REWIND_PORT", "MYSQL_TCP_PORT"},
        "TCP port (1-65535; default 3306)",
-       [](ReplayOptions& o, const std::string& v) { return Integer("port", v, 1, 65535, o.connection.port); },
+       [](ParsedOptions& o, const std::string& v) { return Integer("port", v, 1, 65535, o.connection.port); },
        nullptr},
       {"user", "-u", Group::kConnection, false, {"REWIND_USER"}, "user name",
        Text(&ConnectionOptions::user), nullptr},
@@ -158,85 +159,85 @@ const std::vector<OptionSpec>& Table() {
        "the database holding the events and the read models", Text(&ConnectionOptions::database),
        nullptr},
       {"connect-timeout", "", Group::kConnection, false, {}, "seconds to wait for a connection",
-       [](ReplayOptions& o, const std::string& v) {
+       [](ParsedOptions& o, const std::string& v) {
          return Integer("connect-timeout", v, 1, 3600, o.connection.connect_timeout_seconds);
        },
-       [](const ReplayOptions& o) { return std::to_string(o.connection.connect_timeout_seconds); }},
+       [](const ParsedOptions& o) { return std::to_string(o.connection.connect_timeout_seconds); }},
       // Event table
       {"events-table", "", Group::kEvents, false, {}, "the event table",
-       Text(&EventTableOptions::table, true), [](const ReplayOptions& o) { return o.events.table; }},
+       Text(&EventTableOptions::table, true), [](const ParsedOptions& o) { return o.events.table; }},
       {"id-column", "", Group::kEvents, false, {},
        "integer, NOT NULL, unique (rewind pages by it)", Text(&EventTableOptions::id_column, true),
-       [](const ReplayOptions& o) { return o.events.id_column; }},
+       [](const ParsedOptions& o) { return o.events.id_column; }},
       {"type-column", "", Group::kEvents, false, {}, "the event class, compared byte for byte",
        Text(&EventTableOptions::type_column, true),
-       [](const ReplayOptions& o) { return o.events.type_column; }},
+       [](const ParsedOptions& o) { return o.events.type_column; }},
       {"type-path", "", Group::kEvents, false, {},
        "the class is this dotted path into the payload instead of a column (EventSauce: headers.__event_type)",
-       [](ReplayOptions& o, const std::string& v) { return CheckTypePath(v, o.events.type_path); }, nullptr},
+       [](ParsedOptions& o, const std::string& v) { return CheckTypePath(v, o.events.type_path); }, nullptr},
       {"payload-column", "", Group::kEvents, false, {}, "JSON: url, visitedAt, ip, userAgent",
        Text(&EventTableOptions::payload_column, true),
-       [](const ReplayOptions& o) { return o.events.payload_column; }},
+       [](const ParsedOptions& o) { return o.events.payload_column; }},
       {"event-class", "", Group::kEvents, false, {}, "the class of page-visit events",
        Text(&EventTableOptions::page_visited_class, true),
-       [](const ReplayOptions& o) { return o.events.page_visited_class; }},
+       [](const ParsedOptions& o) { return o.events.page_visited_class; }},
       // Replay
-      {"all", "", Group::kReplay, true, {}, "every read model", Flag("all", &ReplayOptions::all), nullptr},
+      {"all", "", Group::kReplay, true, {}, "every read model", Flag("all", &ReplayPart::all), nullptr},
       {"resume", "", Group::kReplay, true, {}, "continue an interrupted rebuild from its checkpoints",
-       Flag("resume", &ReplayOptions::resume), nullptr},
+       Flag("resume", &ReplayPart::resume), nullptr},
       {"stop-on-failure", "", Group::kReplay, true, {}, "stop at the first bad event instead of recording it",
-       Flag("stop-on-failure", &ReplayOptions::stop_on_failure), nullptr},
-      {"follow", "", Group::kReplay, true, {}, "after the swap, keep applying new events to the live tables",
-       Flag("follow", &ReplayOptions::follow), nullptr},
-      {"poll", "", Group::kReplay, false, {}, "seconds between looks for new events with --follow (0.01-3600)",
-       [](ReplayOptions& o, const std::string& v) { return Seconds("poll", v, 0.01, 3600, o.poll_seconds); },
-       Show(&ReplayOptions::poll_seconds)},
+       Flag("stop-on-failure", &ReplayPart::stop_on_failure), nullptr},
+      {"follow", "", Group::kReading, true, {}, "replay: after the swap, keep applying new events to the live tables; ingest: keep reading the file as it grows",
+       Flag("follow", &ReadingPart::follow), nullptr},
+      {"poll", "", Group::kReading, false, {}, "seconds between looks for new events with --follow (0.01-3600)",
+       [](ParsedOptions& o, const std::string& v) { return Seconds("poll", v, 0.01, 3600, o.poll_seconds); },
+       Show(&ReadingPart::poll_seconds)},
       {"settle", "", Group::kReplay, false, {},
        "seconds an insert transaction may stay open: a missing id is final once the time column "
        "is this far past it (following, also once watched this long) (0-86400)",
-       [](ReplayOptions& o, const std::string& v) { return Seconds("settle", v, 0, 86400, o.settle_seconds); },
-       Show(&ReplayOptions::settle_seconds)},
+       [](ParsedOptions& o, const std::string& v) { return Seconds("settle", v, 0, 86400, o.settle_seconds); },
+       Show(&ReplayPart::settle_seconds)},
       {"settle-ids", "", Group::kReplay, false, {},
        "judge missing ids by ids, not the time column: final this many ids below the head "
        "(0: by time; no time column: 10000) (0-1000000000)",
-       [](ReplayOptions& o, const std::string& v) { return Integer("settle-ids", v, 0, 1'000'000'000, o.settle_ids); },
-       Show(&ReplayOptions::settle_ids)},
+       [](ParsedOptions& o, const std::string& v) { return Integer("settle-ids", v, 0, 1'000'000'000, o.settle_ids); },
+       Show(&ReplayPart::settle_ids)},
       {"cutover-timeout", "", Group::kReplay, false, {},
        "seconds the cut-over keeps trying for its locks before giving up, exit 6 (1-86400)",
-       [](ReplayOptions& o, const std::string& v) {
+       [](ParsedOptions& o, const std::string& v) {
          return Seconds("cutover-timeout", v, 1, 86400, o.cutover_timeout_seconds);
        },
-       Show(&ReplayOptions::cutover_timeout_seconds)},
-      {"batch-size", "", Group::kReplay, false, {}, "events per read batch (1-1000000)",
-       [](ReplayOptions& o, const std::string& v) { return Integer("batch-size", v, 1, 1'000'000, o.batch_size); },
-       Show(&ReplayOptions::batch_size)},
+       Show(&ReplayPart::cutover_timeout_seconds)},
+      {"batch-size", "", Group::kReading, false, {}, "events per read batch; ingest: lines per insert transaction (1-1000000)",
+       [](ParsedOptions& o, const std::string& v) { return Integer("batch-size", v, 1, 1'000'000, o.batch_size); },
+       Show(&ReadingPart::batch_size)},
       {"max-in-flight", "", Group::kReplay, false, {}, "batches in the pipeline at once; bounds memory (1-64)",
-       [](ReplayOptions& o, const std::string& v) { return Integer("max-in-flight", v, 1, 64, o.max_in_flight); },
-       Show(&ReplayOptions::max_in_flight)},
+       [](ParsedOptions& o, const std::string& v) { return Integer("max-in-flight", v, 1, 64, o.max_in_flight); },
+       Show(&ReplayPart::max_in_flight)},
       {"read-connections", "", Group::kReplay, false, {},
        "connections reading events at once, each a page ahead; 1 reads one page at a time (1-8)",
-       [](ReplayOptions& o, const std::string& v) { return Integer("read-connections", v, 1, 8, o.read_connections); },
-       Show(&ReplayOptions::read_connections)},
+       [](ParsedOptions& o, const std::string& v) { return Integer("read-connections", v, 1, 8, o.read_connections); },
+       Show(&ReplayPart::read_connections)},
       {"result-buffer", "", Group::kReplay, false, {},
        "bytes the server sends each page of events in: each page query is padded to this size, which grows the "
        "server's buffer for that query (a default server sends in 16 KB pieces); 0 pads nothing (0-16777216)",
-       [](ReplayOptions& o, const std::string& v) {
+       [](ParsedOptions& o, const std::string& v) {
          return Integer("result-buffer", v, 0, 16 * 1024 * 1024, o.result_buffer);
        },
-       Show(&ReplayOptions::result_buffer)},
+       Show(&ReplayPart::result_buffer)},
       {"flush-every", "", Group::kReplay, false, {}, "each read model commits at least every N events",
-       [](ReplayOptions& o, const std::string& v) {
+       [](ParsedOptions& o, const std::string& v) {
          return Integer("flush-every", v, 1, std::numeric_limits<int64_t>::max(), o.flush_every_events);
        },
-       Show(&ReplayOptions::flush_every_events)},
+       Show(&ReplayPart::flush_every_events)},
       {"flush-max-rows", "", Group::kReplay, false, {}, "...and whenever it holds N pending rows (1-100000000)",
-       [](ReplayOptions& o, const std::string& v) {
+       [](ParsedOptions& o, const std::string& v) {
          return Integer("flush-max-rows", v, 1, 100'000'000, o.flush_max_rows);
        },
-       Show(&ReplayOptions::flush_max_rows)},
+       Show(&ReplayPart::flush_max_rows)},
       // Output
       {"progress", "", Group::kOutput, false, {}, "auto (a bar on a terminal, a line every 5 s otherwise), bar, plain, none",
-       [](ReplayOptions& o, const std::string& v) {
+       [](ParsedOptions& o, const std::string& v) {
          if (v == "auto") o.progress = ProgressMode::kAuto;
          else if (v == "bar") o.progress = ProgressMode::kTerminal;
          else if (v == "plain") o.progress = ProgressMode::kPlain;
@@ -244,9 +245,9 @@ const std::vector<OptionSpec>& Table() {
          else return Status::InvalidInput(fmt::format("--progress expects auto, bar, plain or none, got '{}'", v));
          return Status::Ok();
        },
-       [](const ReplayOptions&) { return std::string("auto"); }},
+       [](const ParsedOptions&) { return std::string("auto"); }},
       {"quiet", "", Group::kOutput, true, {}, "same as --progress none",
-       [](ReplayOptions& o, const std::string& v) {
+       [](ParsedOptions& o, const std::string& v) {
          Result<bool> b = Boolean("quiet", v);
          if (!b.ok()) return b.status();
          if (*b) o.progress = ProgressMode::kQuiet;
@@ -256,25 +257,25 @@ const std::vector<OptionSpec>& Table() {
       {"models", "", Group::kReplay, false, {"REWIND_MODELS"},
        "declared read models (TOML); relative to the current directory, or in a config file to "
        "that file's directory",
-       [](ReplayOptions& o, const std::string& v) {
+       [](ParsedOptions& o, const std::string& v) {
          if (v.empty()) return Status::InvalidInput("--models needs a file name");
          o.models_file = v;
          return Status::Ok();
        },
        nullptr},
       {"stats-json", "", Group::kOutput, false, {}, "also write the run's summary as JSON to FILE",
-       [](ReplayOptions& o, const std::string& v) {
+       [](ParsedOptions& o, const std::string& v) {
          o.stats_json = v;
          return Status::Ok();
        },
        nullptr},
-      {"json", "", Group::kOutput, true, {}, "status and --dry-run: print JSON", Flag("json", &ReplayOptions::json), nullptr},
+      {"json", "", Group::kOutput, true, {}, "status and --dry-run: print JSON", Flag("json", &OutputPart::json), nullptr},
       // Migration-day controls
       {"quick", "", Group::kStress, true, {}, "stress: smaller volumes and fewer loads (minutes, not tens of minutes)",
-       Flag("quick", &ReplayOptions::stress_quick), nullptr},
+       Flag("quick", &StressPart::quick), nullptr},
       {"only", "", Group::kStress, false, {}, "stress: the questions to answer, e.g. 1,3 (default: 1,2,3,4)",
-       [](ReplayOptions& o, const std::string& v) {
-         o.stress_only.clear();
+       [](ParsedOptions& o, const std::string& v) {
+         o.only.clear();
          size_t at = 0;
          while (at <= v.size()) {
            const size_t comma = std::min(v.find(',', at), v.size());
@@ -282,49 +283,49 @@ const std::vector<OptionSpec>& Table() {
            if (q != "1" && q != "2" && q != "3" && q != "4") {
              return Status::InvalidInput(fmt::format("--only takes question numbers 1 to 4, comma-separated, not '{}'", v));
            }
-           o.stress_only.push_back(q[0] - '0');
+           o.only.push_back(q[0] - '0');
            at = comma + 1;
          }
          return Status::Ok();
        },
        nullptr},
       {"stress-database", "", Group::kStress, false, {}, "stress: the database it creates and works in (default rewind_stress)",
-       [](ReplayOptions& o, const std::string& v) {
+       [](ParsedOptions& o, const std::string& v) {
          if (v.empty() || v.size() > 64 || v.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != std::string::npos) {
            return Status::InvalidInput(fmt::format("--stress-database '{}' is not a plain database name", v));
          }
-         o.stress_database = v;
+         o.database = v;
          return Status::Ok();
        },
        nullptr},
       {"out", "", Group::kStress, false, {}, "stress: the directory for report.md, results.csv and the PNGs (default stress-out)",
-       [](ReplayOptions& o, const std::string& v) {
+       [](ParsedOptions& o, const std::string& v) {
          if (v.empty()) return Status::InvalidInput("--out needs a directory");
-         o.stress_out = v;
+         o.out = v;
          return Status::Ok();
        },
        nullptr},
       {"keep", "", Group::kStress, true, {}, "stress: keep its database at the end (default: dropped)",
-       Flag("keep", &ReplayOptions::stress_keep), nullptr},
-      {"dry-run", "", Group::kControl, true, {}, "print what the run would read, write and need; touch nothing",
-       Flag("dry-run", &ReplayOptions::dry_run), nullptr},
+       Flag("keep", &StressPart::keep), nullptr},
+      {"dry-run", "", Group::kReading, true, {}, "print what the run would read, write and need (ingest: count); touch nothing",
+       Flag("dry-run", &ReadingPart::dry_run), nullptr},
       {"allow-empty", "", Group::kControl, true, {},
        "allow a build in which a read model receives no event (refused otherwise)",
-       Flag("allow-empty", &ReplayOptions::allow_empty), nullptr},
+       Flag("allow-empty", &ControlPart::allow_empty), nullptr},
       {"max-events-per-second", "", Group::kControl, false, {}, "never read faster than N events/s",
-       [](ReplayOptions& o, const std::string& v) {
+       [](ParsedOptions& o, const std::string& v) {
          return Integer("max-events-per-second", v, 1, 1'000'000'000, o.max_events_per_second);
        },
        nullptr},
       {"throttle-threads-running", "", Group::kControl, false, {},
        "pause reading while the server's Threads_running (not counting rewind's) is above N",
-       [](ReplayOptions& o, const std::string& v) {
+       [](ParsedOptions& o, const std::string& v) {
          return Integer("throttle-threads-running", v, 1, 100'000, o.throttle_threads_running);
        },
        nullptr},
       {"max-failures", "", Group::kControl, false, {},
        "failure budget per read model: N events or P% of its events; over it nothing is swapped (exit 5)",
-       [](ReplayOptions& o, const std::string& v) {
+       [](ParsedOptions& o, const std::string& v) {
          if (!v.empty() && v.back() == '%') {
            double pct = 0;
            if (Status s = Seconds("max-failures", v.substr(0, v.size() - 1), 0, 100, pct); !s.ok()) {
@@ -344,7 +345,7 @@ const std::vector<OptionSpec>& Table() {
        },
        nullptr},
       {"until-id", "", Group::kControl, false, {}, "read events with id <= N (needs --into)",
-       [](ReplayOptions& o, const std::string& v) {
+       [](ParsedOptions& o, const std::string& v) {
          std::optional<EventId> id = ParseEventId(v);
          if (!id) return Status::InvalidInput(fmt::format("--until-id expects an integer id, got '{}'", v));
          // The ids of every id column rewind reads: BIGINT and BIGINT UNSIGNED.
@@ -360,7 +361,7 @@ const std::vector<OptionSpec>& Table() {
        nullptr},
       {"until-time", "", Group::kControl, false, {},
        "keep events whose time column is <= 'YYYY-MM-DD HH:MM:SS', as stored (needs --into)",
-       [](ReplayOptions& o, const std::string& v) {
+       [](ParsedOptions& o, const std::string& v) {
          if (v.size() != 19 || !ParseIsoTimestamp(v)) {
            return Status::InvalidInput(
                fmt::format("--until-time expects 'YYYY-MM-DD HH:MM:SS', got '{}'", v));
@@ -370,17 +371,17 @@ const std::vector<OptionSpec>& Table() {
        },
        nullptr},
       {"uuid-column", "", Group::kEvents, false, {}, "the event table's uuid column (ingest)",
-       Text(&EventTableOptions::uuid_column, true), [](const ReplayOptions& o) { return o.events.uuid_column; }},
-      {"from-start", "", Group::kControl, true, {}, "ingest: read every file from its start, not from its saved position",
-       Flag("from-start", &ReplayOptions::from_start), nullptr},
+       Text(&EventTableOptions::uuid_column, true), [](const ParsedOptions& o) { return o.events.uuid_column; }},
+      {"from-start", "", Group::kIngest, true, {}, "ingest: read every file from its start, not from its saved position",
+       Flag("from-start", &IngestPart::from_start), nullptr},
       {"time-column", "", Group::kEvents, false, {}, "the event table's time column (--until-time, ingest)",
-       Text(&EventTableOptions::time_column, true), [](const ReplayOptions& o) { return o.events.time_column; }},
+       Text(&EventTableOptions::time_column, true), [](const ParsedOptions& o) { return o.events.time_column; }},
       {"into", "", Group::kControl, false, {},
        "build <table>SUFFIX beside the live tables and never swap it in",
-       [](ReplayOptions& o, const std::string& v) { return CheckSuffix("into", v, o.into); }, nullptr},
+       [](ParsedOptions& o, const std::string& v) { return CheckSuffix("into", v, o.into); }, nullptr},
       {"against", "", Group::kControl, false, {},
        "verify: compare the live tables with an --into build's <table>SUFFIX tables",
-       [](ReplayOptions& o, const std::string& v) { return CheckSuffix("against", v, o.against); }, nullptr},
+       [](ParsedOptions& o, const std::string& v) { return CheckSuffix("against", v, o.against); }, nullptr},
   };
   return table;
 }
@@ -417,21 +418,21 @@ const char* GroupName(Group g) {
   switch (g) {
     case Group::kConnection: return "Connection (like the mariadb client)";
     case Group::kEvents: return "Event table (defaults: the blog's schema)";
+    case Group::kReading: return "Reading and following";
     case Group::kReplay: return "Replay";
     case Group::kControl: return "Migration-day controls";
-    case Group::kStress: return "rewind stress";
+    case Group::kIngest: return "Ingest";
+    case Group::kStress: return "Stress";
     case Group::kOutput: return "Output";
   }
   return "";
 }
 
-constexpr const char* kCommands[] = {"replay", "list", "status", "verify", "ingest", "stress", "help"};
-
 // A value parsed from one source, and how strongly it was given.
 enum Level { kDefault = 0, kConfigFile = 1, kEnvironment = 2, kCommandLine = 3 };
 
 struct Applier {
-  ReplayOptions& o;
+  ParsedOptions& o;
   std::map<std::string, Level> level;  // per option name: the source that set it last
 
   Status Set(const std::string& name, const std::string& value, Level at) {
@@ -514,6 +515,23 @@ Result<std::string> LocateConfig(const std::string& flag, const Environment& env
   return std::string();
 }
 
+// A group's heading in --help: its name, and the commands that take it unless every command
+// with options does.
+std::string Heading(Group g, const std::vector<CommandInfo>& commands) {
+  std::string who;
+  bool everyone = true;
+  for (const CommandInfo& c : commands) {
+    if (c.groups.empty()) continue;  // help
+    if (std::find(c.groups.begin(), c.groups.end(), g) == c.groups.end()) {
+      everyone = false;
+      continue;
+    }
+    who += (who.empty() ? "" : ", ") + c.name;
+  }
+  if (everyone || who.empty()) return GroupName(g);
+  return fmt::format("{} ({})", GroupName(g), who);
+}
+
 // Splits off what CLI11 must not see: the password forms (-p alone prompts and never
 // takes the next word) and --config.
 struct PreScan {
@@ -564,10 +582,10 @@ struct Declared {
   std::vector<CLI::Option*> options;
   std::deque<bool> flags;
 
-  Declared() {
+  explicit Declared(const std::vector<CommandInfo>& commands) {
     app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
     app.get_formatter()->column_width(34);
-    const ReplayOptions defaults;
+    const ParsedOptions defaults;
     values.resize(Table().size());
     flags.resize(Table().size());
     for (size_t i = 0; i < Table().size(); ++i) {
@@ -587,13 +605,27 @@ struct Declared {
       } else {
         opt = app.add_option(flag_names, values[i], help)->type_name(ValueName(s.name));
       }
-      opt->group(GroupName(s.group));
+      opt->group(Heading(s.group, commands));
       options.push_back(opt);
     }
     app.add_option("--config", values.emplace_back(),
-                   "read `key = value` defaults from FILE (see below)")->type_name("FILE")->group(GroupName(Group::kConnection));
-    app.add_option("command", command, "replay | list | status | verify | ingest | help");
-    app.add_option("names", names, "read models (replay, verify); log files (ingest)");
+                   "read `key = value` defaults from FILE (see below)")->type_name("FILE")->group(Heading(Group::kConnection, commands));
+    // The positionals, from the command table: "replay | list | ...", and what each
+    // command's names are ("read models (replay, verify); log files (ingest)").
+    std::string command_help, names_help;
+    std::vector<std::pair<std::string, std::string>> names_of;  // what, commands
+    for (const CommandInfo& c : commands) {
+      command_help += (command_help.empty() ? "" : " | ") + c.name;
+      if (c.names.empty()) continue;
+      auto it = std::find_if(names_of.begin(), names_of.end(), [&](const auto& n) { return n.first == c.names; });
+      if (it == names_of.end()) names_of.emplace_back(c.names, c.name);
+      else it->second += ", " + c.name;
+    }
+    for (const auto& [what, who] : names_of) {
+      names_help += fmt::format("{}{} ({})", names_help.empty() ? "" : "; ", what, who);
+    }
+    app.add_option("command", command, command_help);
+    app.add_option("names", names, names_help);
   }
 };
 
@@ -606,13 +638,14 @@ Environment SystemEnvironment() {
   };
 }
 
-Result<CommandLine> ParseCommandLine(const std::vector<std::string>& args, const Environment& env) {
+Result<CommandLine> ParseCommandLine(const std::vector<std::string>& args, const Environment& env,
+                                     const std::vector<CommandInfo>& commands) {
   CommandLine cl;
-  ReplayOptions& o = cl.options;
+  ParsedOptions& o = cl.options;
   Result<PreScan> pre = Prescan(args);
   if (!pre.ok()) return pre.status();
 
-  Declared d;
+  Declared d(commands);
   std::vector<std::string> reversed(pre->rest.rbegin(), pre->rest.rend());
   try {
     d.app.parse(reversed);
@@ -693,10 +726,11 @@ Result<CommandLine> ParseCommandLine(const std::vector<std::string>& args, const
                                 "does not go with it");
   }
   cl.command = d.command.empty() ? "help" : d.command;
-  o.projectors = d.names;
-  if (std::find(std::begin(kCommands), std::end(kCommands), cl.command) == std::end(kCommands)) {
-    return Status::InvalidInput(fmt::format("unknown command '{}' (see rewind --help)", cl.command));
-  }
+  cl.names = d.names;
+  const bool known = commands.empty() || std::any_of(commands.begin(), commands.end(), [&](const CommandInfo& c) {
+                       return c.name == cl.command;
+                     });
+  if (!known) return Status::InvalidInput(fmt::format("unknown command '{}' (see rewind --help)", cl.command));
   return cl;
 }
 
@@ -710,51 +744,23 @@ void ScrubPasswordFromArgv(int argc, char** argv) {
   }
 }
 
-std::string HelpText() {
-  Declared d;
-  d.app.footer(R"(Commands:
-  rewind list                       the read models rewind can build, their tables and event types
-  rewind replay --all               rebuild every read model in one pass over the events
-  rewind replay NAME...             rebuild only the named read models
-  rewind replay --resume ...        continue an interrupted rebuild from its checkpoints
-  rewind replay --all --follow      rebuild, swap in, then keep applying new events
-  rewind status [--json]            checkpoints, lag, late and given-up events, failures
-  rewind verify [NAME...]           rebuild into scratch tables and compare with the live ones
-  rewind verify --against SUFFIX    compare the live tables with an --into build
-  rewind replay --all --dry-run     what a run would read, write and need; touches nothing
-  rewind ingest FILE...             append the visits of access logs to the event table
-                                    (resumable; --from-start, --dry-run, --follow)
-  rewind stress [--quick] [--only 1,2,3,4] [--out DIR] [--keep]
-                                    the four event-store questions answered on this server
-                                    (in its own database, --stress-database, default
-                                    rewind_stress; never the event table)
+std::string FlagsOf(OptionGroup group) {
+  std::string out;
+  for (const OptionSpec& s : Table()) {
+    if (s.group == group) out += fmt::format("{}--{}", out.empty() ? "" : ", ", s.name);
+  }
+  return out;
+}
 
-How a replay works: one reader pages through the event table by id; every selected read
-model is rebuilt concurrently into a shadow table (<table>__rewind_new) on its own
-connection. Then the cut-over: rewind catches up with the events appended meanwhile, holds
-inserts into the event table off for a moment (LOCK TABLES ... READ, about a second at
-most), applies the last events and swaps every table in with one RENAME TABLE. Bad events
-are recorded in rewind_failures and skipped (--stop-on-failure stops instead). Ctrl-C
-stops cleanly; `rewind replay --resume` continues.
-
-Config file: `key = value` lines, keys are the long flag names; read from the first that
+const char kConfigFileHelp[] = R"(Config file: `key = value` lines, keys are the long flag names; read from the first that
 exists of --config FILE, $REWIND_CONFIG, $XDG_CONFIG_HOME/rewind/rewind.conf (else
 ~/.config/rewind/rewind.conf), config/rewind.conf beside the binary's directory; never
 the current directory. Then the environment, then the flags: the last one wins.
+)";
 
-Exit codes:
-  0    done (rebuilt and swapped in; verify: identical)
-  1    error: nothing swapped in
-  2    bad usage
-  3    rebuilt and swapped in, but some events failed (see rewind_failures)
-  4    verify found differences
-  5    over the failure budget (--max-failures): nothing swapped in, shadow tables kept
-  6    the cut-over gave up: live tables untouched, resumable with --resume
-  7    a read model received no event while its live table has rows (a class or table that
-       matches nothing?): nothing swapped in, shadow tables kept; --allow-empty swaps anyway
-       (stress: 1 also when its own check found a lost or duplicated append)
-  130  stopped by SIGINT, 143 by SIGTERM: resumable with --resume
-)");
+std::string OptionsHelp(const std::vector<CommandInfo>& commands, const std::string& footer) {
+  Declared d(commands);
+  d.app.footer(footer);
   return d.app.help();
 }
 

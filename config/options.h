@@ -1,8 +1,10 @@
 // Options: everything a rewind command can be told, and how it is read.
 //
 // Every option is declared once, in the option table of options.cc: its flag, its
-// environment variables, its config-file key (the flag's long name), its default (the
-// field initialisers below) and its --help line. Precedence, lowest first: the defaults,
+// environment variables, its config-file key (the flag's long name), its group, its default
+// (the field initialisers below) and its --help line. Each group is one part struct below;
+// each command's options struct (ReplayOptions, IngestOptions, StressOptions) is made of the
+// parts it takes, and the command table (pipeline/commands.h) says which struct each takes. Precedence, lowest first: the defaults,
 // the config file, the environment, the command line. A value from a higher source wins
 // in every combination: `--host` on the command line beats a socket from the environment
 // (and the other way round), so the server rewind talks to is the one the user named last.
@@ -24,6 +26,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "projectors/event_id.h"
@@ -46,26 +49,48 @@ inline constexpr int kCutoverGaveUp = 6;   // the cut-over gave up; live tables 
 inline constexpr int kEmptyBuild = 7;      // a read model received no event: nothing swapped
 }  // namespace exit_code
 
-struct ReplayOptions {
+// The groups of the option table (options.cc): each is one part below, and a command's
+// options struct is made of the parts of the groups it takes.
+enum class OptionGroup { kConnection, kEvents, kReading, kReplay, kControl, kIngest, kStress, kOutput };
+
+// The server (like the mariadb client's options).
+struct ServerPart {
+  static constexpr OptionGroup kGroup = OptionGroup::kConnection;
   ConnectionOptions connection;
+};
+
+// The event table and its columns (defaults: the blog's schema).
+struct EventTablePart {
+  static constexpr OptionGroup kGroup = OptionGroup::kEvents;
   EventTableOptions events;
-  std::vector<std::string> projectors;  // names; every projector when `all`
+};
+
+// How the events are read or written in batches, and followed: replay and ingest.
+struct ReadingPart {
+  static constexpr OptionGroup kGroup = OptionGroup::kReading;
+  // Events per read batch (ingest: lines per insert transaction): larger amortises
+  // per-batch costs, costs memory in flight.
+  size_t batch_size = 20000;
+  // Replay: after the swap, keep applying new events to the live tables until stopped.
+  // Ingest: keep reading what is appended to the one file until stopped.
+  bool follow = false;
+  // How often follow mode looks for new events, in seconds.
+  double poll_seconds = 1.0;
+  // Replay: print what a run would do (events, rows, size, duration, tables, grants) and
+  // touch nothing. Ingest: count and write nothing.
+  bool dry_run = false;
+};
+
+// A rebuild: which read models, and how the pipeline runs.
+struct ReplayPart {
+  static constexpr OptionGroup kGroup = OptionGroup::kReplay;
   // A TOML file of declared read models (config/models.h): they join the compiled ones.
   std::string models_file;
-
-  // `rewind stress` (pipeline/stress/stress.h).
-  bool stress_quick = false;           // smaller volumes, fewer loads
-  std::vector<int> stress_only;        // questions 1..4 (empty: all)
-  std::string stress_database = "rewind_stress";  // its own; --database is ignored
-  std::string stress_out = "stress-out";
-  bool stress_keep = false;            // keep the database at the end
   bool all = false;
   // Continue an interrupted rebuild from its checkpoints instead of starting over.
   bool resume = false;
   // Stop at the first event that cannot be applied, instead of recording it and going on.
   bool stop_on_failure = false;
-  // Events per read batch: larger amortises per-batch costs, costs memory in flight.
-  size_t batch_size = 20000;
   // Batches in the pipeline at once, plus the one being read and those read ahead on the
   // other connections: the memory bound ((max_in_flight + read_connections) x batch_size x
   // payload). With two connections reading, 2 keeps both cores busy; more only cost memory
@@ -82,10 +107,6 @@ struct ReplayOptions {
   uint64_t flush_every_events = 2'000'000;
   // ...and whenever it holds this many distinct pending rows: bounds memory by keys.
   size_t flush_max_rows = 1'000'000;
-  // After the swap, keep applying new events to the live tables until stopped.
-  bool follow = false;
-  // How often follow mode looks for new events, in seconds.
-  double poll_seconds = 1.0;
   // The longest an application's insert transaction stays open. An id missing between two
   // events is final once the event table's time column (--time-column: the application's
   // clock) has moved this far past the event above it; following, also once it was watched
@@ -100,14 +121,11 @@ struct ReplayOptions {
   // live tables' RENAME) before it gives up cleanly (exit 6, resumable). Each single wait
   // is at most about a second, so no application query waits longer than that.
   double cutover_timeout_seconds = 60.0;
-  ProgressMode progress = ProgressMode::kAuto;
-  std::string stats_json;  // write the final summary as JSON to this file
-  bool json = false;       // `status`, dry run: print JSON instead of text
+};
 
-  // Migration-day controls.
-  // Print what a run would do (events, rows, size, duration, tables, grants) and touch
-  // nothing.
-  bool dry_run = false;
+// Migration-day controls of a rebuild.
+struct ControlPart {
+  static constexpr OptionGroup kGroup = OptionGroup::kControl;
   // The reader never exceeds this many events per second (0: no cap). A token bucket:
   // pages shrink to a quarter second's worth, so the cap holds over any second.
   uint64_t max_events_per_second = 0;
@@ -129,13 +147,98 @@ struct ReplayOptions {
   std::string into;
   // verify: compare the live tables with the <table><against> tables of an --into build.
   std::string against;
-  // ingest: ignore the saved position of each file and read it from its start.
+};
+
+// `rewind ingest` (pipeline/ingest/ingest.h).
+struct IngestPart {
+  static constexpr OptionGroup kGroup = OptionGroup::kIngest;
+  // Ignore the saved position of each file and read it from its start.
   bool from_start = false;
 };
 
+// `rewind stress` (pipeline/stress/stress.h).
+struct StressPart {
+  static constexpr OptionGroup kGroup = OptionGroup::kStress;
+  bool quick = false;                     // smaller volumes, fewer loads
+  std::vector<int> only;                  // questions 1..4 (empty: all)
+  std::string database = "rewind_stress";  // its own; --database is ignored
+  std::string out = "stress-out";
+  bool keep = false;                      // keep the database at the end
+};
+
+// What is printed, and where.
+struct OutputPart {
+  static constexpr OptionGroup kGroup = OptionGroup::kOutput;
+  ProgressMode progress = ProgressMode::kAuto;
+  std::string stats_json;  // write the final summary as JSON to this file
+  bool json = false;       // `status`, dry run: print JSON instead of text
+};
+
+// Each command's options: the parts it takes. The command table (pipeline/commands.h)
+// builds one from the parsed parts (OptionsFor) and hands it to the command's run function.
+
+// replay, and its inspections list, status and verify.
+struct ReplayOptions : ServerPart, EventTablePart, ReadingPart, ReplayPart, ControlPart, OutputPart {
+  std::vector<std::string> projectors;  // names; every projector when `all`
+};
+
+struct IngestOptions : ServerPart, EventTablePart, ReadingPart, IngestPart, OutputPart {};
+
+struct StressOptions : ServerPart, StressPart {};
+
+// What the sources gave, every part of every group: parsing fills it, and each command takes
+// its own struct out of it (OptionsFor). An option of a group the command does not take is
+// accepted and ignored, as it always was (a config file serves every command).
+struct ParsedOptions : ServerPart, EventTablePart, ReadingPart, ReplayPart, ControlPart, IngestPart,
+                       StressPart, OutputPart {};
+
+// The parts of `Options` (a command's struct), as parsed.
+template <typename Options>
+Options OptionsFor(const ParsedOptions& parsed) {
+  Options o;
+  auto take = [&]<typename Part>(const Part& part) {
+    if constexpr (std::is_base_of_v<Part, Options>) static_cast<Part&>(o) = part;
+  };
+  take(static_cast<const ServerPart&>(parsed));
+  take(static_cast<const EventTablePart&>(parsed));
+  take(static_cast<const ReadingPart&>(parsed));
+  take(static_cast<const ReplayPart&>(parsed));
+  take(static_cast<const ControlPart&>(parsed));
+  take(static_cast<const IngestPart&>(parsed));
+  take(static_cast<const StressPart&>(parsed));
+  take(static_cast<const OutputPart&>(parsed));
+  return o;
+}
+
+// The groups whose options `Options` takes: the kGroup of each of its parts.
+template <typename Options>
+std::vector<OptionGroup> GroupsOf() {
+  std::vector<OptionGroup> groups;
+  auto part = [&]<typename Part>(const Part*) {
+    if constexpr (std::is_base_of_v<Part, Options>) groups.push_back(Part::kGroup);
+  };
+  part(static_cast<const ServerPart*>(nullptr));
+  part(static_cast<const EventTablePart*>(nullptr));
+  part(static_cast<const ReadingPart*>(nullptr));
+  part(static_cast<const ReplayPart*>(nullptr));
+  part(static_cast<const ControlPart*>(nullptr));
+  part(static_cast<const IngestPart*>(nullptr));
+  part(static_cast<const StressPart*>(nullptr));
+  part(static_cast<const OutputPart*>(nullptr));
+  return groups;
+}
+
+// What the parser and --help know of a command (the rows of pipeline/commands.h).
+struct CommandInfo {
+  std::string name;
+  std::string names;                // what its positionals are ("read models"); "" for none
+  std::vector<OptionGroup> groups;  // the groups of its options
+};
+
 struct CommandLine {
-  std::string command;  // "replay", "list", "status", "verify", "ingest", "stress", "help"
-  ReplayOptions options;
+  std::string command;              // a name of the command table, or "help"
+  std::vector<std::string> names;   // the positionals after it (read models, log files)
+  ParsedOptions options;
   std::string config_path;       // the config file that was read ("" when none)
   bool prompt_password = false;  // -p / --password without a value: ask on the terminal
 };
@@ -145,13 +248,24 @@ using Environment = std::function<std::optional<std::string>(const std::string&)
 // The process environment (getenv).
 Environment SystemEnvironment();
 
-// Parses argv (after the program name). `env` looks up environment variables.
-Result<CommandLine> ParseCommandLine(const std::vector<std::string>& args, const Environment& env);
+// Parses argv (after the program name). `env` looks up environment variables. The first
+// positional is the command, one of `commands` (none given: any word, for the tools that
+// borrow rewind's options: perf/, rewind-gen, the tests).
+Result<CommandLine> ParseCommandLine(const std::vector<std::string>& args, const Environment& env,
+                                     const std::vector<CommandInfo>& commands = {});
 
 // Overwrites, in place, every password given on the command line (`-pX`, `--password=X`)
 // so that it no longer shows in `ps` or /proc/PID/cmdline. Call after ParseCommandLine.
 void ScrubPasswordFromArgv(int argc, char** argv);
 
-std::string HelpText();
+// The config file's paragraph of --help.
+extern const char kConfigFileHelp[];
+
+// The long flags of the options of `group`, e.g. "--quick, --only, ..." (for messages).
+std::string FlagsOf(OptionGroup group);
+
+// --help: the usage, every option under its group (with the commands that take it), then
+// `footer` (the command table's commands and exit codes: pipeline/commands.h HelpText).
+std::string OptionsHelp(const std::vector<CommandInfo>& commands, const std::string& footer);
 
 }  // namespace rw

@@ -1,5 +1,6 @@
 // Option precedence: defaults < config file < environment < flags.
 #include "config/options.h"
+#include "pipeline/commands.h"
 
 #include <gtest/gtest.h>
 
@@ -49,7 +50,7 @@ TEST(Options, TheSampleConfigShowsTheBuiltInDefaults) {
 }
 
 TEST(Options, DefaultsMatchTheBlogSchema) {
-  auto cl = ParseCommandLine({"replay", "--all"}, Env({{"REWIND_CONFIG", "/dev/null"}}));
+  auto cl = ParseRewindCommandLine({"replay", "--all"}, Env({{"REWIND_CONFIG", "/dev/null"}}));
   ASSERT_TRUE(cl.ok()) << cl.status().message();
   EXPECT_EQ(cl->command, "replay");
   EXPECT_TRUE(cl->options.all);
@@ -62,7 +63,7 @@ TEST(Options, FlagBeatsEnvironmentBeatsConfigFile) {
   const std::string path = ::testing::TempDir() + "/rewind_options_test.conf";
   std::ofstream(path) << "# comment\nsocket = /from/file\nuser = file_user\ndatabase=file_db\n"
                          "batch-size = 123\n";
-  auto cl = ParseCommandLine({"replay", "visits_per_day", "--config", path, "--user", "flag_user"},
+  auto cl = ParseRewindCommandLine({"replay", "visits_per_day", "--config", path, "--user", "flag_user"},
                              Env({{"REWIND_USER", "env_user"}, {"REWIND_DATABASE", "env_db"},
                                   {"MYSQL_PWD", "secret"}}));
   ASSERT_TRUE(cl.ok()) << cl.status().message();
@@ -71,26 +72,26 @@ TEST(Options, FlagBeatsEnvironmentBeatsConfigFile) {
   EXPECT_EQ(cl->options.connection.database, "env_db");
   EXPECT_EQ(cl->options.connection.password, "secret");
   EXPECT_EQ(cl->options.batch_size, 123u);
-  EXPECT_EQ(cl->options.projectors, std::vector<std::string>{"visits_per_day"});
+  EXPECT_EQ(cl->names, std::vector<std::string>{"visits_per_day"});
   std::remove(path.c_str());
 }
 
 TEST(Options, BadInputIsAClearError) {
   auto e = Env({{"REWIND_CONFIG", "/dev/null"}});
-  auto a = ParseCommandLine({"replay", "--batch-size", "lots"}, e);
+  auto a = ParseRewindCommandLine({"replay", "--batch-size", "lots"}, e);
   ASSERT_FALSE(a.ok());
   EXPECT_NE(a.status().message().find("--batch-size expects a whole number"), std::string::npos);
-  auto b = ParseCommandLine({"replay", "--frobnicate", "1"}, e);
+  auto b = ParseRewindCommandLine({"replay", "--frobnicate", "1"}, e);
   ASSERT_FALSE(b.ok());
   EXPECT_NE(b.status().message().find("unknown option '--frobnicate'"), std::string::npos)
       << b.status().message();
-  auto c = ParseCommandLine({"rebuild"}, e);
+  auto c = ParseRewindCommandLine({"rebuild"}, e);
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("unknown command 'rebuild'"), std::string::npos);
-  auto d = ParseCommandLine({"replay", "--all", "--config", "/no/such/file"}, e);
+  auto d = ParseRewindCommandLine({"replay", "--all", "--config", "/no/such/file"}, e);
   ASSERT_FALSE(d.ok());
   EXPECT_NE(d.status().message().find("cannot read config file"), std::string::npos);
-  auto f = ParseCommandLine({"replay", "--port=x"}, e);
+  auto f = ParseRewindCommandLine({"replay", "--port=x"}, e);
   EXPECT_FALSE(f.ok());
 }
 
@@ -98,23 +99,23 @@ TEST(Options, BadInputIsAClearError) {
 TEST(Options, AnUntilIdOutsideEveryIdColumnIsRefused) {
   auto e = Env({{"REWIND_CONFIG", "/dev/null"}});
   for (const char* id : {"99999999999999999999", "18446744073709551616", "-9223372036854775809"}) {
-    auto r = ParseCommandLine({"replay", "--all", "--into", "_x", "--until-id", id}, e);
+    auto r = ParseRewindCommandLine({"replay", "--all", "--into", "_x", "--until-id", id}, e);
     ASSERT_FALSE(r.ok()) << id;
     EXPECT_NE(r.status().message().find("--until-id"), std::string::npos) << r.status().message();
     EXPECT_NE(r.status().message().find(id), std::string::npos) << r.status().message();
     EXPECT_NE(r.status().message().find("18446744073709551615"), std::string::npos) << r.status().message();
   }
   for (const char* id : {"18446744073709551615", "-9223372036854775808", "-5", "0"}) {
-    auto r = ParseCommandLine({"replay", "--all", "--into", "_x", "--until-id", id}, e);
+    auto r = ParseRewindCommandLine({"replay", "--all", "--into", "_x", "--until-id", id}, e);
     EXPECT_TRUE(r.ok()) << id << ": " << r.status().message();
   }
-  auto allow = ParseCommandLine({"replay", "--all", "--allow-empty"}, e);
+  auto allow = ParseRewindCommandLine({"replay", "--all", "--allow-empty"}, e);
   ASSERT_TRUE(allow.ok()) << allow.status().message();
   EXPECT_TRUE(allow->options.allow_empty);
 }
 
 TEST(Options, HelpIsTheDefaultCommand) {
-  auto cl = ParseCommandLine({}, Env({{"REWIND_CONFIG", "/dev/null"}}));
+  auto cl = ParseRewindCommandLine({}, Env({{"REWIND_CONFIG", "/dev/null"}}));
   ASSERT_TRUE(cl.ok());
   EXPECT_EQ(cl->command, "help");
   EXPECT_NE(HelpText().find("rewind replay --all"), std::string::npos);
@@ -125,7 +126,7 @@ TEST(Options, HelpIsTheDefaultCommand) {
 TEST(Options, ValuesAreCheckedWhateverTheirSource) {
   auto e = Env({{"REWIND_CONFIG", "/dev/null"}});
   auto refused = [&](std::vector<std::string> args, const std::string& why) {
-    auto cl = ParseCommandLine(args, e);
+    auto cl = ParseRewindCommandLine(args, e);
     EXPECT_FALSE(cl.ok()) << args.back();
     if (!cl.ok()) {
       EXPECT_NE(cl.status().message().find(why), std::string::npos) << cl.status().message();
@@ -143,25 +144,25 @@ TEST(Options, ValuesAreCheckedWhateverTheirSource) {
   refused({"replay", "--progress", "loud"}, "--progress expects auto, bar, plain or none");
   refused({"replay", "--type-path", "headers..__event_type"}, "--type-path 'headers..__event_type' has an empty part");
   refused({"replay", "--type-path", "headers."}, "has an empty part");
-  auto path = ParseCommandLine({"replay", "--type-path", "headers.__event_type"}, e);
+  auto path = ParseRewindCommandLine({"replay", "--type-path", "headers.__event_type"}, e);
   ASSERT_TRUE(path.ok()) << path.status().message();
   EXPECT_EQ(path->options.events.type_path, "headers.__event_type");
 }
 
 TEST(Options, PasswordFlagNeverSwallowsTheNextWord) {
   auto e = Env({{"REWIND_CONFIG", "/dev/null"}});
-  auto prompt = ParseCommandLine({"replay", "-p", "visits_per_day"}, e);
+  auto prompt = ParseRewindCommandLine({"replay", "-p", "visits_per_day"}, e);
   ASSERT_TRUE(prompt.ok()) << prompt.status().message();
   EXPECT_TRUE(prompt->prompt_password);
-  EXPECT_EQ(prompt->options.projectors, std::vector<std::string>{"visits_per_day"});
-  auto attached = ParseCommandLine({"replay", "-psecret", "--all"}, e);
+  EXPECT_EQ(prompt->names, std::vector<std::string>{"visits_per_day"});
+  auto attached = ParseRewindCommandLine({"replay", "-psecret", "--all"}, e);
   ASSERT_TRUE(attached.ok());
   EXPECT_FALSE(attached->prompt_password);
   EXPECT_EQ(attached->options.connection.password, "secret");
-  auto long_form = ParseCommandLine({"replay", "--password=a b#c", "--password", "--all"}, e);
+  auto long_form = ParseRewindCommandLine({"replay", "--password=a b#c", "--password", "--all"}, e);
   ASSERT_TRUE(long_form.ok());
   EXPECT_TRUE(long_form->prompt_password);  // the last one asks
-  auto given = ParseCommandLine({"replay", "--password", "--password=x y", "--all"}, e);
+  auto given = ParseRewindCommandLine({"replay", "--password", "--password=x y", "--all"}, e);
   ASSERT_TRUE(given.ok());
   EXPECT_FALSE(given->prompt_password);
   EXPECT_EQ(given->options.connection.password, "x y");
@@ -180,7 +181,7 @@ TEST(Options, ConfigFileKeepsHashesQuotesBomAndBooleans) {
   const std::string path = ::testing::TempDir() + "/rewind_options_bom.conf";
   std::ofstream(path) << "\xEF\xBB\xBFpassword = ab#cd\n  # a comment\nuser = \"quoted user\"\n"
                          "follow = true\nstop-on-failure = no\nresume = 1\ndatabase = 'db'\n";
-  auto cl = ParseCommandLine({"replay", "--all", "--config", path}, Env({}));
+  auto cl = ParseRewindCommandLine({"replay", "--all", "--config", path}, Env({}));
   ASSERT_TRUE(cl.ok()) << cl.status().message();
   EXPECT_EQ(cl->options.connection.password, "ab#cd");
   EXPECT_EQ(cl->options.connection.user, "quoted user");
@@ -190,14 +191,14 @@ TEST(Options, ConfigFileKeepsHashesQuotesBomAndBooleans) {
   EXPECT_FALSE(cl->options.stop_on_failure);
   EXPECT_EQ(cl->config_path, path);
   std::ofstream(path) << "follow = perhaps\n";
-  auto bad = ParseCommandLine({"replay", "--config", path}, Env({}));
+  auto bad = ParseRewindCommandLine({"replay", "--config", path}, Env({}));
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find(path + ":1"), std::string::npos) << bad.status().message();
   std::ofstream(path) << "bogus = 1\n";
-  auto unknown = ParseCommandLine({"replay", "--config", path}, Env({}));
+  auto unknown = ParseRewindCommandLine({"replay", "--config", path}, Env({}));
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.status().message().find("unknown key 'bogus'"), std::string::npos);
-  auto dir = ParseCommandLine({"replay", "--config", ::testing::TempDir()}, Env({}));
+  auto dir = ParseRewindCommandLine({"replay", "--config", ::testing::TempDir()}, Env({}));
   ASSERT_FALSE(dir.ok());
   EXPECT_NE(dir.status().message().find("is a directory"), std::string::npos);
   std::remove(path.c_str());
@@ -211,7 +212,7 @@ TEST(Options, ConfigIsNeverReadFromTheCurrentDirectory) {
   std::ofstream(dir / "config" / "rewind.conf") << "stats-json = /tmp/overwritten-by-a-stranger\n";
   const fs::path old = fs::current_path();
   fs::current_path(dir);
-  auto cl = ParseCommandLine({"replay", "--all"}, Env({{"HOME", dir.string() + "/nohome"}}));
+  auto cl = ParseRewindCommandLine({"replay", "--all"}, Env({{"HOME", dir.string() + "/nohome"}}));
   fs::current_path(old);
   ASSERT_TRUE(cl.ok()) << cl.status().message();
   EXPECT_EQ(cl->options.stats_json, "");
@@ -219,7 +220,7 @@ TEST(Options, ConfigIsNeverReadFromTheCurrentDirectory) {
   // The user's XDG config is a named place, and it is said which file was read.
   fs::create_directories(dir / "xdg" / "rewind");
   std::ofstream(dir / "xdg" / "rewind" / "rewind.conf") << "database = from_xdg\n";
-  auto xdg = ParseCommandLine({"replay", "--all"}, Env({{"XDG_CONFIG_HOME", (dir / "xdg").string()}}));
+  auto xdg = ParseRewindCommandLine({"replay", "--all"}, Env({{"XDG_CONFIG_HOME", (dir / "xdg").string()}}));
   ASSERT_TRUE(xdg.ok()) << xdg.status().message();
   EXPECT_EQ(xdg->options.connection.database, "from_xdg");
   EXPECT_EQ(xdg->config_path, (dir / "xdg" / "rewind" / "rewind.conf").string());
@@ -250,7 +251,7 @@ TEST(Options, TheServerNamedLastWinsInEveryCombination) {
     std::ofstream(path) << c.file;
     std::vector<std::string> args = {"status", "--config", path};
     args.insert(args.end(), c.flags.begin(), c.flags.end());
-    auto cl = ParseCommandLine(args, Env(c.env));
+    auto cl = ParseRewindCommandLine(args, Env(c.env));
     ASSERT_TRUE(cl.ok()) << cl.status().message();
     SCOPED_TRACE(c.file + " / " + (c.flags.empty() ? std::string() : c.flags[0]));
     EXPECT_EQ(cl->options.connection.socket, c.socket);
@@ -258,7 +259,7 @@ TEST(Options, TheServerNamedLastWinsInEveryCombination) {
     EXPECT_EQ(cl->options.connection.port, c.port);
   }
   std::ofstream(path) << "";
-  auto both = ParseCommandLine({"status", "--config", path, "--socket", "/a", "--host", "b"}, Env({}));
+  auto both = ParseRewindCommandLine({"status", "--config", path, "--socket", "/a", "--host", "b"}, Env({}));
   ASSERT_FALSE(both.ok());
   EXPECT_NE(both.status().message().find("both a socket and a host"), std::string::npos);
   std::remove(path.c_str());

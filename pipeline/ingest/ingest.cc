@@ -216,7 +216,7 @@ class LineSource {
 // its saved position, the kept lines appended batch by batch with the position.
 class FileIngest {
  public:
-  FileIngest(const ReplayOptions& o, Connection* c, std::string path, Counts& counts, std::mt19937_64& rng)
+  FileIngest(const IngestOptions& o, Connection* c, std::string path, Counts& counts, std::mt19937_64& rng)
       : o_(o), c_(c), path_(std::move(path)), counts_(counts), rng_(rng),
         rules_(AccessLogRules::Blog()), throttle_(rules_.throttle_seconds) {
     std::error_code ec;
@@ -506,7 +506,7 @@ class FileIngest {
     return Status::Ok();
   }
 
-  const ReplayOptions& o_;
+  const IngestOptions& o_;
   Connection* c_;
   const std::string path_;
   Counts& counts_;
@@ -525,7 +525,7 @@ class FileIngest {
 
 }  // namespace
 
-int IngestCommand(const ReplayOptions& o, const std::vector<std::string>& files,
+int IngestCommand(const IngestOptions& o, const std::vector<std::string>& files,
                   const std::atomic<bool>& stop, std::FILE* out) {
   if (files.empty()) {
     fmt::print(stderr, "rewind: ingest needs one or more log files: rewind ingest FILE...\n");

@@ -35,7 +35,7 @@
 
 namespace rw {
 
-int IngestCommand(const ReplayOptions& options, const std::vector<std::string>& files,
+int IngestCommand(const IngestOptions& options, const std::vector<std::string>& files,
                   const std::atomic<bool>& stop, std::FILE* out);
 
 }  // namespace rw

@@ -62,9 +62,9 @@ constexpr int64_t kEventsPerStream = 100;  // question 3, as published
 
 class Stress {
  public:
-  Stress(const ReplayOptions& o, const std::atomic<bool>& stop) : o_(o), stop_(stop), quick_(o.stress_quick) {
+  Stress(const StressOptions& o, const std::atomic<bool>& stop) : o_(o), stop_(stop), quick_(o.quick) {
     conn_ = o.connection;
-    conn_.database = o.stress_database;
+    conn_.database = o.database;
   }
 
   int Run(std::FILE* out) {
@@ -75,7 +75,7 @@ class Stress {
     }
     FaultPoint("stress-prepared");
     const auto wants = [&](int q) {
-      return o_.stress_only.empty() || std::find(o_.stress_only.begin(), o_.stress_only.end(), q) != o_.stress_only.end();
+      return o_.only.empty() || std::find(o_.only.begin(), o_.only.end(), q) != o_.only.end();
     };
     if (s.ok() && wants(1)) s = Question1();
     if (s.ok() && wants(2)) s = Question2();
@@ -83,7 +83,7 @@ class Stress {
     if (s.ok() && wants(4)) s = Question4();
     if (s.ok() && stop_.load()) s = Status::Error(Status::Code::kCancelled, "stopped");
     const bool reported = WriteReport(out, s);
-    if (!o_.stress_keep) Clean();
+    if (!o_.keep) Clean();
     if (!s.ok()) {
       fmt::print(stderr, "rewind stress: {}\n", s.message());
       return exit_code::kError;
@@ -123,7 +123,7 @@ class Stress {
     ctx.crossover_note = crossover_note_;
     ctx.problems = problems_;
     ctx.consistent = consistent_;
-    return WriteStressReport(o_.stress_out, results_, ctx, status, out);
+    return WriteStressReport(o_.out, results_, ctx, status, out);
   }
 
   // Its own database: created when missing; refused when it holds a table that stress did
@@ -737,7 +737,7 @@ class Stress {
     return Status::Ok();
   }
 
-  const ReplayOptions& o_;
+  const StressOptions& o_;
   const std::atomic<bool>& stop_;
   const bool quick_;
   ConnectionOptions conn_;
@@ -752,7 +752,7 @@ class Stress {
 
 }  // namespace
 
-int StressCommand(const ReplayOptions& options, const std::atomic<bool>& stop, std::FILE* out) {
+int StressCommand(const StressOptions& options, const std::atomic<bool>& stop, std::FILE* out) {
   return Stress(options, stop).Run(out);
 }
 

@@ -22,6 +22,6 @@
 namespace rw {
 
 // Returns the exit code: 0, or 1 on an error or a lost/duplicated append (after the report).
-int StressCommand(const ReplayOptions& options, const std::atomic<bool>& stop, std::FILE* out);
+int StressCommand(const StressOptions& options, const std::atomic<bool>& stop, std::FILE* out);
 
 }  // namespace rw

@@ -1,0 +1,111 @@
+#include "pipeline/replay/replay_command.h"
+
+#include <fmt/core.h>
+
+#include <csignal>
+#include <fstream>
+#include <memory>
+
+#include "pipeline/engine/read_models.h"
+#include "pipeline/replay/dry_run.h"
+#include "pipeline/replay/inspect.h"
+#include "pipeline/replay/replay.h"
+
+namespace rw {
+namespace {
+
+Result<std::vector<std::unique_ptr<Projector>>> Select(const ReplayOptions& o) {
+  Result<std::vector<std::unique_ptr<Projector>>> selected = SelectProjectors(o);
+  if (!selected.ok()) fmt::print(stderr, "rewind: {}\n", selected.status().message());
+  return selected;
+}
+
+}  // namespace
+
+std::string ResumeCommand(const std::vector<std::string>& args, const std::string& database) {
+  auto quote = [](const std::string& a) {
+    return a.find_first_of(" '\"\\$`") == std::string::npos ? a : "'" + a + "'";
+  };
+  std::string out = "rewind replay --resume";
+  bool has_database = false;
+  for (const std::string& a : args) {
+    has_database = has_database || a == "--database" || a == "-D" || a.rfind("--database=", 0) == 0;
+  }
+  if (!has_database && !database.empty()) out += " --database " + quote(database);
+  for (const std::string& a : args) {
+    if (a == "replay" || a == "--resume" || a == "-p" || a == "--password" ||
+        a.rfind("--password=", 0) == 0 || (a.rfind("-p", 0) == 0 && a.size() > 2 && a[2] != '-')) {
+      continue;
+    }
+    out += " " + quote(a);
+  }
+  return out;
+}
+
+int VerifyNamedCommand(const ReplayOptions& options, std::FILE* out) {
+  ReplayOptions selection = options;
+  if (selection.projectors.empty()) selection.all = true;
+  Result<std::vector<std::unique_ptr<Projector>>> selected = Select(selection);
+  if (!selected.ok()) return exit_code::kUsage;
+  return VerifyCommand(selection, std::move(*selected), out);
+}
+
+int ReplayCommand(const ReplayOptions& o, const std::vector<std::string>& args,
+                  const std::atomic<bool>& stop, const std::atomic<int>& signal, std::FILE* out) {
+  Result<std::vector<std::unique_ptr<Projector>>> selected = Select(o);
+  if (!selected.ok()) return exit_code::kUsage;
+  if (o.dry_run) return DryRunCommand(o, std::move(*selected), out);
+
+  ReplaySummary sum = Replay(o, std::move(*selected), stop);
+  if (!sum.projectors.empty() && (sum.swapped || sum.interrupted || sum.events_read > 0)) {
+    fmt::print(out, "{}", sum.Text());
+  }
+  int stats_error = 0;
+  if (!o.stats_json.empty()) {
+    std::ofstream json(o.stats_json, std::ios::trunc);
+    json << sum.Json();
+    json.close();
+    if (!json) {
+      fmt::print(stderr, "rewind: could not write --stats-json file '{}'\n", o.stats_json);
+      stats_error = exit_code::kError;
+    }
+  }
+  const int by_signal = 128 + (signal.load() ? signal.load() : SIGINT);
+  if (sum.interrupted && sum.swapped) {  // a follow, stopped
+    fmt::print(stderr,
+               "rewind: stopped by signal while following; every read model committed what it had "
+               "applied to the live tables. The same command follows again (after a rebuild).\n");
+    return by_signal;
+  }
+  if (sum.interrupted) {
+    fmt::print(stderr,
+               "rewind: stopped by signal; every read model committed what it had applied and "
+               "the live tables are untouched.\nrewind: continue with: {}\n",
+               ResumeCommand(args, o.connection.database));
+    return by_signal;
+  }
+  if (sum.cutover_gave_up) {
+    fmt::print(stderr, "rewind: {}\nrewind: the live tables are untouched; continue with: {}\n",
+               sum.status.message(), ResumeCommand(args, o.connection.database));
+    return exit_code::kCutoverGaveUp;
+  }
+  if (!sum.status.ok()) {
+    // After the swap (a follow that stopped on an error) the live tables are the rebuilt ones,
+    // each holding what its read model committed up to its checkpoint.
+    fmt::print(
+        stderr, "rewind: error: {}\nrewind: {}\n", sum.status.message(),
+        sum.swapped
+            ? "the rebuilt read models had been swapped in before the error: the live tables keep "
+              "what each committed up to its checkpoint (rewind status shows where)"
+            : "nothing was swapped in; the live tables are untouched.");
+    return sum.ExitCode();
+  }
+  if (sum.failures > 0) {
+    fmt::print(stderr,
+               "rewind: {} event(s) could not be applied and were recorded in {} (run {})\n",
+               sum.failures, kFailureTable, sum.run_id);
+  }
+  return stats_error ? stats_error : sum.ExitCode();
+}
+
+}  // namespace rw
