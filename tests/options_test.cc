@@ -2,7 +2,10 @@
 #include "config/options.h"
 #include "pipeline/commands.h"
 
+#include <fmt/core.h>
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include <cstdio>
 #include <filesystem>
@@ -272,6 +275,72 @@ TEST(Options, HelpListsEveryExitCode) {
   }
   EXPECT_NE(help.find("--cutover-timeout"), std::string::npos);
   EXPECT_NE(help.find("REWIND_SOCKET"), std::string::npos);
+}
+
+// --help comes from the command table: every command (in the positionals and with its usage
+// lines) and every exit code of the table is there (the help footer once forgot `stress`).
+TEST(Options, HelpListsEveryCommandAndEveryExitCodeOfTheTable) {
+  const std::string help = HelpText();
+  const size_t positional = help.find("  command ");
+  ASSERT_NE(positional, std::string::npos) << help;
+  const std::string command_line = help.substr(positional, help.find('\n', positional) - positional);
+  ASSERT_FALSE(Commands().empty());
+  for (const Command& c : Commands()) {
+    EXPECT_NE(command_line.find(" " + c.name), std::string::npos) << c.name << " in: " << command_line;
+    ASSERT_FALSE(c.usage.empty()) << c.name;
+    for (const Command::Usage& u : c.usage) EXPECT_NE(help.find("  " + u.line), std::string::npos) << u.line;
+    if (!c.names.empty()) {
+      EXPECT_NE(help.find(c.names + " ("), std::string::npos) << c.names;
+    }
+    EXPECT_NE(c.run, nullptr) << c.name;
+    EXPECT_EQ(FindCommand(c.name), &c);
+  }
+  ASSERT_FALSE(ExitCodes().empty());
+  for (const ExitCodeRow& e : ExitCodes()) {
+    EXPECT_NE(help.find(fmt::format("\n  {:<5}{}", e.code, e.meaning.substr(0, e.meaning.find('\n')))),
+              std::string::npos)
+        << e.code;
+  }
+  // Every command of the table parses; a word outside it does not.
+  for (const Command& c : Commands()) {
+    auto cl = ParseRewindCommandLine({c.name}, Env({{"REWIND_CONFIG", "/dev/null"}}));
+    ASSERT_TRUE(cl.ok()) << c.name << ": " << cl.status().message();
+    EXPECT_EQ(cl->command, c.name);
+  }
+}
+
+// Each command takes its own struct, made of the parts of its groups, out of what was parsed.
+TEST(Options, EachCommandTakesItsOwnOptions) {
+  auto e = Env({{"REWIND_CONFIG", "/dev/null"}});
+  auto ingest = ParseRewindCommandLine({"ingest", "--from-start", "--batch-size", "7", "--follow", "a.log"}, e);
+  ASSERT_TRUE(ingest.ok()) << ingest.status().message();
+  const IngestOptions io = OptionsFor<IngestOptions>(ingest->options);
+  EXPECT_TRUE(io.from_start);
+  EXPECT_TRUE(io.follow);
+  EXPECT_EQ(io.batch_size, 7u);
+  EXPECT_EQ(io.events.table, "stored_events");
+  EXPECT_EQ(ingest->names, std::vector<std::string>{"a.log"});
+
+  auto stress = ParseRewindCommandLine({"stress", "--quick", "--only", "1,3", "--stress-database", "s_db", "-D", "d"}, e);
+  ASSERT_TRUE(stress.ok()) << stress.status().message();
+  const StressOptions so = OptionsFor<StressOptions>(stress->options);
+  EXPECT_TRUE(so.quick);
+  EXPECT_EQ(so.only, (std::vector<int>{1, 3}));
+  EXPECT_EQ(so.database, "s_db");
+  EXPECT_EQ(so.connection.database, "d");
+  EXPECT_FALSE(so.keep);
+  EXPECT_EQ(so.out, "stress-out");
+
+  EXPECT_EQ(GroupsOf<StressOptions>(), (std::vector<OptionGroup>{OptionGroup::kConnection, OptionGroup::kStress}));
+  const std::vector<OptionGroup> ingest_groups = FindCommand("ingest")->groups;
+  EXPECT_NE(std::find(ingest_groups.begin(), ingest_groups.end(), OptionGroup::kIngest), ingest_groups.end());
+  EXPECT_EQ(std::find(ingest_groups.begin(), ingest_groups.end(), OptionGroup::kReplay), ingest_groups.end());
+  EXPECT_EQ(FlagsOf(OptionGroup::kIngest), "--from-start");
+
+  // An option of a group the command does not take is accepted and ignored, as it always was
+  // (one config file serves every command).
+  auto other = ParseRewindCommandLine({"status", "--quick", "--from-start"}, e);
+  ASSERT_TRUE(other.ok()) << other.status().message();
 }
 
 }  // namespace
