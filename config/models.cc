@@ -59,14 +59,6 @@ class Parser {
     return Status::InvalidInput(fmt::format("{}:{}: {}", file_, at.source().begin.line, what));
   }
 
-  static bool PlainIdentifier(const std::string& s) {
-    if (s.empty() || s.size() > 64) return false;
-    if (std::isdigit(static_cast<unsigned char>(s[0]))) return false;
-    return std::all_of(s.begin(), s.end(), [](char c) {
-      return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-    });
-  }
-
   Status Unknown(const toml::table& t, std::initializer_list<std::string_view> allowed, const char* where) const {
     for (auto&& [k, node] : t) {
       if (std::find(allowed.begin(), allowed.end(), k.str()) == allowed.end()) {
@@ -122,7 +114,7 @@ class Parser {
       return FieldSource{false, *path};
     }
     if (t.get("field")) {
-      if (!PlainIdentifier(*field)) {
+      if (!IsPlainIdentifier(*field)) {
         return Fail(*t.get("field"), fmt::format("field '{}' is not a plain column name", *field));
       }
       return FieldSource{true, *field};
@@ -168,7 +160,7 @@ class Parser {
   }
 
   Status Column(const toml::table& t, const std::string& name, std::vector<std::string>& seen) const {
-    if (!PlainIdentifier(name)) {
+    if (!IsPlainIdentifier(name)) {
       return Fail(t, fmt::format("column '{}' is not a plain identifier (letters, digits, _; at most 64)", name));
     }
     if (std::find(seen.begin(), seen.end(), Lower(name)) != seen.end()) {
@@ -187,7 +179,7 @@ class Parser {
     plan.name = *name;
     const toml::node& name_node = *t.get("name");
     // Room for the longest suffix rewind adds (table_admin::kVerifySuffix, 15 bytes) within 64.
-    if (!PlainIdentifier(plan.name) || plan.name.size() > 48) {
+    if (!IsPlainIdentifier(plan.name, 48)) {
       return Fail(name_node, fmt::format("read model name '{}' is not a plain identifier of at most 48 "
                                          "characters (letters, digits, _): it is also the table name", plan.name));
     }
@@ -291,7 +283,7 @@ class Parser {
     for (const ValuePlan& v : plan.values) {
       if (v.op != Op::kFirst && v.op != Op::kLast) continue;
       const std::string id = v.column + "__id";
-      if (id.size() > 64) {
+      if (id.size() > kMaxIdentifierBytes) {
         return Fail(t, fmt::format("column '{}' ({}) is longer than 60 characters: rewind stores the id of its "
                                    "event beside it, in '{}'", v.column, OpName(v.op), id));
       }

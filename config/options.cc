@@ -85,9 +85,7 @@ Status CheckTypePath(const std::string& v, std::string& out) {
 }
 
 Status CheckSuffix(const char* key, const std::string& v, std::string& out) {
-  if (v.empty() || v.size() > 40 ||
-      v.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") !=
-          std::string::npos) {
+  if (!IsPlainIdentifier(v, 40, /*leading_digit=*/true)) {
     return Status::InvalidInput(fmt::format(
         "--{} expects a plain identifier suffix (letters, digits, _; at most 40), got '{}'", key, v));
   }
@@ -291,7 +289,7 @@ const std::vector<OptionSpec>& Table() {
        nullptr},
       {"stress-database", "", Group::kStress, false, {}, "stress: the database it creates and works in (default rewind_stress)",
        [](ParsedOptions& o, const std::string& v) {
-         if (v.empty() || v.size() > 64 || v.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != std::string::npos) {
+         if (!IsPlainIdentifier(v, kMaxIdentifierBytes, /*leading_digit=*/true)) {
            return Status::InvalidInput(fmt::format("--stress-database '{}' is not a plain database name", v));
          }
          o.database = v;

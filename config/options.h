@@ -33,6 +33,7 @@
 #include "errors/status.h"
 #include "stages/db/connection.h"
 #include "stages/control/progress.h"
+#include "stages/flow/projector_runner.h"
 #include "stages/flow/reader.h"
 
 namespace rw {
@@ -70,7 +71,7 @@ struct ReadingPart {
   static constexpr OptionGroup kGroup = OptionGroup::kReading;
   // Events per read batch (ingest: lines per insert transaction): larger amortises
   // per-batch costs, costs memory in flight.
-  size_t batch_size = 20000;
+  size_t batch_size = ReaderOptions().batch_size;  // the default is the reader's
   // Replay: after the swap, keep applying new events to the live tables until stopped.
   // Ingest: keep reading what is appended to the one file until stopped.
   bool follow = false;
@@ -104,19 +105,19 @@ struct ReplayPart {
   // every one a wakeup on both sides. 0 leaves the server's own size.
   size_t result_buffer = 128 * 1024;
   // A projector commits at least every this many events: what a crash can cost to redo.
-  uint64_t flush_every_events = 2'000'000;
+  uint64_t flush_every_events = RunnerOptions().flush_every_events;  // the runner's default
   // ...and whenever it holds this many distinct pending rows: bounds memory by keys.
-  size_t flush_max_rows = 1'000'000;
+  size_t flush_max_rows = RunnerOptions().flush_max_rows;  // the runner's default
   // The longest an application's insert transaction stays open. An id missing between two
   // events is final once the event table's time column (--time-column: the application's
   // clock) has moved this far past the event above it; following, also once it was watched
   // this long by rewind's clock (given up, counted in status). A cut-over makes every
   // missing id final at once. Longer waits cost nothing when rebuilding history.
-  double settle_seconds = 60.0;
+  double settle_seconds = ReaderOptions().settle_seconds;  // the default is the reader's
   // Judge missing ids by ids instead of the time column (whose values may not be
   // the insert times, e.g. events copied in with their old times): final once this many
   // ids below the head. 0: by the time column; a table without it: 10,000.
-  uint64_t settle_ids = 0;
+  uint64_t settle_ids = ReaderOptions().settle_ids;
   // How long the cut-over keeps trying to take its locks (the event table's READ lock, the
   // live tables' RENAME) before it gives up cleanly (exit 6, resumable). Each single wait
   // is at most about a second, so no application query waits longer than that.

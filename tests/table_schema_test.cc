@@ -4,7 +4,7 @@
 #include <fmt/core.h>
 
 #include "projectors/sha256.h"
-#include "stages/flow/projector_runner.h"
+#include "stages/db/row_writer.h"
 #include "stages/db/table_schema.h"
 
 namespace rw {

@@ -131,7 +131,7 @@ void YieldToTheServer() {
 
 }  // namespace
 
-GraphResult RunGraph(Reader& reader, const Decoder& decoder, std::vector<Branch>& branches,
+GraphResult RunGraph(BatchSource& source, const Decoder& decoder, std::vector<Branch>& branches,
                      Progress& progress, const GraphOptions& options,
                      const std::atomic<bool>& stop) {
   using MutableBatch = std::shared_ptr<Batch>;
@@ -160,7 +160,7 @@ GraphResult RunGraph(Reader& reader, const Decoder& decoder, std::vector<Branch>
       });
   // Sequence numbers grow across graphs (a follow run builds one graph per poll); each
   // sequencer counts from the first batch of its own graph.
-  const uint64_t first_sequence = reader.next_sequence();
+  const uint64_t first_sequence = source.next_sequence();
   flow::sequencer_node<BatchPtr> sequencer(
       g, [first_sequence](const BatchPtr& b) { return b->sequence - first_sequence; });
   flow::broadcast_node<BatchPtr> fanout(g);
@@ -216,7 +216,7 @@ GraphResult RunGraph(Reader& reader, const Decoder& decoder, std::vector<Branch>
   try {
     while (!stop.load() && !error.failed()) {
       places.Take();
-      Result<std::unique_ptr<Batch>> next = reader.Next();
+      Result<std::unique_ptr<Batch>> next = source.Next();
       if (!next.ok() || *next == nullptr) {
         places.Give();
         if (!next.ok()) error.Set(next.status());

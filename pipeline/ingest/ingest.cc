@@ -23,8 +23,8 @@
 #include "stages/db/heartbeat.h"
 #include "stages/control/progress.h"
 #include "stages/control/sleep.h"
-#include "stages/flow/projector_runner.h"
 #include "stages/db/retry.h"
+#include "stages/db/row_writer.h"
 #include "stages/db/table_admin.h"
 
 namespace rw {
@@ -225,9 +225,7 @@ class FileIngest {
         "{}, {}, {}, {}", QuoteIdentifier(o.events.uuid_column), QuoteIdentifier(o.events.type_column),
         QuoteIdentifier(o.events.payload_column), QuoteIdentifier(o.events.time_column));
     insert_prefix_ = fmt::format("INSERT INTO {} ({}) VALUES ", QuoteIdentifier(o.events.table), columns);
-    load_tail_ = fmt::format("INTO TABLE {} CHARACTER SET utf8mb4 FIELDS TERMINATED BY '\\t' "
-                             "ESCAPED BY '\\\\' LINES TERMINATED BY '\\n' ({})",
-                             QuoteIdentifier(o.events.table), columns);
+    load_tail_ = LoadDataInto(o.events.table, columns);
     // A batch is one in-memory LOAD DATA where the server allows it (perf/ingest_bench, 1M
     // lines, with the parser as it was then: 90k lines/s instead of 66k with multi-row
     // INSERTs); multi-row INSERTs otherwise.

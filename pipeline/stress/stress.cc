@@ -18,7 +18,7 @@
 #include "pipeline/stress/order.h"
 #include "pipeline/stress/event_store.h"
 #include "errors/fault.h"
-#include "stages/flow/projector_runner.h"
+#include "stages/db/row_writer.h"
 #include "stages/db/table_admin.h"
 #include "stages/db/table_schema.h"
 
@@ -253,10 +253,7 @@ class Stress {
     TsvBuilder tsv;
     auto flush = [&]() -> Status {
       if (tsv.rows() == 0) return Status::Ok();
-      return c_->LoadData(fmt::format("INTO TABLE {} CHARACTER SET utf8mb4 FIELDS TERMINATED BY '\\t' ESCAPED BY "
-                                      "'\\\\' LINES TERMINATED BY '\\n' (stream, version, type, payload)",
-                                      QuoteIdentifier(table)),
-                          tsv.Take());
+      return c_->LoadData(LoadDataInto(table, "stream, version, type, payload"), tsv.Take());
     };
     for (const auto& [stream, length, confirm_at] : streams) {
       for (int64_t v = 1; v <= length; ++v) {

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "stages/db/table_admin.h"
+
 namespace rw {
 namespace {
 
@@ -99,15 +101,6 @@ const char* const kMigrateFrom1[] = {
     "ADD COLUMN excerpt VARBINARY(255) NULL AFTER reason",
 };
 
-Result<bool> Exists(Connection& c, const char* table) {
-  Result<std::optional<std::string>> v = c.QueryValue(fmt::format(
-      "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND "
-      "TABLE_NAME = '{}'",
-      table));
-  if (!v.ok()) return v.status();
-  return *v && **v != "0";
-}
-
 std::string Hex(std::string_view bytes) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out = "X'";
@@ -189,7 +182,7 @@ bool IsBookkeepingTable(std::string_view table) {
 namespace checkpoint_store {
 
 Result<int> Version(Connection& c) {
-  Result<bool> schema = Exists(c, kSchemaTable);
+  Result<bool> schema = table_admin::Exists(c, kSchemaTable);
   if (!schema.ok()) return schema.status();
   if (*schema) {
     Result<std::optional<std::string>> v =

@@ -304,4 +304,14 @@ std::string QuoteIdentifier(std::string_view name) {
   return out;
 }
 
+bool IsPlainIdentifier(std::string_view name, size_t max_bytes, bool leading_digit) {
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  auto plain = [&](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || digit(c) || c == '_';
+  };
+  if (name.empty() || name.size() > max_bytes) return false;
+  if (!leading_digit && digit(name.front())) return false;
+  return std::all_of(name.begin(), name.end(), plain);
+}
+
 }  // namespace rw

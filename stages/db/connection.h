@@ -121,4 +121,13 @@ class Connection {
 // `name` quoted as an SQL identifier: `name` with backticks doubled.
 std::string QuoteIdentifier(std::string_view name);
 
+// The longest table, column or database name MariaDB takes, in bytes.
+inline constexpr size_t kMaxIdentifierBytes = 64;
+// Whether `name` is a plain identifier: 1 to `max_bytes` ASCII letters, digits and '_' (it
+// needs no quoting, and names the same thing on any server and in any file name), not
+// starting with a digit unless `leading_digit` (a suffix, a database name). The one check of
+// the names rewind is given (read models, columns, --into suffixes, the stress database).
+bool IsPlainIdentifier(std::string_view name, size_t max_bytes = kMaxIdentifierBytes,
+                       bool leading_digit = false);
+
 }  // namespace rw

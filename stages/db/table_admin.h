@@ -93,6 +93,8 @@ Status Lock(Connection& c, const std::vector<std::string>& tables, const std::st
 // True when nobody holds that lock.
 Result<bool> IsFree(Connection& c, const std::string& prefix, const std::string& table);
 
+// Whether `table` exists in the connection's database: the one test (checkpoint_store asks
+// it of its own tables too).
 Result<bool> Exists(Connection& c, const std::string& table);
 
 // Holds inserts into the event table off: LOCK TABLES <events> READ on `lock`, waiting at

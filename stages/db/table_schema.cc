@@ -80,7 +80,7 @@ std::string CreateTableSql(const TableSpec& spec, const std::string& name) {
     sql += fmt::format("PRIMARY KEY ({})", key_columns);
   } else {
     for (const Column* c : text) key_name += (key_name.empty() ? "" : "_") + c->name;
-    if (key_name.size() > 64) key_name = "read_model_key";
+    if (key_name.size() > kMaxIdentifierBytes) key_name = "read_model_key";
     key_columns += (key_columns.empty() ? "" : ", ") + QuoteIdentifier(hash);
     sql += fmt::format("UNIQUE KEY {} ({})", QuoteIdentifier(key_name), key_columns);
   }

@@ -42,6 +42,7 @@
 #include "stages/flow/batch.h"
 #include "stages/db/connection.h"
 #include "projectors/gaps.h"
+#include "stages/db/row_writer.h"
 #include "stages/db/table_schema.h"
 
 namespace rw {
@@ -168,72 +169,6 @@ class ProjectorRunner {
   std::vector<Failure> pending_failures_;   // recorded with the next flush
   static constexpr size_t kMaxPendingFailures = 5000;  // then flush: bounds memory and the INSERT
   RunnerStats stats_;
-};
-
-// Builds the rows of a flush as LOAD DATA's default text format (tab-separated,
-// backslash-escaped, one row a line). With a spec, it adds the hash of text keys where
-// the table stores it. Exposed for tests (and ingest's event rows).
-class TsvBuilder final : public RowSink {
- public:
-  TsvBuilder() = default;
-  explicit TsvBuilder(const TableSpec& spec) : hash_(spec) {}
-  void Int(int64_t value) override;
-  void Date(int32_t days) override;
-  void DateTime(int64_t epoch_seconds) override;
-  void Text(std::string_view bytes) override;
-  void Number(std::string_view literal) override;
-  void Double(double value) override;
-  void Null() override;
-  void EndRow() override;
-  // The rows so far, in pieces of about kChunkBytes (whole rows each): a large flush is
-  // never copied into one growing buffer.
-  std::vector<std::string> Take();
-  uint64_t rows() const { return rows_; }
-  size_t bytes() const { return done_bytes_ + data_.size(); }
-  static constexpr size_t kChunkBytes = 1 << 20;
-
- private:
-  void Separator();
-  void Escaped(std::string_view bytes);
-  void Hash(std::string_view text = {});
-  std::string data_;  // the current piece
-  std::vector<std::string> done_;
-  size_t done_bytes_ = 0;
-  table_schema::KeyHash hash_;
-  bool row_open_ = false;
-  uint64_t rows_ = 0;
-};
-
-// Builds the multi-row upsert statements for one table. Exposed for tests.
-class UpsertBuilder final : public RowSink {
- public:
-  UpsertBuilder(Connection& connection, const TableSpec& spec, std::string target_table,
-                size_t statement_bytes);
-  void Int(int64_t value) override;
-  void Date(int32_t days) override;
-  void DateTime(int64_t epoch_seconds) override;
-  void Text(std::string_view bytes) override;
-  void Number(std::string_view literal) override;
-  void Double(double value) override;
-  void Null() override;
-  void EndRow() override;
-  // The finished statements; the builder is empty afterwards.
-  std::vector<std::string> Take();
-  uint64_t rows() const { return rows_; }
-
- private:
-  void Separator();
-  void Close();
-  void Hash(std::string_view text = {});
-
-  Connection& connection_;
-  std::string prefix_, suffix_;
-  const size_t statement_bytes_;
-  std::string current_;
-  std::vector<std::string> done_;
-  table_schema::KeyHash hash_;
-  bool row_open_ = false;
-  uint64_t rows_ = 0;
 };
 
 }  // namespace rw

@@ -56,6 +56,7 @@
 #include <vector>
 
 #include "stages/flow/batch.h"
+#include "stages/flow/batch_source.h"
 #include "stages/db/connection.h"
 #include "projectors/gaps.h"
 #include "stages/control/throttle.h"
@@ -155,20 +156,21 @@ enum class GapCheck {
 
 inline constexpr uint64_t kDefaultSettleIds = 10'000;
 
-class Reader {
+// The graph's source of batches (stages/flow/batch_source.h).
+class Reader final : public BatchSource {
  public:
-  ~Reader();
+  ~Reader() override;
   // Validates the event table (CheckEventTable). Takes ownership of the connection.
   static Result<std::unique_ptr<Reader>> Make(std::unique_ptr<Connection> connection,
                                               const ReaderOptions& options);
 
   // The next batch, or nullptr when every id up to head_id has been read and no gap
   // check is queued.
-  Result<std::unique_ptr<Batch>> Next();
+  Result<std::unique_ptr<Batch>> Next() override;
 
   EventId position() const { return after_id_; }
   EventId head() const { return head_id_; }
-  uint64_t next_sequence() const { return next_sequence_; }
+  uint64_t next_sequence() const override { return next_sequence_; }
   // Reads the event table's head now (on the reader's connection). REQUIRES: no Next()
   // under way.
   Result<Head> ReadHead();

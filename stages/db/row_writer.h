@@ -1,0 +1,93 @@
+// Row writers: the two ways rewind writes rows into MariaDB, as RowSinks (projectors/projector.h)
+// a projector's flush, ingest's event rows and stress's generated events are written into.
+// TsvBuilder builds a LOAD DATA LOCAL INFILE file in the one text format LoadDataInto() names;
+// UpsertBuilder builds multi-row INSERT ... ON DUPLICATE KEY UPDATE statements.
+//
+// Thread safety: a builder is used by one thread at a time; LoadDataInto() is a pure function.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "projectors/projector.h"
+#include "stages/db/connection.h"
+#include "stages/db/table_schema.h"
+
+namespace rw {
+
+// The tail of a LOAD DATA statement for TsvBuilder's rows (Connection::LoadData's
+// `load_tail`): `INTO TABLE <table, quoted> CHARACTER SET utf8mb4 FIELDS TERMINATED BY '\t'
+// ESCAPED BY '\\' LINES TERMINATED BY '\n' (<column_list>)`. `column_list` goes in as given
+// (already quoted where it must be).
+std::string LoadDataInto(std::string_view table, std::string_view column_list);
+
+// Builds the rows of a flush as LOAD DATA's default text format (tab-separated,
+// backslash-escaped, one row a line). With a spec, it adds the hash of text keys where
+// the table stores it.
+class TsvBuilder final : public RowSink {
+ public:
+  TsvBuilder() = default;
+  explicit TsvBuilder(const TableSpec& spec) : hash_(spec) {}
+  void Int(int64_t value) override;
+  void Date(int32_t days) override;
+  void DateTime(int64_t epoch_seconds) override;
+  void Text(std::string_view bytes) override;
+  void Number(std::string_view literal) override;
+  void Double(double value) override;
+  void Null() override;
+  void EndRow() override;
+  // The rows so far, in pieces of about kChunkBytes (whole rows each): a large flush is
+  // never copied into one growing buffer.
+  std::vector<std::string> Take();
+  uint64_t rows() const { return rows_; }
+  size_t bytes() const { return done_bytes_ + data_.size(); }
+  static constexpr size_t kChunkBytes = 1 << 20;
+
+ private:
+  void Separator();
+  void Escaped(std::string_view bytes);
+  void Hash(std::string_view text = {});
+  std::string data_;  // the current piece
+  std::vector<std::string> done_;
+  size_t done_bytes_ = 0;
+  table_schema::KeyHash hash_;
+  bool row_open_ = false;
+  uint64_t rows_ = 0;
+};
+
+// Builds the multi-row upsert statements for one table.
+class UpsertBuilder final : public RowSink {
+ public:
+  UpsertBuilder(Connection& connection, const TableSpec& spec, std::string target_table,
+                size_t statement_bytes);
+  void Int(int64_t value) override;
+  void Date(int32_t days) override;
+  void DateTime(int64_t epoch_seconds) override;
+  void Text(std::string_view bytes) override;
+  void Number(std::string_view literal) override;
+  void Double(double value) override;
+  void Null() override;
+  void EndRow() override;
+  // The finished statements; the builder is empty afterwards.
+  std::vector<std::string> Take();
+  uint64_t rows() const { return rows_; }
+
+ private:
+  void Separator();
+  void Close();
+  void Hash(std::string_view text = {});
+
+  Connection& connection_;
+  std::string prefix_, suffix_;
+  const size_t statement_bytes_;
+  std::string current_;
+  std::vector<std::string> done_;
+  table_schema::KeyHash hash_;
+  bool row_open_ = false;
+  uint64_t rows_ = 0;
+};
+
+}  // namespace rw
