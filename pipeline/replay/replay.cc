@@ -99,7 +99,7 @@ Result<Prepared> PrepareProjector(Connection& c, const Projector& p, const std::
     if (!cp.ok()) return cp.status();
     Result<bool> exists = table_admin::Exists(c, target);
     if (!exists.ok()) return exists.status();
-    if (*cp && *exists && (*cp)->status == "building") {
+    if (*cp && *exists && (*cp)->status == CheckpointStatus::kBuilding) {
       if ((*cp)->source != fingerprint) {
         return Status::InvalidInput(fmt::format(
             "--resume refuses to continue the interrupted build of {}: {}; run without "
@@ -129,7 +129,7 @@ Result<Prepared> PrepareProjector(Connection& c, const Projector& p, const std::
   cp.projector = name;
   cp.target_table = target;
   cp.live_table = p.table().name;
-  cp.status = "building";
+  cp.status = CheckpointStatus::kBuilding;
   cp.run_id = run_id;
   cp.source = fingerprint;
   cp.head_event_id = head;
@@ -496,7 +496,7 @@ class Run {
   // An --into build is complete: say so in its checkpoint rows.
   void MarkBuilt() {
     for (size_t i = 0; i < runners_.size(); ++i) {
-      (void)checkpoint_store::SetStatus(*admin_, names_[i], runners_[i]->target_table(), "built", 0);
+      (void)checkpoint_store::SetStatus(*admin_, names_[i], runners_[i]->target_table(), CheckpointStatus::kBuilt, 0);
     }
   }
 
@@ -600,7 +600,7 @@ class Run {
     const double rate = seconds > 0 ? static_cast<double>(sum_.events_read) / seconds : 0;
     for (size_t i = 0; i < runners_.size(); ++i) {
       (void)checkpoint_store::BecomeLive(*admin_, names_[i], runners_[i]->target_table(),
-                                         live_tables_[i], o_.follow ? "following" : "live",
+                                         live_tables_[i], o_.follow ? CheckpointStatus::kFollowing : CheckpointStatus::kLive,
                                          seconds, rate, 0);
       runners_[i]->Retarget(live_tables_[i]);
       sum_.projectors[i].table = live_tables_[i];
@@ -636,7 +636,7 @@ class Run {
         fmt::print(stderr, "rewind: gave up {} gap(s) in the ids after {} s without a commit\n",
                    given, o_.settle_seconds);
         for (size_t i = 0; i < runners_.size(); ++i) {
-          (void)checkpoint_store::SetStatus(*admin_, names_[i], live_tables_[i], "following", given);
+          (void)checkpoint_store::SetStatus(*admin_, names_[i], live_tables_[i], CheckpointStatus::kFollowing, given);
         }
       }
       if (!quiet && (sum_.events_read > before)) {
@@ -647,7 +647,7 @@ class Run {
       sum_.head_id = reader_->head();
     }
     for (size_t i = 0; i < runners_.size(); ++i) {
-      (void)checkpoint_store::SetStatus(*admin_, names_[i], live_tables_[i], "live", 0);
+      (void)checkpoint_store::SetStatus(*admin_, names_[i], live_tables_[i], CheckpointStatus::kLive, 0);
     }
     // Stopped: a clean end (everything applied is committed to the live tables), which the
     // exit code says as any stop by a signal does (130 / 143).
