@@ -141,7 +141,7 @@ TEST_F(PipelineTest, AFlushThatWaitsForALockIsRetriedAndCommitsOnce) {
   ASSERT_TRUE(checkpoint_store::Ensure(*c).ok());
   Checkpoint cp;
   cp.projector = cp.target_table = cp.live_table = "lock_probe";
-  cp.status = "building";
+  cp.status = CheckpointStatus::kBuilding;
   cp.run_id = "lock-probe";
   ASSERT_TRUE(checkpoint_store::Start(*c, cp).ok());
 

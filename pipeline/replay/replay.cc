@@ -5,26 +5,18 @@
 
 #include <algorithm>
 #include <chrono>
-#include <limits>
 #include <ctime>
 #include <thread>
 
-#include "pipeline/engine/graph.h"
 #include "config/models.h"
+#include "errors/fault.h"
+#include "pipeline/replay/cutover.h"
+#include "pipeline/replay/replay_build.h"
 #include "projectors/declared.h"
 #include "projectors/sha256.h"
-#include "stages/flow/decoder.h"
-#include "stages/flow/failure_recorder.h"
-#include "errors/fault.h"
-#include "stages/db/heartbeat.h"
-#include "stages/control/progress.h"
-#include "stages/control/sleep.h"
-#include "stages/flow/projector_runner.h"
-#include "stages/flow/reader.h"
 #include "stages/db/retry.h"
 #include "stages/db/table_admin.h"
 #include "stages/db/table_schema.h"
-#include "stages/control/throttle.h"
 
 namespace rw {
 
@@ -99,7 +91,7 @@ Result<Prepared> PrepareProjector(Connection& c, const Projector& p, const std::
     if (!cp.ok()) return cp.status();
     Result<bool> exists = table_admin::Exists(c, target);
     if (!exists.ok()) return exists.status();
-    if (*cp && *exists && (*cp)->status == "building") {
+    if (*cp && *exists && (*cp)->status == CheckpointStatus::kBuilding) {
       if ((*cp)->source != fingerprint) {
         return Status::InvalidInput(fmt::format(
             "--resume refuses to continue the interrupted build of {}: {}; run without "
@@ -129,7 +121,7 @@ Result<Prepared> PrepareProjector(Connection& c, const Projector& p, const std::
   cp.projector = name;
   cp.target_table = target;
   cp.live_table = p.table().name;
-  cp.status = "building";
+  cp.status = CheckpointStatus::kBuilding;
   cp.run_id = run_id;
   cp.source = fingerprint;
   cp.head_event_id = head;
@@ -176,520 +168,421 @@ void CleanAbandonedScratch(Connection& c, const RunPlan& plan) {
   }
 }
 
-// One run's moving parts, so that each phase below reads as what it does.
-class Run {
- public:
-  Run(const ReplayOptions& o, const RunPlan& plan, const std::atomic<bool>& stop)
-      : o_(o), plan_(plan), stop_(stop) {
-    sum_.run_id = NewRunId();
-  }
-  // The heartbeat stops first and its row goes last, after the admin connection (declared
-  // after it) has closed and let the locks go: the row vouches for the locks while held.
-  ~Run() {
-    if (heartbeat_) heartbeat_->Stop();
-  }
-
-  ReplaySummary Go(std::vector<std::unique_ptr<Projector>> projectors) {
-    Status s = Prepare(std::move(projectors));
-    if (s.ok()) s = Rebuild();
-    if (s.ok()) FaultPoint("after-build");
-    if (s.ok() && stop_.load()) {
-      sum_.interrupted = true;
-      s = Status::Error(Status::Code::kCancelled, "stopped before the swap");
-    }
-    if (s.ok() && plan_.after_build) s = plan_.after_build(*admin_);
-    if (plan_.scratch && locked_) DropScratch();
-    if (s.ok() && plan_.swap) s = CatchUp();
-    if (s.ok() && plan_.swap) s = CheckNotEmpty();
-    if (s.ok()) s = CheckBudget();
-    if (s.ok() && !plan_.swap && !plan_.scratch) MarkBuilt();
-    if (s.ok() && plan_.swap && stop_.load()) {
-      sum_.interrupted = true;
-      s = Status::Error(Status::Code::kCancelled, "stopped before the swap");
-    }
-    if (s.ok() && plan_.swap) s = CutOver();
-    if (s.ok() && o_.follow && plan_.swap) s = Follow();
-    sum_.status = s;
-    sum_.seconds = Since(started_);
-    return std::move(sum_);
-  }
-
- private:
-  Status Prepare(std::vector<std::unique_ptr<Projector>> projectors) {
-    if (o_.connection.database.empty()) {
-      return Status::InvalidInput("no database given: pass --database NAME or set REWIND_DATABASE");
-    }
-    if (projectors.empty()) return Status::InvalidInput("no read model selected");
-    Result<std::unique_ptr<Connection>> admin = Connection::Open(o_.connection);
-    if (!admin.ok()) return admin.status();
-    admin_ = std::move(*admin);
-    Connection& c = *admin_;
-    if (Status s = CheckEventTable(c, o_.events, !o_.until_time.empty()); !s.ok()) return s;
-    if (Status s = CheckUntilId(c, o_); !s.ok()) return s;
-    // What to read and decode (binds the declared read models), checked before any work.
-    read_plan_ = PlanReads(o_.events, projectors);
-    if (Status s = CheckReadColumns(c, o_.events, read_plan_.scope.columns); !s.ok()) return s;
-    for (const auto& p : projectors) {
-      live_tables_.push_back(p->table().name);
-      names_.emplace_back(p->name());
-      const std::string target = p->table().name + plan_.table_suffix;
-      if (target.size() > 64) {
-        return Status::InvalidInput(fmt::format("the table name {} is longer than 64 characters; "
-                                                "choose a shorter suffix", target));
-      }
-      if (Status s = table_admin::CheckNotReserved(target, o_.events.table,
-                                                   fmt::format("the {} table of {}", TableKind(plan_), live_tables_.back()));
-          !s.ok()) {
-        return s;
-      }
-      lock_tables_.push_back(LockedTable(plan_, p->table().name));
-    }
-    // Every table in the way is refused before any work (read-only, whatever the layout of
-    // the bookkeeping), and again once the locks are held: the authoritative check.
-    auto in_the_way = [&]() -> Status {
-      for (const std::string& live : live_tables_) {
-        if (Status s = CheckTablesInTheWay(c, plan_, o_.events.table, live); !s.ok()) return s;
-      }
-      return Status::Ok();
-    };
-    if (Status s = in_the_way(); !s.ok()) return s;
-    if (Status s = checkpoint_store::Ensure(c); !s.ok()) return s;
-    // The heartbeat names the admin connection before it takes the locks: a holder of them
-    // without a beating run is a dead run's (table_admin::TakeLock).
-    Result<std::unique_ptr<Heartbeat>> beat =
-        Heartbeat::Start(o_.connection, c, sum_.run_id, plan_.scratch ? "verify" : "replay");
-    if (!beat.ok()) return beat.status();
-    heartbeat_ = std::move(*beat);
-    if (Status s = table_admin::Lock(c, lock_tables_, plan_.lock_prefix); !s.ok()) return s;
-    locked_ = true;
-    if (plan_.scratch) CleanAbandonedScratch(c, plan_);
-    if (Status s = in_the_way(); !s.ok()) return s;
-
-    Result<EventId> head = ReadHeadId(c, o_.events);
-    if (!head.ok()) return head.status();
-    sum_.head_id = o_.until_id ? std::min(*head, *o_.until_id) : *head;
-
-    // Prepare every projector, then give it its own connection.
-    EventId start_after = sum_.head_id;
-    GapSet watched;
-    std::string resumed_run_id;
-    for (auto& p : projectors) {
-      const std::string target = p->table().name + plan_.table_suffix;
-      Result<Prepared> prep = PrepareProjector(c, *p, target, TableKind(plan_), o_.events.table,
-                                               Fingerprint(o_, names_, *p), o_.resume, sum_.run_id,
-                                               sum_.head_id, &resumed_run_id, stderr);
-      if (!prep.ok()) return prep.status().With(fmt::format("preparing {}", p->name()));
-      start_after = std::min(start_after, prep->resume_after);
-      for (const IdRange& r : prep->gaps.ranges()) watched.Add(r);
-      Result<std::unique_ptr<Connection>> conn = Connection::Open(o_.connection);
-      if (!conn.ok()) return conn.status();
-      RunnerOptions ro;
-      ro.target_table = target;
-      ro.resume_after_id = prep->resume_after;
-      ro.gaps = prep->gaps;
-      ro.target_starts_empty = prep->created;
-      ro.flush_every_events = o_.flush_every_events;
-      ro.flush_max_rows = o_.flush_max_rows;
-      ro.run_id = sum_.run_id;
-      ro.stop_on_failure = o_.stop_on_failure;
-      sum_.projectors.push_back(ProjectorSummary{std::string(p->name()), target, prep->resume_after});
-      prior_applied_.push_back(prep->prior_applied);
-      prior_failed_.push_back(prep->prior_failed);
-      Result<std::unique_ptr<ProjectorRunner>> r =
-          ProjectorRunner::Make(std::move(p), std::move(*conn), ro);
-      if (!r.ok()) return r.status();
-      runners_.push_back(std::move(*r));
-    }
-    start_after_ = start_after;
-    if (!resumed_run_id.empty()) {
-      sum_.run_id = resumed_run_id;  // one run, continued: its failures stay together
-      for (auto& r : runners_) r->SetRunId(sum_.run_id);
-      (void)checkpoint_store::DeleteFailuresAfter(c, sum_.run_id, start_after);
-      Result<uint64_t> n = checkpoint_store::CountFailures(c, sum_.run_id);
-      if (n.ok()) prior_failures_ = *n;
-    }
-
-    Result<std::unique_ptr<Connection>> reader_conn = Connection::Open(o_.connection);
-    if (!reader_conn.ok()) return reader_conn.status();
-    ReaderOptions ro = ReaderOptionsFor(o_, read_plan_.scope);
-    ro.start_after_id = start_after;
-    ro.head_id = sum_.head_id;
-    ro.watched = watched;
-    Result<std::unique_ptr<Reader>> reader = Reader::Make(std::move(*reader_conn), ro);
-    if (!reader.ok()) return reader.status();
-    reader_ = std::move(*reader);
-    if (o_.max_events_per_second > 0 || o_.throttle_threads_running > 0) {
-      std::unique_ptr<Connection> probe;
-      if (o_.throttle_threads_running > 0) {
-        Result<std::unique_ptr<Connection>> pc = Connection::Open(o_.connection);
-        if (!pc.ok()) return pc.status();
-        probe = std::move(*pc);
-      }
-      throttle_ = std::make_unique<Throttle>(
-          ThrottleOptions{o_.max_events_per_second, o_.throttle_threads_running}, std::move(probe),
-          &stop_, [this](const std::string& state) {
-            fmt::print(stderr, "rewind: {}\n", state.empty() ? "reading resumes" : state + "; reading pauses");
-            SetNote(state);
-          });
-      reader_->SetThrottle(throttle_.get());
-    }
-    Result<std::unique_ptr<Connection>> recorder_conn = Connection::Open(o_.connection);
-    if (!recorder_conn.ok()) return recorder_conn.status();
-    recorder_ = std::make_unique<FailureRecorder>(std::move(*recorder_conn), sum_.run_id,
-                                                  o_.stop_on_failure);
-    decoder_ = std::make_unique<Decoder>(read_plan_.page_fields, read_plan_.page_class, read_plan_.catalog);
-    for (size_t i = 0; i < runners_.size(); ++i) {
-      ProjectorRunner* runner = runners_[i].get();
-      branches_.push_back(Branch{names_[i], [runner](const Batch& b) { return runner->Consume(b); }, true});
-    }
-    branches_.push_back(Branch{"failure recorder",
-                               [this](const Batch& b) {
-                                 sum_.events_read += b.rows_read;
-                                 sum_.skipped += b.skipped;
-                                 return recorder_->Consume(b);
-                               },
-                               false});
-    return Status::Ok();
-  }
-
-  // Runs the graph over what the reader has queued (a gap check, then ids up to its head)
-  // and commits every read model.
-  Status Pass(Progress& progress, const std::atomic<bool>& stop) {
-    GraphResult graph = RunGraph(*reader_, *decoder_, branches_, progress,
-                                 GraphOptions{o_.max_in_flight}, stop);
-    sum_.peak_in_flight = std::max(sum_.peak_in_flight, graph.peak_in_flight);
-    Status s = graph.status;
-    if (s.ok()) s = FlushAll(runners_);
-    Collect();
-    return s;
-  }
-  Status QuietPass() {
-    Progress quiet(ProgressMode::kQuiet, 0, 0, names_);
-    const std::atomic<bool> run_to_end{false};  // small ranges run to their end
-    return Pass(quiet, run_to_end);
-  }
-
-  void Collect() {
-    sum_.failures = prior_failures_ + recorder_->failures();
-    for (const auto& r : runners_) sum_.failures += r->stats().failures_recorded;
-    sum_.late_events = reader_->late_events();
-    sum_.gaps_given_up = reader_->gaps_given_up();
-    sum_.holes_watched_peak = reader_->peak_watched_gaps();
-    for (size_t i = 0; i < runners_.size(); ++i) {
-      const RunnerStats& st = runners_[i]->stats();
-      ProjectorSummary& ps = sum_.projectors[i];
-      ps.events_applied = st.events_applied;
-      ps.rows_written = st.rows_written;
-      ps.flushes = st.flushes;
-      ps.retries = st.retries;
-      ps.late_applied = st.late_applied;
-      ps.failed_events = prior_failed_[i] + st.failed_events;
-      ps.apply_seconds = st.apply_seconds;
-      ps.flush_seconds = st.flush_seconds;
-    }
-  }
-
-  // The rebuild: one pass from the lowest checkpoint to the head.
-  Status Rebuild() {
-    int64_t progress_start = ProgressPosition(start_after_);
-    if (start_after_ == kBeforeFirstId) {
-      Result<std::optional<std::string>> min = admin_->QueryValue(fmt::format(
-          "SELECT MIN({}) FROM {}", QuoteIdentifier(o_.events.id_column), QuoteIdentifier(o_.events.table)));
-      if (min.ok() && *min) progress_start = ProgressPosition(ParseEventId(**min).value_or(1) - 1);
-    }
-    Progress progress(o_.progress, progress_start, ProgressPosition(sum_.head_id), names_);
-    progress_ = &progress;
-    SetNote("");
-    progress.Start();
-    GraphResult graph = RunGraph(*reader_, *decoder_, branches_, progress,
-                                 GraphOptions{o_.max_in_flight}, stop_);
-    sum_.peak_in_flight = graph.peak_in_flight;
-    Status s = graph.status;
-    // Commit what was applied: at the end, and also when stopped by a signal, so that a
-    // resume continues from here.
-    // A build that never cuts over (--into, verify's scratch build) has no final check to
-    // settle the holes near the head: what order-dependent read models hold above them is
-    // applied now, in id order, as the build stands.
-    if (s.ok() && !plan_.swap) {
-      for (auto& r : runners_) r->ReleaseAllHeld();
-    }
-    if (s.ok()) {
-      progress.SetPhase(stop_.load() ? "stopping: committing what was applied"
-                                     : "all events read; writing the read models");
-      s = FlushAll(runners_);
-      if (s.ok()) progress.SetPhase(stop_.load() ? "committed" : "read models written");
-    }
-    progress.Stop();
-    progress_ = nullptr;
-    Collect();
-    return s;
-  }
-
-  // The progress line's note: the rate cap, and whether reading is throttled.
-  void SetNote(const std::string& throttled) {
-    if (progress_ == nullptr) return;
-    std::string note = throttled;
-    if (o_.max_events_per_second > 0) {
-      note = fmt::format("cap {} events/s{}{}", WithThousands(o_.max_events_per_second),
-                         note.empty() ? "" : "; ", note);
-    }
-    progress_->SetNote(note);
-  }
-
-  // --max-failures: every read model within its budget, over the whole run.
-  Status CheckBudget() {
-    if (!o_.max_failures && !o_.max_failures_percent) return Status::Ok();
-    std::string over;
-    for (size_t i = 0; i < runners_.size(); ++i) {
-      const RunnerStats& st = runners_[i]->stats();
-      const uint64_t failed = prior_failed_[i] + st.failed_events;
-      const uint64_t given = prior_applied_[i] + st.events_applied + failed;
-      const bool too_many = o_.max_failures ? failed > *o_.max_failures
-                                            : static_cast<double>(failed) * 100 >
-                                                  *o_.max_failures_percent * static_cast<double>(given);
-      if (too_many) {
-        over += fmt::format("{}{} failed {} of {} events", over.empty() ? "" : "; ", names_[i], failed, given);
-      }
-    }
-    sum_.within_budget = over.empty();
-    if (over.empty()) return Status::Ok();
-    sum_.over_budget = true;
-    return Status::InvalidInput(fmt::format(
-        "over the failure budget ({}): {}; nothing was swapped in, the shadow tables are kept for "
-        "inspection and --resume",
-        o_.max_failures ? fmt::format("--max-failures {}", *o_.max_failures)
-                        : fmt::format("--max-failures {}%", *o_.max_failures_percent),
-        over));
-  }
-
-  // A read model that received no event over the whole build (its resumed part included)
-  // would swap an empty table over a live one with rows: a class or an event table that
-  // matches nothing. Nothing is swapped then (the swap is one RENAME for all), unless
-  // --allow-empty.
-  Status CheckNotEmpty() {
-    if (o_.allow_empty) return Status::Ok();
-    std::string empty;
-    for (size_t i = 0; i < runners_.size(); ++i) {
-      const RunnerStats& st = runners_[i]->stats();
-      if (prior_applied_[i] + st.events_applied + prior_failed_[i] + st.failed_events > 0) continue;
-      Result<bool> exists = table_admin::Exists(*admin_, live_tables_[i]);
-      if (!exists.ok()) return exists.status();
-      if (!*exists) continue;
-      Result<std::optional<std::string>> any =
-          admin_->QueryValue(fmt::format("SELECT 1 FROM {} LIMIT 1", QuoteIdentifier(live_tables_[i])));
-      if (!any.ok()) return any.status();
-      if (*any) empty += fmt::format("{}{}", empty.empty() ? "" : ", ", names_[i]);
-    }
-    if (empty.empty()) return Status::Ok();
-    sum_.empty_build = true;
-    std::string classes;
-    for (const std::string& c : read_plan_.scope.classes) classes += (classes.empty() ? "'" : ", '") + c + "'";
-    if (classes.empty()) classes = "'" + o_.events.page_visited_class + "'";
-    return Status::InvalidInput(fmt::format(
-        "{} received no event from {} ({} events read; of the class {}), but the live table has rows: "
-        "nothing was swapped in, the shadow tables are kept; check --events-table and --event-class "
-        "(`rewind replay --dry-run` names the classes the table holds), or pass --allow-empty to swap "
-        "the empty build in",
-        empty, o_.events.table, WithThousands(sum_.events_read), classes));
-  }
-
-  // An --into build is complete: say so in its checkpoint rows.
-  void MarkBuilt() {
-    for (size_t i = 0; i < runners_.size(); ++i) {
-      (void)checkpoint_store::SetStatus(*admin_, names_[i], runners_[i]->target_table(), "built", 0);
-    }
-  }
-
-  // The application kept appending while the rebuild ran: read what it appended, and the
-  // ids that committed late, until one pass finds less than a batch (what is left then is
-  // applied under the cut-over's lock, so the lock is held briefly).
-  Status CatchUp() {
-    FaultPoint("before-catch-up");
-    for (int round = 0; round < 20 && !stop_.load(); ++round) {
-      if (Status s = EnsureAdmin(*admin_, lock_tables_, plan_.lock_prefix); !s.ok()) return s;
-      Result<Head> head = reader_->ReadHead();
-      if (!head.ok()) return head.status();
-      // The first round re-reads the holes still watched (late commits found before the
-      // lock, not under it); later rounds only what the new head proves final.
-      if (head->id <= reader_->head() && (round > 0 || reader_->watched_gaps() == 0) &&
-          !reader_->has_due_gaps()) {
-        return Status::Ok();
-      }
-      const uint64_t before = sum_.events_read;
-      if (head->id >= reader_->head()) reader_->ExtendHead(*head);
-      if (Status s = reader_->ProveByOpenTransactions(); !s.ok()) return s;
-      if (round == 0 && reader_->watched_gaps() > 0) reader_->QueueGapCheck(GapCheck::kRecheck);
-      if (Status s = QuietPass(); !s.ok()) return s;
-      sum_.catch_up_events += sum_.events_read - before;
-      sum_.head_id = reader_->head();
-      if (sum_.events_read - before < o_.batch_size) return Status::Ok();
-    }
-    return Status::Ok();
-  }
-
-  // One try of the cut-over: hold writers off, apply the last events, swap, release.
-  // kRetryable when a lock wait timed out (nothing swapped; try again).
-  Status CutOverOnce(Connection& lock) {
-    if (stop_.load()) {
-      sum_.interrupted = true;
-      return Status::Error(Status::Code::kCancelled, "stopped before the swap");
-    }
-    ++sum_.cutover_attempts;
-    Status held = table_admin::HoldWriters(lock, o_.events.table);
-    if (held.code() == Status::Code::kRetryable) {
-      return Status::Error(Status::Code::kRetryable,
-                           fmt::format("open transactions on the event table {} kept the lock waiting", o_.events.table));
-    }
-    if (!held.ok()) {
-      return held.With(fmt::format("holding inserts into {} off for the cut-over (needs the LOCK "
-                                   "TABLES grant)", o_.events.table));
-    }
-    const auto held_since = std::chrono::steady_clock::now();
-    FaultPoint("writers-held");
-    // No insert is open now: read to the final head, and settle every gap (only the holes
-    // still watched are read again: those near the head).
-    Result<Head> head = reader_->ReadHead();
-    Status s = head.ok() ? Status::Ok() : head.status();
-    if (s.ok()) {
-      const uint64_t before = sum_.events_read;
-      if (head->id >= reader_->head()) reader_->ExtendHead(*head);
-      reader_->QueueGapCheck(GapCheck::kFinal);
-      const uint64_t watched = reader_->watched_gaps();
-      s = QuietPass();
-      sum_.holes_read_under_lock += watched;
-      sum_.catch_up_events += sum_.events_read - before;
-      sum_.head_id = reader_->head();
-    }
-    if (s.ok()) s = CheckBudget();
-    if (s.ok()) {
-      FaultPoint("before-swap");
-      s = EnsureAdmin(*admin_, lock_tables_, plan_.lock_prefix);
-    }
-    if (s.ok()) s = table_admin::SwapIn(*admin_, live_tables_, plan_.table_suffix);
-    (void)table_admin::ReleaseWriters(lock);
-    sum_.writers_held_seconds += Since(held_since);
-    if (s.code() == Status::Code::kRetryable) {
-      return Status::Error(Status::Code::kRetryable, "open transactions on the live tables kept the swap waiting");
-    }
-    return s;
-  }
-
-  Status CutOver() {
-    Result<std::unique_ptr<Connection>> lock = Connection::Open(o_.connection);
-    if (!lock.ok()) return lock.status();
-    // Every wait for a lock is bounded (about a second); a wait that timed out is retried
-    // with backoff until the cut-over's own deadline.
-    RetryPolicy policy;
-    policy.max_retries = std::numeric_limits<int>::max();
-    policy.deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                             std::chrono::duration<double>(o_.cutover_timeout_seconds));
-    policy.max_delay = std::chrono::milliseconds(2000);
-    RetryHooks hooks;
-    hooks.before_retry = [](const Status& why, int retry) {
-      fmt::print(stderr, "rewind: cut-over: {}; trying again (attempt {})\n", why.message(), retry + 1);
-    };
-    Status s = Retry(policy, nullptr, [&] { return CutOverOnce(**lock); }, hooks);
-    if (s.code() == Status::Code::kRetryable) {
-      sum_.cutover_gave_up = true;
-      return Status::Error(Status::Code::kBusy, fmt::format("the cut-over gave up after {:.0f} s: {}",
-                                                            o_.cutover_timeout_seconds, s.message()));
-    }
-    if (!s.ok()) return s;
-    sum_.swapped = true;
-    const double seconds = Since(started_);
-    const double rate = seconds > 0 ? static_cast<double>(sum_.events_read) / seconds : 0;
-    for (size_t i = 0; i < runners_.size(); ++i) {
-      (void)checkpoint_store::BecomeLive(*admin_, names_[i], runners_[i]->target_table(),
-                                         live_tables_[i], o_.follow ? "following" : "live",
-                                         seconds, rate, 0);
-      runners_[i]->Retarget(live_tables_[i]);
-      sum_.projectors[i].table = live_tables_[i];
-    }
-    return Status::Ok();
-  }
-
-  // Keep applying new events to the live tables, same checkpoint discipline, same
-  // in-memory state (sessions continue exactly), until stopped. Ids missing below the
-  // head are watched for the settle window, then given up (counted in status).
-  Status Follow() {
-    const bool quiet = o_.progress == ProgressMode::kQuiet;
-    if (!quiet) {
-      fmt::print(stderr, "rewind: following new events after id {} (Ctrl-C to stop)\n",
-                 IdText(sum_.head_id));
-    }
-    const auto poll = std::chrono::milliseconds(static_cast<int64_t>(o_.poll_seconds * 1000));
-    while (!stop_.load()) {
-      (void)SleepUnlessStopped(poll, &stop_);
-      if (stop_.load()) break;
-      if (Status s = EnsureAdmin(*admin_, lock_tables_, plan_.lock_prefix); !s.ok()) return s;
-      Result<Head> now = reader_->ReadHead();
-      if (!now.ok()) return now.status();
-      if (now->id <= reader_->head() && reader_->watched_gaps() == 0) continue;
-      const uint64_t before = sum_.events_read, given_before = reader_->gaps_given_up();
-      const uint64_t late_before = reader_->late_events();
-      const EventId from = reader_->head();
-      if (now->id >= reader_->head()) reader_->ExtendHead(*now);
-      if (Status s = reader_->ProveByOpenTransactions(); !s.ok()) return s;
-      if (reader_->watched_gaps() > 0) reader_->QueueGapCheck(GapCheck::kFollow);
-      if (Status s = QuietPass(); !s.ok()) return s;
-      if (const uint64_t given = reader_->gaps_given_up() - given_before; given > 0) {
-        fmt::print(stderr, "rewind: gave up {} gap(s) in the ids after {} s without a commit\n",
-                   given, o_.settle_seconds);
-        for (size_t i = 0; i < runners_.size(); ++i) {
-          (void)checkpoint_store::SetStatus(*admin_, names_[i], live_tables_[i], "following", given);
-        }
-      }
-      if (!quiet && (sum_.events_read > before)) {
-        fmt::print(stderr, "rewind: followed events after {} up to {} ({} new, {} late)\n",
-                   IdText(from), IdText(reader_->head()), sum_.events_read - before,
-                   reader_->late_events() - late_before);
-      }
-      sum_.head_id = reader_->head();
-    }
-    for (size_t i = 0; i < runners_.size(); ++i) {
-      (void)checkpoint_store::SetStatus(*admin_, names_[i], live_tables_[i], "live", 0);
-    }
-    // Stopped: a clean end (everything applied is committed to the live tables), which the
-    // exit code says as any stop by a signal does (130 / 143).
-    sum_.interrupted = true;
-    return Status::Ok();
-  }
-
-  void DropScratch() {
-    Connection& c = *admin_;
-    if (!EnsureAdmin(c, lock_tables_, plan_.lock_prefix).ok()) return;
-    for (size_t i = 0; i < live_tables_.size(); ++i) {
-      const std::string target = live_tables_[i] + plan_.table_suffix;
-      if (!table_admin::DropOwned(c, target).ok()) continue;
-      (void)checkpoint_store::Delete(c, names_[i], target);
-    }
-  }
-
-  const ReplayOptions& o_;
-  const RunPlan& plan_;
-  const std::atomic<bool>& stop_;
-  const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
-  ReplaySummary sum_;
-  std::unique_ptr<Heartbeat> heartbeat_;
-  std::unique_ptr<Connection> admin_;
-  bool locked_ = false;
-  std::vector<std::string> live_tables_, names_;
-  std::vector<std::string> lock_tables_;  // the tables this run's named locks are on
-  std::vector<uint64_t> prior_applied_, prior_failed_;
-  std::unique_ptr<Throttle> throttle_;
-  Progress* progress_ = nullptr;
-  std::vector<std::unique_ptr<ProjectorRunner>> runners_;
-  EventId start_after_ = kBeforeFirstId;
-  uint64_t prior_failures_ = 0;  // recorded by the interrupted part of a resumed run
-  std::unique_ptr<Reader> reader_;
-  std::unique_ptr<FailureRecorder> recorder_;
-  ReadPlan read_plan_;
-  std::unique_ptr<Decoder> decoder_;
-  std::vector<Branch> branches_;
-};
-
 }  // namespace
 
+Build::Build(const ReplayOptions& o, const RunPlan& plan, const std::atomic<bool>& stop)
+    : o_(o), plan_(plan), stop_(stop) {
+  sum_.run_id = NewRunId();
+}
+
+Build::~Build() {
+  if (heartbeat_) heartbeat_->Stop();
+}
+
+ReplaySummary Build::Finish(Status s) {
+  sum_.status = std::move(s);
+  sum_.seconds = Since(started_);
+  return std::move(sum_);
+}
+
+Status Build::Prepare(std::vector<std::unique_ptr<Projector>> projectors) {
+  GapSet watched;  // the holes the interrupted builds were watching
+  Status s = ConnectToSource(projectors);
+  if (s.ok()) s = PlanTheReads(projectors);
+  if (s.ok()) s = NameTheTables(projectors);
+  // Every table in the way is refused before any work (read-only, whatever the layout of
+  // the bookkeeping), and again once the locks are held: the authoritative check.
+  if (s.ok()) s = CheckTablesInTheWay();
+  if (s.ok()) s = TakeOwnership();
+  if (s.ok()) s = ReadTheHead();
+  if (s.ok()) s = PrepareRunners(std::move(projectors), &watched);
+  if (s.ok()) s = StartReader(watched);
+  if (s.ok()) s = StartRecorder();
+  return s;
+}
+
+// Connects, and checks the event source: the event table, its id column, --until-id.
+Status Build::ConnectToSource(const std::vector<std::unique_ptr<Projector>>& projectors) {
+  if (o_.connection.database.empty()) {
+    return Status::InvalidInput("no database given: pass --database NAME or set REWIND_DATABASE");
+  }
+  if (projectors.empty()) return Status::InvalidInput("no read model selected");
+  Result<std::unique_ptr<Connection>> admin = Connection::Open(o_.connection);
+  if (!admin.ok()) return admin.status();
+  admin_ = std::move(*admin);
+  if (Status s = CheckEventTable(*admin_, o_.events, !o_.until_time.empty()); !s.ok()) return s;
+  return CheckUntilId(*admin_, o_);
+}
+
+// What to read and decode (binds the declared read models), checked before any work.
+Status Build::PlanTheReads(std::vector<std::unique_ptr<Projector>>& projectors) {
+  read_plan_ = PlanReads(o_.events, projectors);
+  return CheckReadColumns(*admin_, o_.events, read_plan_.scope.columns);
+}
+
+// Each read model's live table, its build table (checked as a name) and the table locked.
+Status Build::NameTheTables(const std::vector<std::unique_ptr<Projector>>& projectors) {
+  for (const auto& p : projectors) {
+    live_tables_.push_back(p->table().name);
+    names_.emplace_back(p->name());
+    const std::string target = p->table().name + plan_.table_suffix;
+    if (target.size() > 64) {
+      return Status::InvalidInput(fmt::format("the table name {} is longer than 64 characters; "
+                                              "choose a shorter suffix", target));
+    }
+    if (Status s = table_admin::CheckNotReserved(target, o_.events.table,
+                                                 fmt::format("the {} table of {}", TableKind(plan_), live_tables_.back()));
+        !s.ok()) {
+      return s;
+    }
+    lock_tables_.push_back(LockedTable(plan_, p->table().name));
+  }
+  return Status::Ok();
+}
+
+Status Build::CheckTablesInTheWay() {
+  for (const std::string& live : live_tables_) {
+    if (Status s = rw::CheckTablesInTheWay(*admin_, plan_, o_.events.table, live); !s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+// The bookkeeping at the current layout, the heartbeat, the named locks; then (for a
+// scratch run) what killed runs of its kind left, and the tables in the way once more.
+Status Build::TakeOwnership() {
+  Connection& c = *admin_;
+  if (Status s = checkpoint_store::Ensure(c); !s.ok()) return s;
+  // The heartbeat names the admin connection before it takes the locks: a holder of them
+  // without a beating run is a dead run's (table_admin::TakeLock).
+  Result<std::unique_ptr<Heartbeat>> beat =
+      Heartbeat::Start(o_.connection, c, sum_.run_id, plan_.scratch ? "verify" : "replay");
+  if (!beat.ok()) return beat.status();
+  heartbeat_ = std::move(*beat);
+  if (Status s = table_admin::Lock(c, lock_tables_, plan_.lock_prefix); !s.ok()) return s;
+  locked_ = true;
+  if (plan_.scratch) CleanAbandonedScratch(c, plan_);
+  return CheckTablesInTheWay();
+}
+
+// The head the rebuild reads to (--until-id caps it).
+Status Build::ReadTheHead() {
+  Result<EventId> head = ReadHeadId(*admin_, o_.events);
+  if (!head.ok()) return head.status();
+  sum_.head_id = o_.until_id ? std::min(*head, *o_.until_id) : *head;
+  return Status::Ok();
+}
+
+// Prepares every projector (its build table and checkpoint), then gives it a runner on a
+// connection of its own. A resumed run continues the interrupted run's id and failures.
+Status Build::PrepareRunners(std::vector<std::unique_ptr<Projector>> projectors, GapSet* watched) {
+  Connection& c = *admin_;
+  EventId start_after = sum_.head_id;
+  std::string resumed_run_id;
+  for (auto& p : projectors) {
+    const std::string target = p->table().name + plan_.table_suffix;
+    Result<Prepared> prep = PrepareProjector(c, *p, target, TableKind(plan_), o_.events.table,
+                                             Fingerprint(o_, names_, *p), o_.resume, sum_.run_id,
+                                             sum_.head_id, &resumed_run_id, stderr);
+    if (!prep.ok()) return prep.status().With(fmt::format("preparing {}", p->name()));
+    start_after = std::min(start_after, prep->resume_after);
+    for (const IdRange& r : prep->gaps.ranges()) watched->Add(r);
+    Result<std::unique_ptr<Connection>> conn = Connection::Open(o_.connection);
+    if (!conn.ok()) return conn.status();
+    RunnerOptions ro;
+    ro.target_table = target;
+    ro.resume_after_id = prep->resume_after;
+    ro.gaps = prep->gaps;
+    ro.target_starts_empty = prep->created;
+    ro.flush_every_events = o_.flush_every_events;
+    ro.flush_max_rows = o_.flush_max_rows;
+    ro.run_id = sum_.run_id;
+    ro.stop_on_failure = o_.stop_on_failure;
+    sum_.projectors.push_back(ProjectorSummary{std::string(p->name()), target, prep->resume_after});
+    prior_applied_.push_back(prep->prior_applied);
+    prior_failed_.push_back(prep->prior_failed);
+    Result<std::unique_ptr<ProjectorRunner>> r =
+        ProjectorRunner::Make(std::move(p), std::move(*conn), ro);
+    if (!r.ok()) return r.status();
+    runners_.push_back(std::move(*r));
+  }
+  start_after_ = start_after;
+  if (!resumed_run_id.empty()) {
+    sum_.run_id = resumed_run_id;  // one run, continued: its failures stay together
+    for (auto& r : runners_) r->SetRunId(sum_.run_id);
+    (void)checkpoint_store::DeleteFailuresAfter(c, sum_.run_id, start_after);
+    Result<uint64_t> n = checkpoint_store::CountFailures(c, sum_.run_id);
+    if (n.ok()) prior_failures_ = *n;
+  }
+  return Status::Ok();
+}
+
+// The reader, from the lowest checkpoint to the head, and its throttle (if any).
+Status Build::StartReader(const GapSet& watched) {
+  Result<std::unique_ptr<Connection>> reader_conn = Connection::Open(o_.connection);
+  if (!reader_conn.ok()) return reader_conn.status();
+  ReaderOptions ro = ReaderOptionsFor(o_, read_plan_.scope);
+  ro.start_after_id = start_after_;
+  ro.head_id = sum_.head_id;
+  ro.watched = watched;
+  Result<std::unique_ptr<Reader>> reader = Reader::Make(std::move(*reader_conn), ro);
+  if (!reader.ok()) return reader.status();
+  reader_ = std::move(*reader);
+  if (o_.max_events_per_second > 0 || o_.throttle_threads_running > 0) {
+    std::unique_ptr<Connection> probe;
+    if (o_.throttle_threads_running > 0) {
+      Result<std::unique_ptr<Connection>> pc = Connection::Open(o_.connection);
+      if (!pc.ok()) return pc.status();
+      probe = std::move(*pc);
+    }
+    throttle_ = std::make_unique<Throttle>(
+        ThrottleOptions{o_.max_events_per_second, o_.throttle_threads_running}, std::move(probe),
+        &stop_, [this](const std::string& state) {
+          fmt::print(stderr, "rewind: {}\n", state.empty() ? "reading resumes" : state + "; reading pauses");
+          SetNote(state);
+        });
+    reader_->SetThrottle(throttle_.get());
+  }
+  return Status::Ok();
+}
+
+// The failure recorder, the decoder, and the graph's branches: one per runner, and the
+// recorder (which also counts what was read).
+Status Build::StartRecorder() {
+  Result<std::unique_ptr<Connection>> recorder_conn = Connection::Open(o_.connection);
+  if (!recorder_conn.ok()) return recorder_conn.status();
+  recorder_ = std::make_unique<FailureRecorder>(std::move(*recorder_conn), sum_.run_id,
+                                                o_.stop_on_failure);
+  decoder_ = std::make_unique<Decoder>(read_plan_.page_fields, read_plan_.page_class, read_plan_.catalog);
+  for (size_t i = 0; i < runners_.size(); ++i) {
+    ProjectorRunner* runner = runners_[i].get();
+    branches_.push_back(Branch{names_[i], [runner](const Batch& b) { return runner->Consume(b); }, true});
+  }
+  branches_.push_back(Branch{"failure recorder",
+                             [this](const Batch& b) {
+                               sum_.events_read += b.rows_read;
+                               sum_.skipped += b.skipped;
+                               return recorder_->Consume(b);
+                             },
+                             false});
+  return Status::Ok();
+}
+
+// The one place the graph runs: over what the reader has queued (a gap check, then ids up
+// to its head).
+Status Build::RunTheGraph(Progress& progress, const std::atomic<bool>& stop) {
+  GraphResult graph = RunGraph(*reader_, *decoder_, branches_, progress,
+                               GraphOptions{o_.max_in_flight}, stop);
+  sum_.peak_in_flight = std::max(sum_.peak_in_flight, graph.peak_in_flight);
+  return graph.status;
+}
+
+Status Build::Pass(Progress& progress, const std::atomic<bool>& stop) {
+  Status s = RunTheGraph(progress, stop);
+  if (s.ok()) s = FlushAll(runners_);
+  Collect();
+  return s;
+}
+
+Status Build::QuietPass() {
+  Progress quiet(ProgressMode::kQuiet, 0, 0, names_);
+  const std::atomic<bool> run_to_end{false};  // small ranges run to their end
+  return Pass(quiet, run_to_end);
+}
+
+Status Build::ReadOn(const Head& head, Proof proof, std::optional<GapCheck> check,
+                     uint64_t* rechecked) {
+  if (head.id >= reader_->head()) reader_->ExtendHead(head);
+  if (proof == Proof::kOpenTransactions) {
+    if (Status s = reader_->ProveByOpenTransactions(); !s.ok()) return s;
+  }
+  uint64_t queued = 0;
+  if (check && (*check == GapCheck::kFinal || reader_->watched_gaps() > 0)) {
+    reader_->QueueGapCheck(*check);
+    queued = reader_->watched_gaps();
+  }
+  if (rechecked != nullptr) *rechecked = queued;
+  return QuietPass();
+}
+
+void Build::Collect() {
+  sum_.failures = prior_failures_ + recorder_->failures();
+  for (const auto& r : runners_) sum_.failures += r->stats().failures_recorded;
+  sum_.late_events = reader_->late_events();
+  sum_.gaps_given_up = reader_->gaps_given_up();
+  sum_.holes_watched_peak = reader_->peak_watched_gaps();
+  for (size_t i = 0; i < runners_.size(); ++i) {
+    const RunnerStats& st = runners_[i]->stats();
+    ProjectorSummary& ps = sum_.projectors[i];
+    ps.events_applied = st.events_applied;
+    ps.rows_written = st.rows_written;
+    ps.flushes = st.flushes;
+    ps.retries = st.retries;
+    ps.late_applied = st.late_applied;
+    ps.failed_events = prior_failed_[i] + st.failed_events;
+    ps.apply_seconds = st.apply_seconds;
+    ps.flush_seconds = st.flush_seconds;
+  }
+}
+
+Status Build::Rebuild() {
+  int64_t progress_start = ProgressPosition(start_after_);
+  if (start_after_ == kBeforeFirstId) {
+    Result<std::optional<std::string>> min = admin_->QueryValue(fmt::format(
+        "SELECT MIN({}) FROM {}", QuoteIdentifier(o_.events.id_column), QuoteIdentifier(o_.events.table)));
+    if (min.ok() && *min) progress_start = ProgressPosition(ParseEventId(**min).value_or(1) - 1);
+  }
+  Progress progress(o_.progress, progress_start, ProgressPosition(sum_.head_id), names_);
+  progress_ = &progress;
+  SetNote("");
+  progress.Start();
+  Status s = RunTheGraph(progress, stop_);
+  // Commit what was applied: at the end, and also when stopped by a signal, so that a
+  // resume continues from here.
+  // A build that never cuts over (--into, verify's scratch build) has no final check to
+  // settle the holes near the head: what order-dependent read models hold above them is
+  // applied now, in id order, as the build stands.
+  if (s.ok() && !plan_.swap) {
+    for (auto& r : runners_) r->ReleaseAllHeld();
+  }
+  if (s.ok()) {
+    progress.SetPhase(stop_.load() ? "stopping: committing what was applied"
+                                   : "all events read; writing the read models");
+    s = FlushAll(runners_);
+    if (s.ok()) progress.SetPhase(stop_.load() ? "committed" : "read models written");
+  }
+  progress.Stop();
+  progress_ = nullptr;
+  Collect();
+  return s;
+}
+
+// The progress line's note: the rate cap, and whether reading is throttled.
+void Build::SetNote(const std::string& throttled) {
+  if (progress_ == nullptr) return;
+  std::string note = throttled;
+  if (o_.max_events_per_second > 0) {
+    note = fmt::format("cap {} events/s{}{}", WithThousands(o_.max_events_per_second),
+                       note.empty() ? "" : "; ", note);
+  }
+  progress_->SetNote(note);
+}
+
+Status Build::CheckBudget() {
+  if (!o_.max_failures && !o_.max_failures_percent) return Status::Ok();
+  std::string over;
+  for (size_t i = 0; i < runners_.size(); ++i) {
+    const RunnerStats& st = runners_[i]->stats();
+    const uint64_t failed = prior_failed_[i] + st.failed_events;
+    const uint64_t given = prior_applied_[i] + st.events_applied + failed;
+    const bool too_many = o_.max_failures ? failed > *o_.max_failures
+                                          : static_cast<double>(failed) * 100 >
+                                                *o_.max_failures_percent * static_cast<double>(given);
+    if (too_many) {
+      over += fmt::format("{}{} failed {} of {} events", over.empty() ? "" : "; ", names_[i], failed, given);
+    }
+  }
+  sum_.within_budget = over.empty();
+  if (over.empty()) return Status::Ok();
+  sum_.over_budget = true;
+  return Status::InvalidInput(fmt::format(
+      "over the failure budget ({}): {}; nothing was swapped in, the shadow tables are kept for "
+      "inspection and --resume",
+      o_.max_failures ? fmt::format("--max-failures {}", *o_.max_failures)
+                      : fmt::format("--max-failures {}%", *o_.max_failures_percent),
+      over));
+}
+
+// A read model that received no event over the whole build (its resumed part included)
+// would swap an empty table over a live one with rows: a class or an event table that
+// matches nothing. Nothing is swapped then (the swap is one RENAME for all), unless
+// --allow-empty.
+Status Build::CheckNotEmpty() {
+  if (o_.allow_empty) return Status::Ok();
+  std::string empty;
+  for (size_t i = 0; i < runners_.size(); ++i) {
+    const RunnerStats& st = runners_[i]->stats();
+    if (prior_applied_[i] + st.events_applied + prior_failed_[i] + st.failed_events > 0) continue;
+    Result<bool> exists = table_admin::Exists(*admin_, live_tables_[i]);
+    if (!exists.ok()) return exists.status();
+    if (!*exists) continue;
+    Result<std::optional<std::string>> any =
+        admin_->QueryValue(fmt::format("SELECT 1 FROM {} LIMIT 1", QuoteIdentifier(live_tables_[i])));
+    if (!any.ok()) return any.status();
+    if (*any) empty += fmt::format("{}{}", empty.empty() ? "" : ", ", names_[i]);
+  }
+  if (empty.empty()) return Status::Ok();
+  sum_.empty_build = true;
+  std::string classes;
+  for (const std::string& c : read_plan_.scope.classes) classes += (classes.empty() ? "'" : ", '") + c + "'";
+  if (classes.empty()) classes = "'" + o_.events.page_visited_class + "'";
+  return Status::InvalidInput(fmt::format(
+      "{} received no event from {} ({} events read; of the class {}), but the live table has rows: "
+      "nothing was swapped in, the shadow tables are kept; check --events-table and --event-class "
+      "(`rewind replay --dry-run` names the classes the table holds), or pass --allow-empty to swap "
+      "the empty build in",
+      empty, o_.events.table, WithThousands(sum_.events_read), classes));
+}
+
+
+Status Build::StoppedBeforeSwap() {
+  if (!stop_.load()) return Status::Ok();
+  sum_.interrupted = true;
+  return Status::Error(Status::Code::kCancelled, "stopped before the swap");
+}
+
+Status Build::EnsureAdmin() { return rw::EnsureAdmin(*admin_, lock_tables_, plan_.lock_prefix); }
+
+Status Build::SwapIn() { return table_admin::SwapIn(*admin_, live_tables_, plan_.table_suffix); }
+
+void Build::BecomeLive(CheckpointStatus status) {
+  const double seconds = Since(started_);
+  const double rate = seconds > 0 ? static_cast<double>(sum_.events_read) / seconds : 0;
+  for (size_t i = 0; i < runners_.size(); ++i) {
+    (void)checkpoint_store::BecomeLive(*admin_, names_[i], runners_[i]->target_table(),
+                                       live_tables_[i], status, seconds, rate, 0);
+    runners_[i]->Retarget(live_tables_[i]);
+    sum_.projectors[i].table = live_tables_[i];
+  }
+}
+
+void Build::SetStatus(CheckpointStatus status, uint64_t gaps_given_up) {
+  for (size_t i = 0; i < runners_.size(); ++i) {
+    (void)checkpoint_store::SetStatus(*admin_, names_[i], runners_[i]->target_table(), status,
+                                      gaps_given_up);
+  }
+}
+
+void Build::DropScratch() {
+  if (!locked_) return;
+  Connection& c = *admin_;
+  if (!rw::EnsureAdmin(c, lock_tables_, plan_.lock_prefix).ok()) return;
+  for (size_t i = 0; i < live_tables_.size(); ++i) {
+    const std::string target = live_tables_[i] + plan_.table_suffix;
+    if (!table_admin::DropOwned(c, target).ok()) continue;
+    (void)checkpoint_store::Delete(c, names_[i], target);
+  }
+}
+
+namespace {
+
+// The --into build's finisher: within the failure budget, it is complete ("built").
+Status FinishInto(Build& b) {
+  Status s = b.CheckBudget();
+  if (s.ok()) b.SetStatus(CheckpointStatus::kBuilt, 0);
+  return s;
+}
+
+// The scratch build's finisher (verify): its check on the build (the compare), then the
+// scratch tables go, whatever happened (when this run holds their locks).
+Status FinishScratch(Build& b, Status built) {
+  Status s = std::move(built);
+  if (s.ok() && b.plan().after_build) s = b.plan().after_build(b.admin());
+  b.DropScratch();
+  if (s.ok()) s = b.CheckBudget();
+  return s;
+}
+
+}  // namespace
 
 Status CheckTablesInTheWay(Connection& c, const RunPlan& plan, const std::string& events_table,
                            const std::string& live) {
@@ -739,7 +632,17 @@ std::string LockedTable(const RunPlan& plan, const std::string& live) {
 ReplaySummary RunRebuild(const ReplayOptions& options,
                          std::vector<std::unique_ptr<Projector>> projectors,
                          const std::atomic<bool>& stop, const RunPlan& plan) {
-  return Run(options, plan, stop).Go(std::move(projectors));
+  Build b(options, plan, stop);
+  Status s = b.Prepare(std::move(projectors));
+  if (s.ok()) s = b.Rebuild();
+  if (s.ok()) FaultPoint("after-build");
+  if (s.ok()) s = b.StoppedBeforeSwap();
+  if (plan.scratch) {
+    s = FinishScratch(b, std::move(s));
+  } else if (s.ok()) {
+    s = plan.swap ? FinishSwap(b) : FinishInto(b);
+  }
+  return b.Finish(std::move(s));
 }
 
 ReplaySummary Replay(const ReplayOptions& options, std::vector<std::unique_ptr<Projector>> projectors,

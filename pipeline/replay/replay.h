@@ -1,29 +1,40 @@
-// Replay: one whole rebuild run. It reads as Prepare -> Rebuild -> Catch up -> Cut over
-// -> Follow:
+// Replay: one whole rebuild run of the selected read models from the event table, as a
+// build and then one of three finishers (RunRebuild; the parts in replay_build.h and
+// cutover.h):
 //
-//  1. Prepare: connect, check the event table (its id column included), bring rewind's
-//     bookkeeping tables to the current layout, take a named lock per read model
-//     (GET_LOCK), refuse any table in the way that rewind did not make (before any work),
-//     create a shadow table `<table>__rewind_new` per read model, recorded as rewind's (or,
-//     with --resume, find the interrupted one; a resume refuses a build of another event
-//     source, another set of read models or another version of a read model).
-//  2. Rebuild: one pass from the lowest checkpoint to the head id taken at the start;
-//     every read model commits its rows with its checkpoint.
-//  3. Catch up: the application kept appending; read what it appended (and the ids that
-//     committed late) until little is left.
-//  4. Cut over: hold inserts into the event table off (LOCK TABLES ... READ on a
-//     connection of its own, waiting at most about a second for open transactions; once
-//     held, no insert is open, so every gap below the head is final), apply the last
-//     events, swap every shadow table in with one RENAME TABLE (again waiting at most
-//     about a second), release. A wait that times out is reported and retried with
-//     backoff; after --cutover-timeout the run gives up cleanly (exit 6): the live
-//     tables untouched, every build committed and resumable.
-//  5. Follow (--follow): keep applying new events, and late commits within the settle
-//     window, to the live tables until stopped.
+//  Build (every kind of run)
+//   1. Prepare: connect and check the event source (the event table, its id column,
+//      --until-id); plan what to read and decode; name each read model's build table and
+//      refuse any table in the way that rewind did not make (before any work); bring
+//      rewind's bookkeeping tables to the current layout, start the heartbeat, take a named
+//      lock per read model (GET_LOCK) and check the tables in the way again; read the head;
+//      create a build table per read model, recorded as rewind's, with its checkpoint (or,
+//      with --resume, find the interrupted one; a resume refuses a build of another event
+//      source, another set of read models or another version of a read model), and give
+//      it a runner; start the reader (and its throttle), the failure recorder and decoder.
+//   2. Rebuild: one pass from the lowest checkpoint to the head id taken at the start;
+//      every read model commits its rows with its checkpoint.
+//   A stop asked by then ends the run here ("stopped before the swap"), resumable.
 //
-// On error nothing is swapped: the live tables are untouched and the shadow tables keep
+//  Then one finisher, by the plan:
+//   - swap (a rebuild, `<table>__rewind_new`; cutover.h): catch up on what the application
+//     appended meanwhile, refuse an empty build over a live table with rows, check the
+//     failure budget, cut over (hold inserts off, apply the last events, swap every shadow
+//     table in with one RENAME TABLE; bounded waits retried until --cutover-timeout, then
+//     exit 6 with the live tables untouched), and with --follow keep applying new events,
+//     and late commits within the settle window, to the live tables until stopped.
+//   - into (--into SUFFIX): check the failure budget, mark the build "built"; never swapped.
+//   - scratch (verify, verify.h): the plan's after_build check (the compare), then drop the
+//     scratch tables, then the failure budget.
+//
+// On error nothing is swapped: the live tables are untouched and the build tables keep
 // their committed checkpoints. On `stop` (a signal) every projector commits what it
 // applied, and the run can be resumed.
+//
+// Thread safety: RunRebuild and Replay run on the calling thread (the graph's own threads
+// inside); `stop` may be set from any thread or a signal handler. Runs in separate
+// processes exclude each other per read model by their named locks. The other functions
+// are stateless, each using the connection it is given.
 #pragma once
 
 #include <atomic>
@@ -52,7 +63,8 @@ struct RunPlan {
   // Scratch builds (verify) clean up after themselves, and before, what a killed run of
   // their kind left behind when nobody holds its lock.
   bool scratch = false;
-  // Runs on the admin connection after a successful build, while the locks are held.
+  // A scratch build's check: runs on the admin connection after a successful build, while
+  // the locks are held, before the scratch tables are dropped.
   std::function<Status(Connection&)> after_build;
 };
 
@@ -74,6 +86,7 @@ Status CheckTablesInTheWay(Connection& c, const RunPlan& plan, const std::string
 // Refuses an --until-id below the first event (an empty build) unless --allow-empty.
 Status CheckUntilId(Connection& c, const ReplayOptions& options);
 
+// Builds by `plan`, then finishes as the plan says (above).
 ReplaySummary RunRebuild(const ReplayOptions& options,
                          std::vector<std::unique_ptr<Projector>> projectors,
                          const std::atomic<bool>& stop, const RunPlan& plan);

@@ -1,8 +1,13 @@
-// Verify: rebuild into scratch tables (<table>__rewind_verify), never swap, compare with
-// the live tables on the read model's own columns, drop the scratch tables. The scratch
-// tables belong to the run that holds the verify lock of their read model: a second
-// verify refuses and touches nothing; one killed leaves them behind, and the next verify
-// run drops them (and their checkpoint rows) when their lock is free.
+// Verify: does a rebuild from the events give the live read models? Rebuilds into scratch
+// tables (<table>__rewind_verify; RunRebuild with a scratch plan), never swaps, compares
+// them with the live tables on the read model's own columns while the run still holds its
+// locks, then drops the scratch tables. The scratch tables belong to the run that holds the
+// verify lock of their read model: a second verify refuses and touches nothing; one killed
+// leaves them behind, and the next verify run drops them (and their checkpoint rows) when
+// their lock is free.
+//
+// Thread safety: Verify runs on the calling thread; `stop` may be set from any thread or a
+// signal handler.
 #pragma once
 
 #include <atomic>

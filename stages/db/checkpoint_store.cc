@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <utility>
 
 #include "stages/db/table_admin.h"
 
@@ -121,7 +122,7 @@ Checkpoint FromRow(const std::vector<std::optional<std::string>>& r) {
   cp.projector = r[0].value_or("");
   cp.target_table = r[1].value_or("");
   cp.live_table = r[2].value_or("");
-  cp.status = r[3].value_or("");
+  cp.status = ParseCheckpointStatus(r[3].value_or(""));
   cp.run_id = r[4].value_or("");
   cp.source = r[5].value_or("");
   cp.last_event_id = IdOr(r[6], kBeforeFirstId);
@@ -177,6 +178,30 @@ bool IsBookkeepingTable(std::string_view table) {
     }
   }
   return false;
+}
+
+namespace {
+// The one spelling of each status in the status column.
+constexpr std::pair<CheckpointStatus, std::string_view> kStatusTexts[] = {
+    {CheckpointStatus::kBuilding, "building"},
+    {CheckpointStatus::kBuilt, "built"},
+    {CheckpointStatus::kLive, "live"},
+    {CheckpointStatus::kFollowing, "following"},
+};
+}  // namespace
+
+std::string_view CheckpointStatusText(CheckpointStatus status) {
+  for (const auto& [s, text] : kStatusTexts) {
+    if (s == status) return text;
+  }
+  return "";
+}
+
+std::optional<CheckpointStatus> ParseCheckpointStatus(std::string_view text) {
+  for (const auto& [s, t] : kStatusTexts) {
+    if (t == text) return s;
+  }
+  return std::nullopt;
 }
 
 namespace checkpoint_store {
@@ -267,7 +292,8 @@ Status Start(Connection& c, const Checkpoint& cp) {
       "REPLACE INTO rewind_checkpoints (projector, target_table, live_table, status, run_id, "
       "source, last_event_id, gaps, head_event_id, started_at, updated_at) VALUES ({}, {}, {}, "
       "{}, {}, {}, {}, {}, {}, NOW(6), NOW(6))",
-      c.Quote(cp.projector), c.Quote(cp.target_table), c.Quote(cp.live_table), c.Quote(cp.status),
+      c.Quote(cp.projector), c.Quote(cp.target_table), c.Quote(cp.live_table),
+      c.Quote(CheckpointStatusText(cp.status.value())),
       c.Quote(cp.run_id), c.Quote(cp.source), IdText(cp.last_event_id), c.Quote(cp.gaps.Text()),
       IdText(cp.head_event_id)));
 }
@@ -291,7 +317,7 @@ std::string AdvanceSql(Connection& c, const std::string& projector, const std::s
 }
 
 Status BecomeLive(Connection& c, const std::string& projector, const std::string& built,
-                  const std::string& live, const std::string& status, double seconds,
+                  const std::string& live, CheckpointStatus status, double seconds,
                   double rate, uint64_t given_up) {
   if (Status s = c.Execute(fmt::format(
           "DELETE FROM rewind_checkpoints WHERE projector = {} AND target_table = {}",
@@ -302,15 +328,15 @@ Status BecomeLive(Connection& c, const std::string& projector, const std::string
       "UPDATE rewind_checkpoints SET target_table = {}, status = {}, finished_at = NOW(6), "
       "seconds = {}, events_per_second = {}, gaps_given_up = gaps_given_up + {} WHERE "
       "projector = {} AND target_table = {}",
-      c.Quote(live), c.Quote(status), seconds, rate, given_up, c.Quote(projector), c.Quote(built)));
+      c.Quote(live), c.Quote(CheckpointStatusText(status)), seconds, rate, given_up, c.Quote(projector), c.Quote(built)));
 }
 
 Status SetStatus(Connection& c, const std::string& projector, const std::string& target,
-                 const std::string& status, uint64_t given_up) {
+                 CheckpointStatus status, uint64_t given_up) {
   return c.Execute(fmt::format(
       "UPDATE rewind_checkpoints SET status = {}, gaps_given_up = gaps_given_up + {}, "
       "updated_at = NOW(6) WHERE projector = {} AND target_table = {}",
-      c.Quote(status), given_up, c.Quote(projector), c.Quote(target)));
+      c.Quote(CheckpointStatusText(status)), given_up, c.Quote(projector), c.Quote(target)));
 }
 
 Status Delete(Connection& c, const std::string& projector, const std::string& target) {

@@ -53,11 +53,24 @@ inline constexpr const char* kBookkeepingTables[] = {kSchemaTable, kCheckpointTa
 // True when `table` is one of kBookkeepingTables (compared as the server compares names).
 bool IsBookkeepingTable(std::string_view table);
 
+// Where a checkpoint's table stands. The status column holds its text (CheckpointStatusText);
+// these four are the only texts rewind writes.
+enum class CheckpointStatus {
+  kBuilding,   // "building": a build under way, or interrupted (what --resume continues)
+  kBuilt,      // "built": an --into build, complete (never swapped in)
+  kLive,       // "live": the live table, swapped in
+  kFollowing,  // "following": the live table, kept up to date by a running --follow
+};
+std::string_view CheckpointStatusText(CheckpointStatus status);
+// The status a column's text names; nullopt for a text rewind does not write.
+std::optional<CheckpointStatus> ParseCheckpointStatus(std::string_view text);
+
 struct Checkpoint {
   std::string projector;
   std::string target_table;   // the table written: a shadow, a scratch or the live table
   std::string live_table;
-  std::string status;         // building | live | following
+  // nullopt when the row holds a text rewind does not write (read, never written so).
+  std::optional<CheckpointStatus> status;
   std::string run_id;
   std::string source;         // fingerprint of the event source and the read model's version
   EventId last_event_id = kBeforeFirstId;
@@ -100,6 +113,7 @@ Result<int> Version(Connection& c);
 Result<std::optional<Checkpoint>> Load(Connection& c, const std::string& projector,
                                        const std::string& target_table);
 // A fresh row for a build starting from nothing (replaces any row of that key).
+// REQUIRES: cp.status is set.
 Status Start(Connection& c, const Checkpoint& cp);
 Status SetHead(Connection& c, const std::string& projector, const std::string& target_table,
                EventId head);
@@ -109,10 +123,10 @@ std::string AdvanceSql(Connection& c, const std::string& projector, const std::s
                        uint64_t late, uint64_t failed);
 // After the swap: the build's row becomes the live table's row (the old one goes).
 Status BecomeLive(Connection& c, const std::string& projector, const std::string& built_table,
-                  const std::string& live_table, const std::string& status, double seconds,
+                  const std::string& live_table, CheckpointStatus status, double seconds,
                   double events_per_second, uint64_t gaps_given_up);
 Status SetStatus(Connection& c, const std::string& projector, const std::string& target_table,
-                 const std::string& status, uint64_t gaps_given_up);
+                 CheckpointStatus status, uint64_t gaps_given_up);
 Status Delete(Connection& c, const std::string& projector, const std::string& target_table);
 // Rows whose target table ends with `suffix` (left behind by a killed run).
 Result<std::vector<Checkpoint>> WithTargetSuffix(Connection& c, const std::string& suffix);

@@ -1,0 +1,186 @@
+#include "pipeline/replay/cutover.h"
+
+#include <fmt/core.h>
+
+#include <chrono>
+#include <limits>
+#include <memory>
+
+#include "errors/fault.h"
+#include "stages/control/sleep.h"
+#include "stages/db/retry.h"
+#include "stages/db/table_admin.h"
+
+namespace rw {
+
+namespace {
+
+double Since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// The application kept appending while the rebuild ran: read what it appended, and the
+// ids that committed late, until one pass finds less than a batch (what is left then is
+// applied under the cut-over's lock, so the lock is held briefly).
+Status CatchUp(Build& b) {
+  FaultPoint("before-catch-up");
+  ReplaySummary& sum = b.summary();
+  Reader& reader = b.reader();
+  for (int round = 0; round < 20 && !b.stopping(); ++round) {
+    if (Status s = b.EnsureAdmin(); !s.ok()) return s;
+    Result<Head> head = reader.ReadHead();
+    if (!head.ok()) return head.status();
+    // The first round re-reads the holes still watched (late commits found before the
+    // lock, not under it); later rounds only what the new head proves final.
+    if (head->id <= reader.head() && (round > 0 || reader.watched_gaps() == 0) &&
+        !reader.has_due_gaps()) {
+      return Status::Ok();
+    }
+    const uint64_t before = sum.events_read;
+    const std::optional<GapCheck> recheck =
+        round == 0 ? std::optional<GapCheck>(GapCheck::kRecheck) : std::nullopt;
+    if (Status s = b.ReadOn(*head, Proof::kOpenTransactions, recheck); !s.ok()) return s;
+    sum.catch_up_events += sum.events_read - before;
+    sum.head_id = reader.head();
+    if (sum.events_read - before < b.options().batch_size) return Status::Ok();
+  }
+  return Status::Ok();
+}
+
+// One try of the cut-over: hold writers off, apply the last events, swap, release.
+// kRetryable when a lock wait timed out (nothing swapped; try again).
+Status CutOverOnce(Build& b, Connection& lock) {
+  if (Status s = b.StoppedBeforeSwap(); !s.ok()) return s;
+  const std::string& events_table = b.options().events.table;
+  ReplaySummary& sum = b.summary();
+  ++sum.cutover_attempts;
+  Status held = table_admin::HoldWriters(lock, events_table);
+  if (held.code() == Status::Code::kRetryable) {
+    return Status::Error(
+        Status::Code::kRetryable,
+        fmt::format("open transactions on the event table {} kept the lock waiting", events_table));
+  }
+  if (!held.ok()) {
+    return held.With(
+        fmt::format("holding inserts into {} off for the cut-over (needs the LOCK "
+                    "TABLES grant)",
+                    events_table));
+  }
+  const auto held_since = std::chrono::steady_clock::now();
+  FaultPoint("writers-held");
+  // No insert is open now: read to the final head, and settle every gap (only the holes
+  // still watched are read again: those near the head).
+  Result<Head> head = b.reader().ReadHead();
+  Status s = head.ok() ? Status::Ok() : head.status();
+  if (s.ok()) {
+    const uint64_t before = sum.events_read;
+    uint64_t watched = 0;
+    s = b.ReadOn(*head, Proof::kNone, GapCheck::kFinal, &watched);
+    sum.holes_read_under_lock += watched;
+    sum.catch_up_events += sum.events_read - before;
+    sum.head_id = b.reader().head();
+  }
+  if (s.ok()) s = b.CheckBudget();
+  if (s.ok()) {
+    FaultPoint("before-swap");
+    s = b.EnsureAdmin();
+  }
+  if (s.ok()) s = b.SwapIn();
+  (void)table_admin::ReleaseWriters(lock);
+  sum.writers_held_seconds += Since(held_since);
+  if (s.code() == Status::Code::kRetryable) {
+    return Status::Error(Status::Code::kRetryable,
+                         "open transactions on the live tables kept the swap waiting");
+  }
+  return s;
+}
+
+// Cuts over, retrying a lock wait that timed out until --cutover-timeout; then the build's
+// checkpoints become the live tables'.
+Status CutOver(Build& b) {
+  const ReplayOptions& o = b.options();
+  ReplaySummary& sum = b.summary();
+  Result<std::unique_ptr<Connection>> lock = Connection::Open(o.connection);
+  if (!lock.ok()) return lock.status();
+  // Every wait for a lock is bounded (about a second); a wait that timed out is retried
+  // with backoff until the cut-over's own deadline.
+  RetryPolicy policy;
+  policy.max_retries = std::numeric_limits<int>::max();
+  policy.deadline = std::chrono::steady_clock::now() +
+                    std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                        std::chrono::duration<double>(o.cutover_timeout_seconds));
+  policy.max_delay = std::chrono::milliseconds(2000);
+  RetryHooks hooks;
+  hooks.before_retry = [](const Status& why, int retry) {
+    fmt::print(stderr, "rewind: cut-over: {}; trying again (attempt {})\n", why.message(),
+               retry + 1);
+  };
+  Status s = Retry(
+      policy, nullptr, [&] { return CutOverOnce(b, **lock); }, hooks);
+  if (s.code() == Status::Code::kRetryable) {
+    sum.cutover_gave_up = true;
+    return Status::Error(Status::Code::kBusy, fmt::format("the cut-over gave up after {:.0f} s: {}",
+                                                          o.cutover_timeout_seconds, s.message()));
+  }
+  if (!s.ok()) return s;
+  sum.swapped = true;
+  b.BecomeLive(o.follow ? CheckpointStatus::kFollowing : CheckpointStatus::kLive);
+  return Status::Ok();
+}
+
+// Keep applying new events to the live tables, same checkpoint discipline, same
+// in-memory state (sessions continue exactly), until stopped. Ids missing below the
+// head are watched for the settle window, then given up (counted in status).
+Status Follow(Build& b) {
+  const ReplayOptions& o = b.options();
+  ReplaySummary& sum = b.summary();
+  Reader& reader = b.reader();
+  const bool quiet = o.progress == ProgressMode::kQuiet;
+  if (!quiet) {
+    fmt::print(stderr, "rewind: following new events after id {} (Ctrl-C to stop)\n",
+               IdText(sum.head_id));
+  }
+  const auto poll = std::chrono::milliseconds(static_cast<int64_t>(o.poll_seconds * 1000));
+  while (!b.stopping()) {
+    (void)SleepUnlessStopped(poll, &b.stop_flag());
+    if (b.stopping()) break;
+    if (Status s = b.EnsureAdmin(); !s.ok()) return s;
+    Result<Head> now = reader.ReadHead();
+    if (!now.ok()) return now.status();
+    if (now->id <= reader.head() && reader.watched_gaps() == 0) continue;
+    const uint64_t before = sum.events_read, given_before = reader.gaps_given_up();
+    const uint64_t late_before = reader.late_events();
+    const EventId from = reader.head();
+    if (Status s = b.ReadOn(*now, Proof::kOpenTransactions, GapCheck::kFollow); !s.ok()) return s;
+    if (const uint64_t given = reader.gaps_given_up() - given_before; given > 0) {
+      fmt::print(stderr, "rewind: gave up {} gap(s) in the ids after {} s without a commit\n",
+                 given, o.settle_seconds);
+      b.SetStatus(CheckpointStatus::kFollowing, given);
+    }
+    if (!quiet && (sum.events_read > before)) {
+      fmt::print(stderr, "rewind: followed events after {} up to {} ({} new, {} late)\n",
+                 IdText(from), IdText(reader.head()), sum.events_read - before,
+                 reader.late_events() - late_before);
+    }
+    sum.head_id = reader.head();
+  }
+  b.SetStatus(CheckpointStatus::kLive, 0);
+  // Stopped: a clean end (everything applied is committed to the live tables), which the
+  // exit code says as any stop by a signal does (130 / 143).
+  sum.interrupted = true;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status FinishSwap(Build& b) {
+  Status s = CatchUp(b);
+  if (s.ok()) s = b.CheckNotEmpty();
+  if (s.ok()) s = b.CheckBudget();
+  if (s.ok()) s = b.StoppedBeforeSwap();
+  if (s.ok()) s = CutOver(b);
+  if (s.ok() && b.options().follow) s = Follow(b);
+  return s;
+}
+
+}  // namespace rw

@@ -1,0 +1,137 @@
+// Build: the moving parts of one replay run (internal to pipeline/replay), and the steps
+// every kind of run shares. Prepare connects, checks and creates what the run needs, Rebuild
+// makes the one pass to the head; then a finisher works on the Build: the swap's in
+// cutover.h, the --into build's and the scratch build's in replay.cc. A Build owns the
+// admin connection (which holds the named locks), the heartbeat, the reader, one runner per
+// read model and the run's summary.
+//
+// Thread safety: one thread drives a Build; the graph's threads run only inside its passes.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/options.h"
+#include "pipeline/engine/graph.h"
+#include "pipeline/engine/read_models.h"
+#include "pipeline/engine/summary.h"
+#include "pipeline/replay/replay.h"
+#include "projectors/projector.h"
+#include "stages/control/progress.h"
+#include "stages/control/throttle.h"
+#include "stages/db/checkpoint_store.h"
+#include "stages/db/connection.h"
+#include "stages/db/heartbeat.h"
+#include "stages/flow/decoder.h"
+#include "stages/flow/failure_recorder.h"
+#include "stages/flow/projector_runner.h"
+#include "stages/flow/reader.h"
+
+namespace rw {
+
+// Whether a pass that reads on first asks the server's open transactions which watched
+// holes are final (Reader::ProveByOpenTransactions).
+enum class Proof { kNone, kOpenTransactions };
+
+class Build {
+ public:
+  Build(const ReplayOptions& o, const RunPlan& plan, const std::atomic<bool>& stop);
+  // The heartbeat stops first and its row goes last, after the admin connection (declared
+  // after it) has closed and let the locks go: the row vouches for the locks while held.
+  ~Build();
+  Build(const Build&) = delete;
+  Build& operator=(const Build&) = delete;
+
+  // Connects and checks everything before any work, takes the locks, creates (or, with
+  // --resume, finds) every build table and its checkpoint, and sets up the graph's parts.
+  Status Prepare(std::vector<std::unique_ptr<Projector>> projectors);
+  // One pass from the lowest checkpoint to the head taken at the start; every read model
+  // commits what it applied, also when stopped (so that a resume continues from there).
+  Status Rebuild();
+
+  // Reads on: extends the reader's head to `head`, marks final what the open transactions
+  // prove (with Proof::kOpenTransactions), queues `check` (a final check always; another
+  // only while holes are watched), then a quiet pass. `rechecked`, when given, is set to
+  // the holes watched when the check was queued (0 if none was).
+  Status ReadOn(const Head& head, Proof proof, std::optional<GapCheck> check,
+                uint64_t* rechecked = nullptr);
+
+  // Ok, or (when a stop was asked) kCancelled "stopped before the swap", the run interrupted.
+  Status StoppedBeforeSwap();
+  // --max-failures: every read model within its budget, over the whole run.
+  Status CheckBudget();
+  // Refuses to swap an empty build over a live table with rows (unless --allow-empty).
+  Status CheckNotEmpty();
+  // The admin connection, alive and holding the locks again after a server restart.
+  Status EnsureAdmin();
+  // Swaps every build table in with one RENAME TABLE.
+  Status SwapIn();
+  // After the swap: the checkpoint rows become the live tables' (`status`), and the runners
+  // write to the live tables from now on.
+  void BecomeLive(CheckpointStatus status);
+  // Sets the status of every read model's checkpoint (the table it writes now).
+  void SetStatus(CheckpointStatus status, uint64_t gaps_given_up);
+  // Drops the scratch tables (and their checkpoints), if this run took the locks.
+  void DropScratch();
+
+  // The summary of the run ending with `s`.
+  ReplaySummary Finish(Status s);
+
+  const ReplayOptions& options() const { return o_; }
+  const RunPlan& plan() const { return plan_; }
+  bool stopping() const { return stop_.load(); }
+  const std::atomic<bool>& stop_flag() const { return stop_; }
+  ReplaySummary& summary() { return sum_; }
+  Reader& reader() { return *reader_; }
+  Connection& admin() { return *admin_; }
+
+ private:
+  // Prepare's steps, in order.
+  Status ConnectToSource(const std::vector<std::unique_ptr<Projector>>& projectors);
+  Status PlanTheReads(std::vector<std::unique_ptr<Projector>>& projectors);
+  Status NameTheTables(const std::vector<std::unique_ptr<Projector>>& projectors);
+  Status CheckTablesInTheWay();
+  Status TakeOwnership();
+  Status ReadTheHead();
+  Status PrepareRunners(std::vector<std::unique_ptr<Projector>> projectors, GapSet* watched);
+  Status StartReader(const GapSet& watched);
+  Status StartRecorder();
+
+  // The one call of RunGraph: over what the reader has queued (a gap check, then ids up to
+  // its head).
+  Status RunTheGraph(Progress& progress, const std::atomic<bool>& stop);
+  // The graph, then every read model commits. A quiet pass shows no progress line and runs
+  // to the end of what is queued (a small range), whatever the stop flag says.
+  Status Pass(Progress& progress, const std::atomic<bool>& stop);
+  Status QuietPass();
+  void Collect();
+  void SetNote(const std::string& throttled);
+
+  const ReplayOptions& o_;
+  const RunPlan& plan_;
+  const std::atomic<bool>& stop_;
+  const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  ReplaySummary sum_;
+  std::unique_ptr<Heartbeat> heartbeat_;
+  std::unique_ptr<Connection> admin_;
+  bool locked_ = false;
+  std::vector<std::string> live_tables_, names_;
+  std::vector<std::string> lock_tables_;  // the tables this run's named locks are on
+  std::vector<uint64_t> prior_applied_, prior_failed_;
+  std::unique_ptr<Throttle> throttle_;
+  Progress* progress_ = nullptr;
+  std::vector<std::unique_ptr<ProjectorRunner>> runners_;
+  EventId start_after_ = kBeforeFirstId;
+  uint64_t prior_failures_ = 0;  // recorded by the interrupted part of a resumed run
+  std::unique_ptr<Reader> reader_;
+  std::unique_ptr<FailureRecorder> recorder_;
+  ReadPlan read_plan_;
+  std::unique_ptr<Decoder> decoder_;
+  std::vector<Branch> branches_;
+};
+
+}  // namespace rw
