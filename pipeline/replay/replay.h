@@ -24,6 +24,10 @@
 // On error nothing is swapped: the live tables are untouched and the shadow tables keep
 // their committed checkpoints. On `stop` (a signal) every projector commits what it
 // applied, and the run can be resumed.
+//
+// Thread safety: a run is driven from the calling thread (the graph decodes and applies on
+// threads of its own, pipeline/engine/graph.h); `stop` may be set from any thread or a
+// signal handler. Two runs on one read model are kept apart by the server's named locks.
 #pragma once
 
 #include <atomic>

@@ -3,6 +3,9 @@
 // tables belong to the run that holds the verify lock of their read model: a second
 // verify refuses and touches nothing; one killed leaves them behind, and the next verify
 // run drops them (and their checkpoint rows) when their lock is free.
+//
+// Thread safety: as Replay (replay.h): driven from the calling thread; `stop` may be set from
+// any thread or a signal handler.
 #pragma once
 
 #include <atomic>
