@@ -2,7 +2,7 @@
 //
 // A Status is ok or carries a code and a message that a user can read. Result<T> holds
 // either a T or a non-ok Status. Both are plain values: copy them freely, share none
-// between threads without synchronisation.
+// between threads without synchronisation (thread-compatible).
 #pragma once
 
 #include <cassert>

@@ -3,7 +3,7 @@
 // in the slot the run's EventCatalog gave it.
 //
 // Views: the strings point into the batch that carries the records, valid as long as it.
-// Immutable once decoded; safe to read from any number of threads.
+// Immutable once decoded; thread-safe to read from any number of threads.
 #pragma once
 
 #include <cstdint>

@@ -1,8 +1,8 @@
 // The decoded form of a `PageVisited` event, as projectors see it.
 //
 // A PageVisit is a view: its strings point into the storage of the batch that carries
-// it, so it is valid exactly as long as that batch. Immutable once decoded; safe to read
-// from any number of threads.
+// it, so it is valid exactly as long as that batch. Immutable once decoded; thread-safe to
+// read from any number of threads.
 #pragma once
 
 #include <cstdint>

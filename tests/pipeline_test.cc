@@ -1,9 +1,13 @@
 // Pipeline behaviour on the real server: order is kept under parallel decoding, memory
 // stays bounded by batches in flight when a projector is slow, a failing projector stops
 // the run cleanly, and a flush that meets a lock wait timeout is retried and commits once.
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <functional>
+#include <set>
 #include <stdexcept>
 #include <thread>
 
@@ -18,11 +22,12 @@ namespace {
 using namespace rw::testing;
 
 // A projector for tests: counts per day like visits_per_day, records the ids it sees,
-// and can be slow or throw at a given event id.
+// and can hold its first batch (until a condition the test waits for) or throw at a given
+// event id.
 class ProbeProjector final : public Projector {
  public:
   struct Behaviour {
-    std::chrono::milliseconds delay_per_batch{0};
+    std::function<void()> before_first_batch;
     int64_t throw_at_id = -1;
   };
   ProbeProjector(std::string name, std::vector<int64_t>* seen, Behaviour b)
@@ -34,7 +39,10 @@ class ProbeProjector final : public Projector {
   // Every field, so that the events it accepts are exactly the reference's valid ones.
   uint32_t fields() const override { return kFieldVisitedAt | kFieldUrl | kFieldIp | kFieldUserAgent; }
   void Apply(std::span<const PageVisit> visits) override {
-    if (behaviour_.delay_per_batch.count()) std::this_thread::sleep_for(behaviour_.delay_per_batch);
+    if (behaviour_.before_first_batch && !held_) {
+      held_ = true;
+      behaviour_.before_first_batch();
+    }
     for (const PageVisit& v : visits) {
       if (v.id == behaviour_.throw_at_id) throw std::runtime_error("probe refuses this event");
       if (seen_) seen_->push_back(v.id);
@@ -55,6 +63,7 @@ class ProbeProjector final : public Projector {
   const TableSpec table_;
   std::vector<int64_t>* seen_;
   const Behaviour behaviour_;
+  bool held_ = false;
   std::map<int32_t, int64_t> counts_;
 };
 
@@ -105,13 +114,30 @@ TEST_F(PipelineTest, MemoryStaysBoundedWithASlowProjector) {
   o.batch_size = 500;
   o.max_in_flight = 4;
   o.read_connections = 2;
-  std::vector<std::unique_ptr<Projector>> ps;
-  ps.push_back(std::make_unique<ProbeProjector>("probe_slow", nullptr,
-                                                ProbeProjector::Behaviour{std::chrono::milliseconds(15)}));
-  ps.push_back(MakeProjector("visits_per_day"));  // a fast one beside it
   std::atomic<bool> stop{false}, done{false};
   int64_t peak_live = 0;
   const int64_t before = Batch::live_batches().load();
+  // The slow projector holds its first batch until max_in_flight + 1 batches are alive:
+  // the reader has gone on while it holds it, and since at most read_connections - 1 of
+  // them are read ahead outside the graph's places (stages/flow/reader.h), at least
+  // max_in_flight places are taken: the assertions below hold by construction, not by
+  // timing, and a reader that ignored the bound would run on meanwhile. It gives up after
+  // a minute (the test fails).
+  const int64_t hold_until = static_cast<int64_t>(o.max_in_flight) + 1;
+  bool hold_timed_out = false;
+  const auto hold = [&] {
+    const auto limit = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+    while (Batch::live_batches().load() - before < hold_until) {
+      if (std::chrono::steady_clock::now() > limit) {
+        hold_timed_out = true;
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));  // a poll's pace, not a deadline
+    }
+  };
+  std::vector<std::unique_ptr<Projector>> ps;
+  ps.push_back(std::make_unique<ProbeProjector>("probe_slow", nullptr, ProbeProjector::Behaviour{hold}));
+  ps.push_back(MakeProjector("visits_per_day"));  // a fast one beside it
   std::thread watcher([&] {
     while (!done.load()) {
       peak_live = std::max(peak_live, Batch::live_batches().load() - before);
@@ -122,6 +148,7 @@ TEST_F(PipelineTest, MemoryStaysBoundedWithASlowProjector) {
   done = true;
   watcher.join();
   ASSERT_TRUE(sum.status.ok()) << sum.status.message();
+  ASSERT_FALSE(hold_timed_out) << "the reader never had " << hold_until << " batches alive";
   EXPECT_EQ(sum.events_read, 40'000u);
   // 80 batches went through; at most max_in_flight + 1 were alive at once in the pipeline
   // (read and not yet freed, the one being read included), and one more page is read on
@@ -148,6 +175,7 @@ TEST_F(PipelineTest, AFlushThatWaitsForALockIsRetriedAndCommitsOnce) {
   Result<std::unique_ptr<Connection>> rc = Connection::Open(options_);
   ASSERT_TRUE(rc.ok()) << rc.status().message();
   ASSERT_TRUE((*rc)->Execute("SET SESSION innodb_lock_wait_timeout = 1").ok());  // fail fast
+  const unsigned long flusher = (*rc)->thread_id();
   RunnerOptions ro;
   ro.target_table = "lock_probe";
   auto runner = ProjectorRunner::Make(
@@ -165,18 +193,38 @@ TEST_F(PipelineTest, AFlushThatWaitsForALockIsRetriedAndCommitsOnce) {
   }
   ASSERT_TRUE((*runner)->Consume(batch).ok());
 
-  // Another session holds the checkpoint row for 2.5 s, as a long transaction would: the
-  // flush's rows go in, its checkpoint update times out after 1 s, the transaction is
-  // rolled back and retried after a backoff, until the row is free.
+  // Another session holds the checkpoint row, as a long transaction would: the flush's
+  // rows go in, its checkpoint update times out after 1 s, the transaction is rolled back
+  // and retried after a backoff. The holder lets the row go once the server shows the
+  // flush waiting for it in a second transaction (a new trx_id in LOCK WAIT): the first
+  // attempt timed out and was retried, whatever the machine's speed. It lets go at once if
+  // the flush returns first (a flush that does not retry), and after two minutes at most.
   auto holder = Connect(options_);
   ASSERT_TRUE(holder);
   ASSERT_TRUE(holder->Execute("START TRANSACTION").ok());
   ASSERT_TRUE(holder->Query("SELECT * FROM rewind_checkpoints WHERE projector = 'lock_probe' FOR UPDATE").ok());
+  auto observer = Connect(options_);
+  ASSERT_TRUE(observer);
+  std::atomic<bool> flushed{false};
+  std::set<std::string> waiting_attempts;  // the flush's transactions seen waiting for the row
   std::thread release([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+    const auto limit = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+    while (!flushed.load() && waiting_attempts.size() < 2 &&
+           std::chrono::steady_clock::now() < limit) {
+      Result<Rows> trx = observer->Query(fmt::format(
+          "SELECT trx_id FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id = {} "
+          "AND trx_state = 'LOCK WAIT'", flusher));
+      if (trx.ok()) {
+        for (const auto& row : trx->rows) waiting_attempts.insert(row[0].value_or(""));
+      }
+      // A poll's pace, not a deadline: the server refreshes INNODB_TRX only when it has not
+      // been read for 0.1 s, so a faster poll would keep reading the same old picture.
+      std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    }
     (void)holder->Execute("COMMIT");
   });
   const Status s = (*runner)->Flush();
+  flushed = true;
   release.join();
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_GE((*runner)->stats().retries, 1u);

@@ -20,6 +20,10 @@
 // reader stops; batches already admitted are finished), or when a branch fails (the
 // reader stops; the remaining in-flight batches drain without work). It returns the
 // first error. This is the only file that includes TBB's flow graph.
+//
+// Thread safety: RunGraph is called from one thread at a time; each branch's consume runs
+// serially (one batch at a time, in order) while different branches run concurrently;
+// `stop` may be set from any thread.
 #pragma once
 
 #include <atomic>

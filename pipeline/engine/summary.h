@@ -1,6 +1,9 @@
 // ReplaySummary: what one run did, per read model and in total; printed as text at the
 // end of a run and written as JSON with --stats-json (one JSON writer for every command:
 // nlohmann::json).
+//
+// Thread safety: plain values, thread-compatible; a run fills its summary on the thread
+// that called it.
 #pragma once
 
 #include <cstdint>

@@ -6,6 +6,8 @@
 // the sample, extrapolated) and the run's duration (labelled estimates),
 // lists the tables the run would create, the grants it needs that the user lacks, and a
 // lock held by another run. Exit 0 when a real run could start, 1 with the reasons.
+//
+// Thread safety: DryRunCommand runs on the calling thread and shares nothing between calls.
 #pragma once
 
 #include <cstdio>

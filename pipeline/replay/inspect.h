@@ -1,5 +1,8 @@
 // The commands other than replay: list, status, verify. Each prints to `out` and
 // returns the process exit code.
+//
+// Thread safety: each command runs on the calling thread with connections of its own;
+// verify's rebuild is Replay's (replay.h).
 #pragma once
 
 #include <cstdio>

@@ -12,6 +12,9 @@
 // It works in its own database (created; dropped at the end unless --keep; refused when it
 // holds anything rewind stress did not create) and never touches the event table. Writes
 // report.md, results.csv (question,case,metric,value,unit) and one PNG per question.
+//
+// Thread safety: StressCommand runs on the calling thread (its writers run on threads and
+// connections of their own, joined before it returns); `stop` may be set from any thread.
 #pragma once
 
 #include <atomic>
