@@ -6,3 +6,9 @@ target_compile_definitions(install_test PRIVATE REWIND_SOURCE_DIR="${CMAKE_SOURC
                                                 REWIND_BINARY="$<TARGET_FILE:rewind>")
 add_dependencies(install_test rewind)
 gtest_discover_tests(install_test DISCOVERY_TIMEOUT 60)
+
+# package_test: `cmake --install` of this build tree and its .deb (cpack on this tree's own
+# configuration, so nothing is rebuilt), checked with dpkg-deb; no system-wide install.
+add_test(NAME Package.InstallAndDeb
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/package_test.sh ${CMAKE_BINARY_DIR} ${CMAKE_COMMAND} ${CMAKE_CPACK_COMMAND})
+set_tests_properties(Package.InstallAndDeb PROPERTIES TIMEOUT 600 RUN_SERIAL TRUE)
