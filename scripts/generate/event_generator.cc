@@ -272,6 +272,13 @@ Status DeleteIdRanges(Connection& c, const std::string& table, const std::string
 
 std::string FindAccessLog() {
   if (const char* env = std::getenv("REWIND_ACCESS_LOG"); env != nullptr && *env != '\0') return env;
+  // An installed rewind-gen: the copy installed beside it (cmake/package.cmake).
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const std::filesystem::path installed = exe.parent_path() / REWIND_DATA_FROM_BIN;
+    if (std::filesystem::exists(installed, ec)) return installed.lexically_normal().string();
+  }
   // The fixture ships inside the repository; the build knows where its sources are.
   return std::string(REWIND_SOURCE_DIR) + "/tests/data/apache-combined/access.log";
 }

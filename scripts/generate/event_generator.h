@@ -72,8 +72,10 @@ Status DeleteIdRanges(Connection& connection, const std::string& table, const st
 // multi-row INSERTs of about 1 MiB.
 Status InsertShopEvents(Connection& connection, const std::string& table, const std::vector<shop::Event>& events);
 
-// The access log fixture: $REWIND_ACCESS_LOG, else the copy inside this repository
-// (tests/data/apache-combined/access.log, see SOURCE.md there for its origin and licence).
+// The access log fixture: $REWIND_ACCESS_LOG, else the copy installed beside an installed
+// rewind-gen (<prefix>/share/rewind/apache-combined/access.log), else the copy inside this
+// repository (tests/data/apache-combined/access.log, see SOURCE.md there for its origin and
+// licence).
 std::string FindAccessLog();
 
 }  // namespace rw

@@ -1,0 +1,53 @@
+# Installing rewind (`cmake --install build --prefix P`) and its Debian package
+# (scripts/package: CPack's DEB generator). Issue #25.
+#
+#   P/bin/rewind, P/bin/rewind-gen
+#   P/share/doc/rewind/          README.md, the sample config rewind.conf, blog.toml,
+#                                shop.toml, examples/*.toml, apache-combined/SOURCE.md
+#   P/share/rewind/apache-combined/access.log
+#                                the access log rewind-gen builds its events from; the
+#                                installed rewind-gen finds it relative to its own location
+#   P/share/bash-completion/completions/rewind
+include(GNUInstallDirs)
+
+install(TARGETS rewind rewind-gen RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(FILES README.md config/rewind.conf config/blog.toml config/shop.toml
+        DESTINATION ${CMAKE_INSTALL_DOCDIR})
+file(GLOB REWIND_EXAMPLE_MODELS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/config/examples/*.toml)
+install(FILES ${REWIND_EXAMPLE_MODELS} DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
+install(FILES tests/data/apache-combined/SOURCE.md DESTINATION ${CMAKE_INSTALL_DOCDIR}/apache-combined)
+install(FILES tests/data/apache-combined/access.log
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/rewind/apache-combined)
+install(FILES scripts/completion/rewind.bash DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions
+        RENAME rewind)
+
+# rewind-gen looks for the access log at this path relative to its own directory first
+# (../share/rewind/apache-combined/access.log for a default layout), then in the sources.
+file(RELATIVE_PATH REWIND_DATA_FROM_BIN "/prefix/${CMAKE_INSTALL_BINDIR}"
+     "/prefix/${CMAKE_INSTALL_DATADIR}/rewind/apache-combined/access.log")
+target_compile_definitions(rewind_generator PRIVATE REWIND_DATA_FROM_BIN="${REWIND_DATA_FROM_BIN}")
+
+# The package. Depends is computed by dpkg-shlibdeps from the shared libraries the binaries
+# link (libmariadb, libtbb, libsimdjson, libfmt, libstdc++ ...), never written by hand.
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGE_NAME rewind)
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_VENDOR "rewind")
+set(CPACK_PACKAGE_CONTACT "rewind maintainers <rewind@localhost>")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "rebuild event-sourced read models from an event table in MariaDB")
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_STRIP_FILES ON)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_RELEASE 1)
+set(CPACK_DEBIAN_PACKAGE_MAINTAINER "rewind maintainers <rewind@localhost>")
+set(CPACK_DEBIAN_PACKAGE_SECTION database)
+set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "mariadb-client")
+# The extended description (the summary above is its first line in the control file).
+string(CONCAT CPACK_DEBIAN_PACKAGE_DESCRIPTION
+       "rewind replays the events of an event table (a oneTBB flow graph over MariaDB\n"
+       "Connector/C and simdjson) into shadow copies of the read models and swaps them in\n"
+       "with one RENAME TABLE. It can keep following new events, verify live tables, ingest\n"
+       "access logs and measure the event store. rewind-gen fills a sample event table.")
+include(CPack)

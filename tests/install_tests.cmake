@@ -1,0 +1,14 @@
+# The installed tool (issue #25), included from tests/CMakeLists.txt.
+# install_test: the version text and the bash completion (no server).
+add_executable(install_test install_test.cc)
+target_link_libraries(install_test PRIVATE rewind_pipeline GTest::gtest_main)
+target_compile_definitions(install_test PRIVATE REWIND_SOURCE_DIR="${CMAKE_SOURCE_DIR}"
+                                                REWIND_BINARY="$<TARGET_FILE:rewind>")
+add_dependencies(install_test rewind)
+gtest_discover_tests(install_test DISCOVERY_TIMEOUT 60)
+
+# package_test: `cmake --install` of this build tree and its .deb (cpack on this tree's own
+# configuration, so nothing is rebuilt), checked with dpkg-deb; no system-wide install.
+add_test(NAME Package.InstallAndDeb
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/package_test.sh ${CMAKE_BINARY_DIR} ${CMAKE_COMMAND} ${CMAKE_CPACK_COMMAND})
+set_tests_properties(Package.InstallAndDeb PROPERTIES TIMEOUT 600 RUN_SERIAL TRUE)

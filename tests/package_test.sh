@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# package_test (issue #25): the install rules and the Debian package of this build tree.
+#   tests/package_test.sh BUILD_DIR CMAKE CPACK
+# 1. `cmake --install BUILD_DIR --prefix TMP`: the files land where cmake/package.cmake says,
+#    and the installed rewind-gen reads the access log installed beside it.
+# 2. cpack (DEB) on BUILD_DIR's own configuration (nothing is rebuilt): the package's file
+#    list, its Depends (computed by dpkg-shlibdeps), and the binaries extracted with
+#    `dpkg-deb -x` into TMP run --help. Nothing is installed system-wide; everything it
+#    writes is under a temp dir (and BUILD_DIR's install_manifest.txt).
+set -euo pipefail
+build=$1 cmake=$2 cpack=$3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "package_test: FAILED: $*" >&2; exit 1; }
+# No user or system config may leak into the runs below.
+export HOME=$tmp/home XDG_CONFIG_HOME=$tmp/home/.config
+unset REWIND_CONFIG REWIND_ACCESS_LOG
+
+expect_files() {  # LISTING FILE...: every FILE is a line of LISTING (paths relative to the root)
+  local listing=$1; shift
+  for f in "$@"; do
+    grep -qxF "$f" <<<"$listing" || fail "'$f' is missing from:"$'\n'"$listing"
+  done
+}
+files=(bin/rewind bin/rewind-gen share/doc/rewind/README.md share/doc/rewind/rewind.conf
+       share/doc/rewind/blog.toml share/doc/rewind/shop.toml share/doc/rewind/examples/axon.toml
+       share/doc/rewind/examples/eventsauce.toml share/doc/rewind/examples/laravel.toml
+       share/doc/rewind/apache-combined/SOURCE.md share/rewind/apache-combined/access.log
+       share/bash-completion/completions/rewind)
+
+echo "== cmake --install $build --prefix $tmp/prefix"
+"$cmake" --install "$build" --prefix "$tmp/prefix" >/dev/null
+expect_files "$(cd "$tmp/prefix" && find . -type f | sed 's|^\./||')" "${files[@]}"
+# The installed rewind-gen reads the copy installed beside it, not the one in the sources:
+# emptied, that copy is what it complains about.
+: >"$tmp/prefix/share/rewind/apache-combined/access.log"
+set +e
+gen_err=$("$tmp/prefix/bin/rewind-gen" --socket "$tmp/no-server.sock" 2>&1 >/dev/null)
+gen_rc=$?
+set -e
+[ "$gen_rc" = 1 ] || fail "installed rewind-gen exited $gen_rc, not 1: $gen_err"
+grep -qF "no access log lines parsed from '$tmp/prefix/share/rewind/apache-combined/access.log'" <<<"$gen_err" \
+  || fail "installed rewind-gen did not read the installed access log: $gen_err"
+
+echo "== cpack -G DEB"
+(cd "$build" && "$cpack" -G DEB -B "$tmp/cpack" >"$tmp/cpack.log" 2>&1) || { cat "$tmp/cpack.log"; fail "cpack"; }
+deb=$(ls "$tmp"/cpack/*.deb)
+[ "$(wc -l <<<"$deb")" = 1 ] || fail "expected one .deb, got: $deb"
+echo "$deb"
+dpkg-deb -I "$deb"
+
+listing=$(dpkg-deb -c "$deb" | awk '{print $NF}' | sed 's|^\./usr/||')
+expect_files "$listing" "${files[@]}"
+
+depends=$(dpkg-deb -f "$deb" Depends)
+for lib in libmariadb libtbb libsimdjson libfmt; do
+  grep -qE "(^|, )$lib[0-9a-z.-]* " <<<"$depends" || fail "Depends lacks $lib: $depends"
+done
+
+dpkg-deb -x "$deb" "$tmp/root"
+for bin in rewind rewind-gen; do
+  set +e
+  out=$("$tmp/root/usr/bin/$bin" --help 2>&1)
+  rc=$?
+  set -e
+  [ "$rc" = 0 ] || fail "extracted $bin --help exited $rc: $out"
+  grep -q "^$bin" <<<"$out" || fail "extracted $bin --help printed no usage: $out"
+done
+echo "package_test: ok"
