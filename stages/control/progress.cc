@@ -17,19 +17,21 @@ namespace {
 // for East Asian wide and fullwidth characters and emoji, 1 otherwise (a subset of
 // wcwidth() that needs no locale).
 int CodePointColumns(char32_t c) {
-  if ((c >= 0x0300 && c <= 0x036F) || (c >= 0x1AB0 && c <= 0x1AFF) || (c >= 0x1DC0 && c <= 0x1DFF) ||
-      (c >= 0x200B && c <= 0x200F) || (c >= 0x20D0 && c <= 0x20FF) || (c >= 0xFE00 && c <= 0xFE0F) ||
-      (c >= 0xFE20 && c <= 0xFE2F)) {
-    return 0;
-  }
-  if ((c >= 0x1100 && c <= 0x115F) || (c >= 0x2E80 && c <= 0x303E) || (c >= 0x3041 && c <= 0x33FF) ||
-      (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0xA000 && c <= 0xA4CF) ||
-      (c >= 0xAC00 && c <= 0xD7A3) || (c >= 0xF900 && c <= 0xFAFF) || (c >= 0xFE30 && c <= 0xFE4F) ||
-      (c >= 0xFF00 && c <= 0xFF60) || (c >= 0xFFE0 && c <= 0xFFE6) || (c >= 0x1F300 && c <= 0x1F64F) ||
-      (c >= 0x1F900 && c <= 0x1F9FF) || (c >= 0x20000 && c <= 0x3FFFD)) {
-    return 2;
-  }
-  return 1;
+  struct Range {
+    char32_t first, last;
+  };
+  static constexpr Range kZero[] = {{0x0300, 0x036F}, {0x1AB0, 0x1AFF}, {0x1DC0, 0x1DFF},
+                                    {0x200B, 0x200F}, {0x20D0, 0x20FF}, {0xFE00, 0xFE0F},
+                                    {0xFE20, 0xFE2F}};
+  static constexpr Range kWide[] = {
+      {0x1100, 0x115F}, {0x2E80, 0x303E},   {0x3041, 0x33FF},   {0x3400, 0x4DBF},  {0x4E00, 0x9FFF},
+      {0xA000, 0xA4CF}, {0xAC00, 0xD7A3},   {0xF900, 0xFAFF},   {0xFE30, 0xFE4F},  {0xFF00, 0xFF60},
+      {0xFFE0, 0xFFE6}, {0x1F300, 0x1F64F}, {0x1F900, 0x1F9FF}, {0x20000, 0x3FFFD}};
+  const auto in = [c](const auto& ranges) {
+    return std::any_of(std::begin(ranges), std::end(ranges),
+                       [c](Range r) { return c >= r.first && c <= r.last; });
+  };
+  return in(kZero) ? 0 : in(kWide) ? 2 : 1;
 }
 
 // The length in bytes of the UTF-8 character at s[i] and its columns; a byte that starts
@@ -37,7 +39,11 @@ int CodePointColumns(char32_t c) {
 size_t NextCharacter(std::string_view s, size_t i, int* columns) {
   const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
   const unsigned char c = b(i);
-  size_t len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+  size_t len = c < 0x80             ? 1
+               : (c & 0xE0) == 0xC0 ? 2
+               : (c & 0xF0) == 0xE0 ? 3
+               : (c & 0xF8) == 0xF0 ? 4
+                                    : 0;
   if (len == 0 || i + len > s.size()) {
     *columns = 1;
     return 1;
@@ -85,18 +91,19 @@ std::string Clock(double seconds) {
   return fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60);
 }
 
-// The pieces of a progress line, from the most to the least kept: `head` (percent, rate,
-// ETA; or the phase and its time) always; then the bar, the event count, the note and the
-// per-read-model detail, dropped or shortened in the reverse order when the line must
-// fit.
+// The pieces of a progress line, from the most to the least kept: the head (percent,
+// rate, ETA; or the write phase's clock and text) always; then the bar, the event count,
+// the note and the per-read-model detail, dropped or shortened in the reverse order when
+// the line must fit.
 struct Pieces {
-  std::string percent;  // before the count
+  std::string percent;  // the head before the count (the whole head in the write phase)
   std::string events;   // "  1,234 events" (may be empty)
-  std::string rest;     // after the count: rate and ETA, or the phase
+  std::string rest;     // the head after the count: rate and ETA
   bool bar = false;
   double fraction = 0;
-  std::string detail;  // "slowest: ..." (may be empty)
-  std::string note;    // without its brackets (may be empty)
+  std::string detail;            // "slowest: ..." (may be empty)
+  std::string note;              // without its brackets (may be empty)
+  bool note_goes_first = false;  // shortened before the detail, not after
 };
 
 constexpr size_t kBarCells = 24;
@@ -119,26 +126,26 @@ std::string Compose(const Pieces& p, size_t bar_cells, bool events, const std::s
 }
 
 // The line in at most `limit` columns: the detail is shortened, then dropped; then the
-// note; then the bar narrows and goes; then the count; the head is cut only when nothing
-// else is left.
+// note (the other way round with note_goes_first); then the bar narrows and goes; then
+// the count; the head is cut only when nothing else is left.
 std::string Fit(const Pieces& p, size_t limit) {
   const size_t bar = p.bar ? kBarCells : 0;
   std::string line = Compose(p, bar, true, p.detail, p.note);
   if (Columns(line) <= limit) return line;
-  if (!p.detail.empty()) {
-    const size_t without = Columns(Compose(p, bar, true, "", p.note));
-    if (without + 2 + kMinShortened <= limit) {
-      return Compose(p, bar, true, Shorten(p.detail, limit - without - 2), p.note);
-    }
-  }
-  if (!p.note.empty()) {
-    const size_t without = Columns(Compose(p, bar, true, "", ""));
-    if (without <= limit && Columns(Compose(p, bar, true, "", p.note)) <= limit) {
-      return Compose(p, bar, true, "", p.note);
-    }
-    if (without + 4 + kMinShortened <= limit) {
-      return Compose(p, bar, true, "", Shorten(p.note, limit - without - 4));
-    }
+  // The tail: the piece that goes first is shortened (the other kept whole), then
+  // dropped; then the other is shortened.
+  for (int step = 0; step < 2; ++step) {
+    const bool note = (step == 0) == p.note_goes_first;
+    const std::string& piece = note ? p.note : p.detail;
+    if (piece.empty()) continue;
+    const std::string other = step == 1 ? "" : note ? p.detail : p.note;
+    const auto with = [&](const std::string& text) {
+      return note ? Compose(p, bar, true, other, text) : Compose(p, bar, true, text, other);
+    };
+    if (line = with(piece); Columns(line) <= limit) return line;
+    const size_t without = Columns(with("")), frame = note ? 4 : 2;  // "  [" "]" or "  "
+    if (without + frame + kMinShortened <= limit)
+      return with(Shorten(piece, limit - without - frame));
   }
   line = Compose(p, bar, true, "", "");
   if (Columns(line) <= limit) return line;
@@ -235,11 +242,14 @@ void Progress::Position(size_t index, int64_t id) {
 }
 
 int64_t Progress::SinceStart() const {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - started_)
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
+                                                              started_)
       .count();
 }
 
-int Progress::Width() const { return screen_.columns > 0 ? screen_.columns : TerminalColumns(out_); }
+int Progress::Width() const {
+  return screen_.columns > 0 ? screen_.columns : TerminalColumns(out_);
+}
 
 std::string Progress::Line(bool bar, int width) const {
   const int64_t stopped = stopped_ns_.load();
@@ -252,9 +262,11 @@ std::string Progress::Line(bool bar, int width) const {
     // and no ETA that would pose as the end of the run.
     const double read_for = static_cast<double>(phase_ns_.load()) / 1e9;
     const double rate = read_for > 0 ? static_cast<double>(done) / read_for : 0;
-    p.percent = fmt::format("{} (write phase {})", phase, Clock(now - read_for));
+    // The clock first: when the line must be cut, the phase's text goes, not its time.
+    p.percent = fmt::format("write phase {}  {}", Clock(now - read_for), phase);
     p.detail = fmt::format("{} events read in {}, {} ev/s", WithThousands(done), Clock(read_for),
                            WithThousands(static_cast<uint64_t>(rate)));
+    p.note_goes_first = true;  // a cap or a throttle concerns the reading, which is over
   } else {
     const int64_t at = done_id_.load();
     const double span = static_cast<double>(std::max<int64_t>(head_id_ - start_id_, 1));
@@ -276,8 +288,9 @@ std::string Progress::Line(bool bar, int width) const {
       for (size_t i = 1; i < names_.size(); ++i) {
         if (positions_[i].load() < positions_[slowest].load()) slowest = i;
       }
-      p.detail = fmt::format("slowest: {} at id {}", names_[slowest],
-                             WithThousands(static_cast<uint64_t>(std::max<int64_t>(positions_[slowest].load(), 0))));
+      p.detail = fmt::format(
+          "slowest: {} at id {}", names_[slowest],
+          WithThousands(static_cast<uint64_t>(std::max<int64_t>(positions_[slowest].load(), 0))));
     }
   }
   {
