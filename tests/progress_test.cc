@@ -197,6 +197,30 @@ TEST(Progress, ShortensTheTailFirstAndKeepsPercentRateAndEta) {
   EXPECT_NE(narrow.find("ETA"), std::string::npos) << narrow;
 }
 
+// The detail keeps the slowest read model's name longer than its id: the name says which
+// one to look at.
+TEST(Progress, TheSlowestReadModelsIdGoesBeforeItsName) {
+  Progress p(ProgressMode::kQuiet, 0, 2'000'000, {"visits_per_minute"});
+  p.Done(1'000'000, 1'000'000);
+  p.Position(0, 1'166'070);
+  p.SetNote("cap 50,000 events/s");
+  p.Stop();  // freezes the clock
+  const std::string full = p.Line(true);
+  ASSERT_NE(full.find("slowest: visits_per_minute at id 1,166,070"), std::string::npos) << full;
+  const std::string shorter = p.Line(true, static_cast<int>(Columns(full)) - 3);
+  EXPECT_NE(shorter.find("slowest: visits_per_minute  [cap 50,000 events/s]"), std::string::npos)
+      << shorter;
+}
+
+// The ETA is rounded up: it never says 0:00:00 while events are left to read.
+TEST(Progress, TheEtaIsNeverZeroBeforeTheEnd) {
+  Progress p(ProgressMode::kQuiet, 0, 1000, {"visits_per_day"});
+  p.Done(999, 999);
+  p.Stop();  // a clock frozen a moment after the start: any ETA computed is well under 1 s
+  const std::string line = p.Line(false);
+  EXPECT_NE(line.find("ETA 0:00:01"), std::string::npos) << line;
+}
+
 // On a terminal: carriage return, the line, erase to the end of the line; and the width
 // the screen reports.
 TEST(Progress, RedrawsInPlaceOnATerminal) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
@@ -86,8 +87,10 @@ std::string Shorten(std::string_view s, size_t columns) {
   return std::string(s.substr(0, i)) + "\u2026";
 }
 
-std::string Clock(double seconds) {
-  const auto s = static_cast<int64_t>(std::max(seconds, 0.0));
+// "H:MM:SS"; `round_up`: a part of a second counts as one (an ETA).
+std::string Clock(double seconds, bool round_up = false) {
+  seconds = std::max(seconds, 0.0);
+  const auto s = static_cast<int64_t>(round_up ? std::ceil(seconds) : seconds);
   return fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60);
 }
 
@@ -102,6 +105,7 @@ struct Pieces {
   bool bar = false;
   double fraction = 0;
   std::string detail;            // "slowest: ..." (may be empty)
+  std::string detail_short;      // the detail's shorter form, tried before cutting it
   std::string note;              // without its brackets (may be empty)
   bool note_goes_first = false;  // shortened before the detail, not after
 };
@@ -143,6 +147,9 @@ std::string Fit(const Pieces& p, size_t limit) {
       return note ? Compose(p, bar, true, other, text) : Compose(p, bar, true, text, other);
     };
     if (line = with(piece); Columns(line) <= limit) return line;
+    if (!note && !p.detail_short.empty()) {
+      if (line = with(p.detail_short); Columns(line) <= limit) return line;
+    }
     const size_t without = Columns(with("")), frame = note ? 4 : 2;  // "  [" "]" or "  "
     if (without + frame + kMinShortened <= limit)
       return with(Shorten(piece, limit - without - frame));
@@ -266,6 +273,8 @@ std::string Progress::Line(bool bar, int width) const {
     p.percent = fmt::format("write phase {}  {}", Clock(now - read_for), phase);
     p.detail = fmt::format("{} events read in {}, {} ev/s", WithThousands(done), Clock(read_for),
                            WithThousands(static_cast<uint64_t>(rate)));
+    p.detail_short = fmt::format("{} events read, {} ev/s", WithThousands(done),
+                                 WithThousands(static_cast<uint64_t>(rate)));
     p.note_goes_first = true;  // a cap or a throttle concerns the reading, which is over
   } else {
     const int64_t at = done_id_.load();
@@ -274,7 +283,7 @@ std::string Progress::Line(bool bar, int width) const {
     const double rate = now > 0 ? static_cast<double>(done) / now : 0;
     std::string eta = "--:--";
     if (fraction > 0.001 && fraction < 1) {
-      eta = Clock(now / fraction * (1 - fraction));
+      eta = Clock(now / fraction * (1 - fraction), /*round_up=*/true);
     } else if (fraction >= 1) {
       eta = "0:00:00";
     }
@@ -291,6 +300,7 @@ std::string Progress::Line(bool bar, int width) const {
       p.detail = fmt::format(
           "slowest: {} at id {}", names_[slowest],
           WithThousands(static_cast<uint64_t>(std::max<int64_t>(positions_[slowest].load(), 0))));
+      p.detail_short = "slowest: " + names_[slowest];
     }
   }
   {
