@@ -1,9 +1,13 @@
 // Progress: the live progress line of a replay, on stderr.
 //
-// On a terminal, a line redrawn in place every 0.5 s (bar, %, events/s, ETA and the
-// projector that lags most); elsewhere (a log, CI, a Makefile) a plain line every few
-// seconds; nothing in quiet mode. Progress is measured on event ids: the run reads ids
-// (start, head], and an event counts as done when every projector has finished it.
+// On a terminal, a line redrawn in place every 0.5 s ("\r", the line, erase to the end of
+// the line): bar, %, events/s, ETA, the projector that lags most and the note, fitted to
+// the terminal's width (read at every redraw) by shortening the tail first. Elsewhere (a
+// log, CI, a Makefile) a plain whole line every few seconds; nothing in quiet mode.
+// Progress is measured on event ids: the run reads ids (start, head], and an event counts
+// as done when every projector has finished it. Once reading is over (SetPhase), the line
+// shows the phase with its own elapsed time and what the reading did, never a percent or
+// an ETA: nothing measures how much of the writing is left.
 //
 // Thread safety: Done() and Position() may be called from any thread; Start()/Stop()
 // from the thread that owns the object. Stop() is idempotent.
@@ -24,10 +28,22 @@ namespace rw {
 
 enum class ProgressMode { kAuto, kTerminal, kPlain, kQuiet };
 
+// Where the line is drawn: whether the stream is a terminal and how wide it is. The
+// default asks the stream; tests give fixed answers.
+struct ProgressScreen {
+  int terminal = -1;  // 1: a terminal, 0: not one, -1: ask the stream (isatty)
+  int columns = 0;    // > 0: this many columns; 0: ask the stream at every redraw
+};
+
+// The width of the terminal `out` writes to: its window size (TIOCGWINSZ) when it is a
+// terminal, else $COLUMNS, else 80.
+int TerminalColumns(std::FILE* out);
+
 class Progress {
  public:
   Progress(ProgressMode mode, int64_t start_id, int64_t head_id,
-           std::vector<std::string> projector_names, std::FILE* out = stderr);
+           std::vector<std::string> projector_names, std::FILE* out = stderr,
+           ProgressScreen screen = {});
   ~Progress();
 
   void Start();
@@ -39,7 +55,8 @@ class Progress {
   void Position(size_t index, int64_t id);
   // What the run is doing once reading is over (e.g. writing the read models), shown at
   // the end of the line. REQUIRES: `phase` is a string literal (or outlives this object).
-  void SetPhase(const char* phase) { phase_.store(phase); }
+  // The first call starts the write phase's clock; later ones rename the phase.
+  void SetPhase(const char* phase);
   // A note shown at the end of the line until replaced ("cap 5,000 events/s",
   // "throttled: threads_running 57 > 40"); "" for none. Any thread.
   void SetNote(std::string note) {
@@ -48,20 +65,29 @@ class Progress {
   }
 
   uint64_t events_done() const { return events_done_.load(); }
-  // One progress line (no newline); exposed for tests.
-  std::string Line(bool bar) const;
+  // One progress line (no newline); `width` > 0: at most width - 1 display columns.
+  // Exposed for tests.
+  std::string Line(bool bar, int width = 0) const;
+  // What one redraw writes: on a terminal "\r" + the line fitted to its width + erase to
+  // the end of the line; elsewhere a whole line "rewind: ...\n". Exposed for tests.
+  std::string Frame() const;
 
  private:
   void Loop();
+  int64_t SinceStart() const;  // ns
+  int Width() const;           // of the terminal, in columns
 
   const ProgressMode mode_;
   const int64_t start_id_, head_id_;
   const std::vector<std::string> names_;
   std::FILE* const out_;
+  const ProgressScreen screen_;
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::atomic<uint64_t> events_done_{0};
   std::atomic<int64_t> done_id_;
   std::atomic<const char*> phase_{nullptr};
+  std::atomic<int64_t> phase_ns_{-1};    // since started_, when reading ended (first SetPhase)
+  std::atomic<int64_t> stopped_ns_{-1};  // since started_, when Stop() froze the clock
   std::unique_ptr<std::atomic<int64_t>[]> positions_;
   mutable std::mutex note_mu_;
   std::string note_;
