@@ -231,6 +231,27 @@ values = [{ column = "lines", op = "count" }]
             0);
 }
 
+// The dry run makes the real run's checks before work: the same refusal, in its own form.
+TEST_F(DeclaredTest, ADryRunRefusesAFieldTheEventTableLacksAsTheRealRunDoes) {
+  const std::string file = ::testing::TempDir() + "/no-such-field-dry.toml";
+  std::ofstream(file) << R"toml(
+[[read_model]]
+name   = "lines_per_tenant"
+events = ['App\Shop\ItemAdded']
+key    = [{ column = "tenant", field = "tenantId" }]
+values = [{ column = "lines", op = "count" }]
+)toml";
+  Outcome dry =
+      RunRewind({"replay", "lines_per_tenant", "--models", file, "--dry-run"}, Env(options_));
+  EXPECT_EQ(dry.code, 1) << dry.err;
+  EXPECT_NE(dry.out.find("could NOT start"), std::string::npos) << dry.out;
+  EXPECT_NE(
+      dry.out.find(
+          "reads the field 'tenantId', but the event table 'stored_events' has no such column"),
+      std::string::npos)
+      << dry.out;
+}
+
 TEST(DeclaredFollow, FollowKeepsADeclaredReadModelExact) {
   ConnectionOptions o = FreshDatabase("rewind_test_declared_follow");
   auto c = Connect(o);

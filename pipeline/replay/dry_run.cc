@@ -112,7 +112,10 @@ int DryRunCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
   Result<std::unique_ptr<Reader>> reader = Reader::Make(std::move(*reader_conn), ro);
   if (!reader.ok()) return fail(reader.status().message());
   const Decoder decoder(reads.page_fields, reads.page_class, reads.catalog);
-  std::vector<EventFailure> ignored;
+  // The runner's own apply step, in memory: nothing is written, the rows are counted below.
+  std::vector<std::unique_ptr<ProjectorRunner>> runners;
+  for (auto& p : projectors) runners.push_back(ProjectorRunner::InMemory(std::move(p)));
+  projectors.clear();
   // The first batches: a tenth of the range, at least one batch, at most kSampleEvents.
   const uint64_t sample_target =
       std::clamp<uint64_t>(events / 10, std::min<uint64_t>(o.batch_size, kSampleEvents), kSampleEvents);
@@ -120,14 +123,14 @@ int DryRunCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
   const auto started = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
   bool whole = false;
-  std::vector<PageVisit> usable;
   // Rows held at about half the sample: how fast each read model's keys still grow.
-  std::vector<size_t> half_rows(projectors.size(), 0);
+  std::vector<size_t> half_rows(runners.size(), 0);
   uint64_t half_events = 0;
   while (sampled < sample_target && elapsed() < kSampleSeconds) {
     if (half_events == 0 && sampled * 2 >= sample_target) {
       half_events = sampled;
-      for (size_t i = 0; i < projectors.size(); ++i) half_rows[i] = projectors[i]->pending_rows();
+      for (size_t i = 0; i < runners.size(); ++i)
+        half_rows[i] = runners[i]->projector().pending_rows();
     }
     Result<std::unique_ptr<Batch>> batch = (*reader)->Next();
     if (!batch.ok()) return fail(batch.status().message());
@@ -138,27 +141,22 @@ int DryRunCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
     decoder.Decode(**batch);
     sampled += (*batch)->rows_read;
     matched += (*batch)->rows_read - (*batch)->skipped;
-    for (auto& p : projectors) {
-      if (p->reads_records()) {
-        const Batch& b = **batch;
-        p->ApplyRecords(EventRecords{b.records, b.values, b.width}, ignored);
-        ignored.clear();
-        continue;
-      }
-      usable.clear();
-      for (const PageVisit& v : (*batch)->visits) {
-        if ((v.fields_ok & p->fields()) == p->fields()) usable.push_back(v);
-      }
-      p->Apply(usable);
+    for (auto& r : runners) {
+      // A flush due is not made: the sample stays in memory (it is bounded by kSampleEvents).
+      if (Result<bool> folded = r->Fold(**batch); !folded.ok())
+        return fail(folded.status().message());
     }
   }
   const double sample_seconds = elapsed();
   if (!whole && (*reader)->position() >= last) whole = true;
   const double scale = whole || sampled == 0 ? 1.0 : static_cast<double>(events) / static_cast<double>(sampled);
   double total_rows = 0;
-  for (size_t i = 0; i < projectors.size(); ++i) {
-    TsvBuilder tsv(projectors[i]->table());
-    projectors[i]->Flush(tsv);
+  for (size_t i = 0; i < runners.size(); ++i) {
+    // Every sampled event counts, held ones too (order-dependent read models hold the events
+    // above a hole still open); the rows a flush would write go to a counting sink.
+    runners[i]->ReleaseAllHeld();
+    TsvBuilder tsv(runners[i]->projector().table());
+    runners[i]->FlushInto(tsv);
     models[i].sample_rows = tsv.rows();
     models[i].sample_bytes = tsv.bytes();
     // Keys grow like events^a: a = 1 for keys that keep coming (minutes, URLs), near 0 for
@@ -184,12 +182,13 @@ int DryRunCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
     bool exists = false, in_the_way = false;
   };
   std::vector<TableState> tables;
-  for (size_t i = 0; i < projectors.size(); ++i) {
+  for (size_t i = 0; i < runners.size(); ++i) {
+    const std::string& live = runners[i]->projector().table().name;
     Result<bool> exists = table_admin::Exists(c, models[i].table);
-    Status way = CheckTablesInTheWay(c, plan, o.events.table, projectors[i]->table().name);
+    Status way = CheckTablesInTheWay(c, plan, o.events.table, live);
     tables.push_back({exists.ok() && *exists, !way.ok()});
     if (!way.ok()) blockers.push_back(way.message());
-    Result<bool> free = table_admin::IsFree(c, plan.lock_prefix, LockedTable(plan, projectors[i]->table().name));
+    Result<bool> free = table_admin::IsFree(c, plan.lock_prefix, LockedTable(plan, live));
     if (free.ok() && !*free) {
       blockers.push_back(fmt::format("another rewind is rebuilding {} (its lock is held)", models[i].name));
     }
@@ -231,11 +230,12 @@ int DryRunCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
                            wanted, o.events.table, WithThousands(sampled), whole ? " (all of them)" : "",
                            classes.empty() ? "(none)" : classes);
     bool live_rows = false;
-    for (const auto& p : projectors) {
-      Result<bool> exists = table_admin::Exists(c, p->table().name);
+    for (const auto& r : runners) {
+      const std::string& live = r->projector().table().name;
+      Result<bool> exists = table_admin::Exists(c, live);
       if (!exists.ok() || !*exists) continue;
       Result<std::optional<std::string>> any =
-          c.QueryValue(fmt::format("SELECT 1 FROM {} LIMIT 1", QuoteIdentifier(p->table().name)));
+          c.QueryValue(fmt::format("SELECT 1 FROM {} LIMIT 1", QuoteIdentifier(live)));
       live_rows = live_rows || (any.ok() && *any);
     }
     if (whole && live_rows && plan.swap && !o.allow_empty) {

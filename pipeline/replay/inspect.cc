@@ -67,11 +67,11 @@ int StatusCommand(const ReplayOptions& o, std::FILE* out) {
     fmt::print(stderr, "rewind: {}\n", why);
     return exit_code::kError;
   }
-  Rows rows;
+  std::vector<checkpoint_store::StatusRow> rows;
   // Layouts 2 and 3 differ from the current one only by tables status does not read (the
   // ownership records, the heartbeats).
   if (*version >= 2 && *version <= kSchemaVersion) {
-    Result<Rows> r = checkpoint_store::StatusRows(c, *head);
+    Result<std::vector<checkpoint_store::StatusRow>> r = checkpoint_store::StatusRows(c, *head);
     if (!r.ok()) {
       fmt::print(stderr, "rewind: {}\n", r.status().message());
       return exit_code::kError;
@@ -82,7 +82,16 @@ int StatusCommand(const ReplayOptions& o, std::FILE* out) {
                        "(version {}); the next replay migrates them\n", *version);
   }
   const std::string head_text = *head == kBeforeFirstId ? std::string("-") : IdText(*head);
+  // The text of each field as the table shows it ("-" for none): ids and counts in decimal,
+  // seconds with their two decimals, the rate whole.
   auto v = [](const std::optional<std::string>& s) { return s.value_or("-"); };
+  auto id = [](const std::optional<EventId>& i) { return i ? IdText(*i) : std::string("-"); };
+  auto seconds = [](const std::optional<double>& s) {
+    return s ? fmt::format("{:.2f}", *s) : std::string("-");
+  };
+  auto rate = [](const std::optional<double>& s) {
+    return s ? fmt::format("{:.0f}", *s) : std::string("-");
+  };
   // A row for the live table, or for a build beside it.
   // Declared read models (with --models): is the table built by today's declaration?
   std::map<std::string, std::string> versions;
@@ -96,43 +105,53 @@ int StatusCommand(const ReplayOptions& o, std::FILE* out) {
       if (!info.origin.empty()) versions[info.name] = ReadModelVersion(*info.make());
     }
   }
-  auto declaration = [&](const std::vector<std::optional<std::string>>& r) -> std::string {
-    const auto it = versions.find(v(r[0]));
+  auto declaration = [&](const checkpoint_store::StatusRow& r) -> std::string {
+    const auto it = versions.find(r.projector);
     if (it == versions.end()) return "";
-    const std::string source = v(r[14]);
+    const std::string& source = r.source;
     return source.size() > it->second.size() && source.ends_with("-" + it->second) ? "current" : "older";
   };
-  auto state = [&](const std::vector<std::optional<std::string>>& r) {
-    std::string s = r[1] == r[2] ? v(r[3]) : v(r[3]) + " (" + v(r[1]) + ")";
+  auto state = [&](const checkpoint_store::StatusRow& r) {
+    std::string s = r.table == r.live_table ? r.status : r.status + " (" + r.table + ")";
     if (declaration(r) == "older") s += " [older declaration]";
     return s;
   };
   if (o.json) {
-    auto num = [](const std::optional<std::string>& s) -> nlohmann::json {
-      if (!s) return nullptr;
-      return nlohmann::json::parse(*s, nullptr, false).is_discarded() ? nlohmann::json(*s)
-                                                                      : nlohmann::json::parse(*s);
+    // A number as JSON reads its decimal text (whole numbers beyond 64 bits become doubles).
+    auto num = [](const std::string& s) -> nlohmann::json {
+      return nlohmann::json::parse(s, nullptr, false).is_discarded() ? nlohmann::json(s)
+                                                                     : nlohmann::json::parse(s);
+    };
+    auto id_json = [&](const std::optional<EventId>& i) {
+      return i ? num(IdText(*i)) : nlohmann::json(nullptr);
+    };
+    auto real_json = [](const std::optional<double>& d) {
+      return d ? nlohmann::json(*d) : nlohmann::json(nullptr);
+    };
+    auto rate_json = [&](const std::optional<double>& d) {
+      return d ? num(rate(d)) : nlohmann::json(nullptr);
     };
     nlohmann::json j;
     j["head_event_id"] = *head == kBeforeFirstId ? nlohmann::json(nullptr) : num(IdText(*head));
     j["read_models"] = nlohmann::json::array();
-    for (const auto& r : rows.rows) {
-      j["read_models"].push_back({{"projector", v(r[0])},
-                                  {"table", v(r[1])},
-                                  {"live_table", v(r[2])},
-                                  {"status", v(r[3])},
-                                  {"checkpoint", num(r[4])},
-                                  {"behind", num(r[5])},
-                                  {"failures", num(r[6])},
-                                  {"run_id", v(r[7])},
-                                  {"last_run_at", v(r[8])},
-                                  {"seconds", num(r[9])},
-                                  {"events_per_second", num(r[10])},
-                                  {"late_events", num(r[11])},
-                                  {"gaps_given_up", num(r[12])},
-                                  {"gaps_watched", num(r[13])},
-                                  {"declaration", declaration(r).empty() ? nlohmann::json(nullptr)
-                                                                          : nlohmann::json(declaration(r))}});
+    for (const auto& r : rows) {
+      j["read_models"].push_back(
+          {{"projector", r.projector},
+           {"table", r.table},
+           {"live_table", r.live_table},
+           {"status", r.status},
+           {"checkpoint", id_json(r.checkpoint)},
+           {"behind", id_json(r.behind)},
+           {"failures", r.failures},
+           {"run_id", r.run_id},
+           {"last_run_at", v(r.last_run_at)},
+           {"seconds", real_json(r.seconds)},
+           {"events_per_second", rate_json(r.events_per_second)},
+           {"late_events", r.late_events},
+           {"gaps_given_up", r.gaps_given_up},
+           {"gaps_watched", r.gaps_watched},
+           {"declaration",
+            declaration(r).empty() ? nlohmann::json(nullptr) : nlohmann::json(declaration(r))}});
     }
     fmt::print(out, "{}\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
     return exit_code::kOk;
@@ -141,11 +160,12 @@ int StatusCommand(const ReplayOptions& o, std::FILE* out) {
   fmt::print(out, "{:<32} {:<12} {:>12} {:>10} {:>8} {:>6} {:>8} {:<27} {:>8} {:>10}\n", "read model",
              "status", "checkpoint", "behind", "failed", "late", "gave up", "last run", "seconds",
              "events/s");
-  for (const auto& r : rows.rows) {
-    fmt::print(out, "{:<32} {:<12} {:>12} {:>10} {:>8} {:>6} {:>8} {:<27} {:>8} {:>10}\n", v(r[0]),
-               state(r), v(r[4]), v(r[5]), v(r[6]), v(r[11]), v(r[12]), v(r[8]), v(r[9]), v(r[10]));
+  for (const auto& r : rows) {
+    fmt::print(out, "{:<32} {:<12} {:>12} {:>10} {:>8} {:>6} {:>8} {:<27} {:>8} {:>10}\n",
+               r.projector, state(r), id(r.checkpoint), id(r.behind), r.failures, r.late_events,
+               r.gaps_given_up, v(r.last_run_at), seconds(r.seconds), rate(r.events_per_second));
   }
-  if (rows.rows.empty()) fmt::print(out, "(no read model has been rebuilt by rewind yet)\n");
+  if (rows.empty()) fmt::print(out, "(no read model has been rebuilt by rewind yet)\n");
   return exit_code::kOk;
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <utility>
 
 #include "stages/db/table_admin.h"
@@ -531,19 +532,76 @@ bool SameIngestPosition(const IngestPosition& a, const IngestPosition& b) {
          a.lines_read == b.lines_read && a.events_stored == b.events_stored;
 }
 
-Result<Rows> StatusRows(Connection& c, EventId head) {
+Result<std::vector<StatusRow>> StatusRows(Connection& c, EventId head) {
   const std::string head_text = head == kBeforeFirstId ? "NULL" : IdText(head);
-  return c.Query(fmt::format(
+  Result<Rows> r = c.Query(fmt::format(
       "SELECT k.projector, k.target_table, k.live_table, k.status, "
       "IF(k.last_event_id < -9223372036854775808, NULL, k.last_event_id), "
       "GREATEST(0, {head} - k.last_event_id), "
-      "(SELECT COUNT(*) FROM rewind_failures f WHERE f.run_id = k.run_id AND f.stage IN ('decoder', "
+      "(SELECT COUNT(*) FROM rewind_failures f WHERE f.run_id = k.run_id AND f.stage IN "
+      "('decoder', "
       "k.projector)), k.run_id, "
       "COALESCE(k.finished_at, k.updated_at), ROUND(k.seconds, 2), ROUND(k.events_per_second), "
       "k.late_events, k.gaps_given_up, IF(k.gaps = '', 0, 1 + LENGTH(k.gaps) - "
       "LENGTH(REPLACE(k.gaps, ',', ''))), k.source "
       "FROM rewind_checkpoints k ORDER BY k.projector, k.target_table",
       fmt::arg("head", head_text)));
+  if (!r.ok()) return r.status();
+  // The columns above, named for messages.
+  static constexpr const char* kColumns[] = {
+      "projector", "target_table", "live_table",    "status",      "last_event_id",
+      "behind",    "failures",     "run_id",        "last run at", "seconds",
+      "events/s",  "late_events",  "gaps_given_up", "gaps",        "source"};
+  std::vector<StatusRow> out;
+  out.reserve(r->rows.size());
+  for (const auto& row : r->rows) {
+    std::string bad;  // the first column whose text is not what its type says
+    auto text = [&](size_t i) { return row[i].value_or(""); };
+    auto id = [&](size_t i) -> std::optional<EventId> {
+      if (!row[i]) return std::nullopt;
+      std::optional<EventId> v = ParseEventId(*row[i]);
+      if (!v && bad.empty()) bad = std::string(kColumns[i]) + " = " + *row[i];
+      return v;
+    };
+    auto count = [&](size_t i) -> uint64_t {
+      uint64_t v = 0;
+      const std::string s = text(i);
+      const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+      if ((ec != std::errc() || end != s.data() + s.size()) && bad.empty())
+        bad = std::string(kColumns[i]) + " = " + s;
+      return v;
+    };
+    auto real = [&](size_t i) -> std::optional<double> {
+      if (!row[i]) return std::nullopt;
+      double v = 0;
+      const std::string& s = *row[i];
+      const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+      if ((ec != std::errc() || end != s.data() + s.size()) && bad.empty())
+        bad = std::string(kColumns[i]) + " = " + s;
+      return v;
+    };
+    StatusRow checkpoint{.projector = text(0),
+                         .table = text(1),
+                         .live_table = text(2),
+                         .status = text(3),
+                         .checkpoint = id(4),
+                         .behind = id(5),
+                         .failures = count(6),
+                         .run_id = text(7),
+                         .last_run_at = row[8],
+                         .seconds = real(9),
+                         .events_per_second = real(10),
+                         .late_events = count(11),
+                         .gaps_given_up = count(12),
+                         .gaps_watched = count(13),
+                         .source = text(14)};
+    if (!bad.empty()) {
+      return Status::Internal(
+          fmt::format("{} holds a value status cannot read: {}", kCheckpointTable, bad));
+    }
+    out.push_back(std::move(checkpoint));
+  }
+  return out;
 }
 
 }  // namespace checkpoint_store

@@ -28,6 +28,7 @@
 // Thread safety: stateless functions; each call uses the connection it is given.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,8 +36,8 @@
 
 #include "projectors/event_id.h"
 #include "projectors/failure.h"
-#include "stages/db/connection.h"
 #include "projectors/gaps.h"
+#include "stages/db/connection.h"
 
 namespace rw {
 
@@ -173,11 +174,30 @@ std::string SaveIngestPositionSql(Connection& c, const IngestPosition& position)
 // Whether two positions are the same place: identity, offset, first line, counters.
 bool SameIngestPosition(const IngestPosition& a, const IngestPosition& b);
 
-// `rewind status`: one row per checkpoint, with the failures of its run and its lag behind
-// `head`. Columns: projector, target_table, live_table, status, last_event_id, behind,
-// failures, run_id, last run at, seconds, events/s, late events, gaps given up, gaps watched,
-// source fingerprint.
-Result<Rows> StatusRows(Connection& c, EventId head);
+// One checkpoint as `rewind status` shows it: its row of rewind_checkpoints, with the
+// failures of its run and its lag behind the head. Empty optionals are the NULLs the table
+// (or the lag, without a head) can hold.
+struct StatusRow {
+  std::string projector;
+  std::string table;  // the target table: the live table, or a build beside it
+  std::string live_table;
+  std::string status;                 // the status column's text (building | live | following)
+  std::optional<EventId> checkpoint;  // the last event id applied; none before the first event
+  std::optional<EventId>
+      behind;             // ids from the checkpoint up to the head (>= 0); none without a head
+  uint64_t failures = 0;  // rewind_failures rows of its run, decoder's and its own
+  std::string run_id;
+  std::optional<std::string> last_run_at;   // DATETIME text: finished_at, else updated_at
+  std::optional<double> seconds;            // rounded to 2 decimals
+  std::optional<double> events_per_second;  // rounded to a whole number
+  uint64_t late_events = 0;
+  uint64_t gaps_given_up = 0;
+  uint64_t gaps_watched = 0;  // ranges of ids still watched for a late commit
+  std::string source;         // the event source's fingerprint
+};
+
+// `rewind status`: one row per checkpoint, ordered by projector and target table.
+Result<std::vector<StatusRow>> StatusRows(Connection& c, EventId head);
 
 }  // namespace checkpoint_store
 

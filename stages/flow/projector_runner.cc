@@ -48,6 +48,11 @@ Result<std::unique_ptr<ProjectorRunner>> ProjectorRunner::Make(
   return runner;
 }
 
+std::unique_ptr<ProjectorRunner> ProjectorRunner::InMemory(std::unique_ptr<Projector> projector) {
+  return std::unique_ptr<ProjectorRunner>(
+      new ProjectorRunner(std::move(projector), nullptr, RunnerOptions{}));
+}
+
 Status ProjectorRunner::LoadCommitted() {
   const std::vector<std::string> values = projector_->committed_columns();
   if (values.empty()) return Status::Ok();
@@ -257,16 +262,25 @@ void ProjectorRunner::Settle(const std::vector<IdRange>& settled) {
 }
 
 Status ProjectorRunner::Consume(const Batch& batch) {
+  Result<bool> flush = Fold(batch);
+  if (!flush.ok()) return flush.status();
+  return *flush ? Flush() : Status::Ok();
+}
+
+Result<bool> ProjectorRunner::Fold(const Batch& batch) {
   if (static_cast<int64_t>(batch.sequence) <= last_sequence_) {
     return Status::Internal(fmt::format("projector {} received batch {} after batch {}: order lost",
                                         projector_->name(), batch.sequence, last_sequence_));
   }
   last_sequence_ = static_cast<int64_t>(batch.sequence);
-  if (batch.late) return ApplyLate(batch);
+  if (batch.late) {
+    if (Status s = ApplyLate(batch); !s.ok()) return s;
+    return false;
+  }
   if (batch.last_id <= applied_id_) {  // committed before a resume
     Settle(batch.settled);
     if (projector_->order_dependent()) ReleaseHeld();
-    return Status::Ok();
+    return false;
   }
 
   std::span<const PageVisit> visits(batch.visits);
@@ -289,11 +303,9 @@ Status ProjectorRunner::Consume(const Batch& batch) {
                                               IdText(f.event_id), f.stage, f.reason));
     }
     applied_id_ = batch.last_id;
-    if (events_since_flush_ >= options_.flush_every_events ||
-        projector_->pending_rows() >= options_.flush_max_rows || pending_failures_.size() >= kMaxPendingFailures) {
-      return Flush();
-    }
-    return Status::Ok();
+    return events_since_flush_ >= options_.flush_every_events ||
+           projector_->pending_rows() >= options_.flush_max_rows ||
+           pending_failures_.size() >= kMaxPendingFailures;
   }
   uint64_t failed = 0;
   for (EventId id : batch.dropped) failed += id > applied_id_ ? 1 : 0;
@@ -310,15 +322,15 @@ Status ProjectorRunner::Consume(const Batch& batch) {
   CountFailed(failed);
   ApplyInOrder(visits);
   applied_id_ = batch.last_id;
-
-  if (events_since_flush_ >= options_.flush_every_events ||
-      projector_->pending_rows() >= options_.flush_max_rows) {
-    return Flush();
-  }
-  return Status::Ok();
+  return events_since_flush_ >= options_.flush_every_events ||
+         projector_->pending_rows() >= options_.flush_max_rows;
 }
 
 Status ProjectorRunner::Flush() {
+  if (connection_ == nullptr) {
+    return Status::Internal(
+        fmt::format("projector {}: an in-memory runner writes nothing", projector_->name()));
+  }
   const EventId checkpoint = CheckpointId();
   if (checkpoint == committed_id_ && projector_->pending_rows() == 0 && !gaps_changed_ &&
       failed_since_flush_ == 0) {

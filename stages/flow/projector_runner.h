@@ -88,11 +88,23 @@ class ProjectorRunner {
                                                        std::unique_ptr<Connection> connection,
                                                        const RunnerOptions& options);
 
+  // A runner that writes nothing (the dry run): no connection, no target, nothing read
+  // back. It folds batches with Fold() and hands its rows to a sink with FlushInto();
+  // Flush() returns an error (and so does Consume() once a flush is due).
+  static std::unique_ptr<ProjectorRunner> InMemory(std::unique_ptr<Projector> projector);
+
   // Applies the batch's visits newer than the checkpoint; flushes when a threshold is
   // reached. REQUIRES: batches arrive in increasing sequence order (checked).
   Status Consume(const Batch& batch);
+  // Consume's apply step alone: folds the batch into the projector's memory (the events
+  // newer than the checkpoint, or, of a late batch, those still in the gaps) and writes
+  // nothing. Returns whether a flush is due (a threshold is reached).
+  Result<bool> Fold(const Batch& batch);
   // Writes every pending delta and the checkpoint in one transaction.
   Status Flush();
+  // Hands every pending delta to `sink` instead of writing it (the dry run counts them);
+  // no checkpoint moves.
+  void FlushInto(RowSink& sink) { projector_->Flush(sink); }
 
   // Order-dependent read models: applies, in id order, every event held above a hole still
   // open (a build that never cuts over ends with its holes open).
