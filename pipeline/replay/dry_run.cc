@@ -194,7 +194,7 @@ int DryRunCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
     }
   }
   std::vector<std::string> needed = {"SELECT", "INSERT", "UPDATE", "DELETE", "CREATE", "DROP", "ALTER"};
-  if (plan.swap) needed.push_back("LOCK TABLES");
+  if (plan.swap()) needed.push_back("LOCK TABLES");
   Result<std::vector<std::string>> held = HeldPrivileges(c);
   std::vector<std::string> missing;
   if (held.ok()) {
@@ -238,7 +238,7 @@ int DryRunCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
           c.QueryValue(fmt::format("SELECT 1 FROM {} LIMIT 1", QuoteIdentifier(live)));
       live_rows = live_rows || (any.ok() && *any);
     }
-    if (whole && live_rows && plan.swap && !o.allow_empty) {
+    if (whole && live_rows && plan.swap() && !o.allow_empty) {
       blockers.push_back(no_match + "; the run would swap nothing over live tables with rows (exit 7; "
                                     "--allow-empty to swap anyway)");
     }

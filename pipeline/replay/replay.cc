@@ -75,7 +75,12 @@ struct Prepared {
 
 // What a plan's build table is, in messages and in rewind_tables.
 std::string TableKind(const RunPlan& plan) {
-  return plan.scratch ? "scratch" : plan.swap ? "shadow" : "--into";
+  switch (plan.finish) {
+    case RunPlan::Finish::kSwap: return "shadow";
+    case RunPlan::Finish::kInto: return "--into";
+    case RunPlan::Finish::kScratch: return "scratch";
+  }
+  return "";
 }
 
 // Creates (or, resuming, finds) the target table and the checkpoint row of a projector.
@@ -225,16 +230,6 @@ Status Build::NameTheTables(const std::vector<std::unique_ptr<Projector>>& proje
   for (const auto& p : projectors) {
     live_tables_.push_back(p->table().name);
     names_.emplace_back(p->name());
-    const std::string target = p->table().name + plan_.table_suffix;
-    if (target.size() > 64) {
-      return Status::InvalidInput(fmt::format("the table name {} is longer than 64 characters; "
-                                              "choose a shorter suffix", target));
-    }
-    if (Status s = table_admin::CheckNotReserved(target, o_.events.table,
-                                                 fmt::format("the {} table of {}", TableKind(plan_), live_tables_.back()));
-        !s.ok()) {
-      return s;
-    }
     lock_tables_.push_back(LockedTable(plan_, p->table().name));
   }
   return Status::Ok();
@@ -255,12 +250,12 @@ Status Build::TakeOwnership() {
   // The heartbeat names the admin connection before it takes the locks: a holder of them
   // without a beating run is a dead run's (table_admin::TakeLock).
   Result<std::unique_ptr<Heartbeat>> beat =
-      Heartbeat::Start(o_.connection, c, sum_.run_id, plan_.scratch ? "verify" : "replay");
+      Heartbeat::Start(o_.connection, c, sum_.run_id, plan_.scratch() ? "verify" : "replay");
   if (!beat.ok()) return beat.status();
   heartbeat_ = std::move(*beat);
   if (Status s = table_admin::Lock(c, lock_tables_, plan_.lock_prefix); !s.ok()) return s;
   locked_ = true;
-  if (plan_.scratch) CleanAbandonedScratch(c, plan_);
+  if (plan_.scratch()) CleanAbandonedScratch(c, plan_);
   return CheckTablesInTheWay();
 }
 
@@ -441,7 +436,7 @@ Status Build::Rebuild() {
   // A build that never cuts over (--into, verify's scratch build) has no final check to
   // settle the holes near the head: what order-dependent read models hold above them is
   // applied now, in id order, as the build stands.
-  if (s.ok() && !plan_.swap) {
+  if (s.ok() && !plan_.swap()) {
     for (auto& r : runners_) r->ReleaseAllHeld();
   }
   if (s.ok()) {
@@ -586,7 +581,18 @@ Status FinishScratch(Build& b, Status built) {
 
 Status CheckTablesInTheWay(Connection& c, const RunPlan& plan, const std::string& events_table,
                            const std::string& live) {
-  if (plan.swap) {  // the swap replaces the live table, and drops the old copy
+  // The build table's name first: one the server cannot hold, or one of rewind's own.
+  const std::string target = live + plan.table_suffix;
+  if (target.size() > kMaxIdentifierBytes) {
+    return Status::InvalidInput(fmt::format("the table name {} is longer than {} characters; "
+                                            "choose a shorter suffix", target, kMaxIdentifierBytes));
+  }
+  if (Status s = table_admin::CheckNotReserved(target, events_table,
+                                               fmt::format("the {} table of {}", TableKind(plan), live));
+      !s.ok()) {
+    return s;
+  }
+  if (plan.swap()) {  // the swap replaces the live table, and drops the old copy
     if (Status s = table_admin::CheckNotReserved(live, events_table,
                                                  fmt::format("the live table of the read model {}", live));
         !s.ok()) {
@@ -620,13 +626,13 @@ RunPlan PlanFor(const ReplayOptions& options) {
   RunPlan plan;
   if (!options.into.empty()) {  // beside the live tables, never swapped in
     plan.table_suffix = options.into;
-    plan.swap = false;
+    plan.finish = RunPlan::Finish::kInto;
   }
   return plan;
 }
 
 std::string LockedTable(const RunPlan& plan, const std::string& live) {
-  return plan.swap || plan.scratch ? live : live + plan.table_suffix;
+  return plan.finish != RunPlan::Finish::kInto ? live : live + plan.table_suffix;
 }
 
 ReplaySummary RunRebuild(const ReplayOptions& options,
@@ -637,10 +643,16 @@ ReplaySummary RunRebuild(const ReplayOptions& options,
   if (s.ok()) s = b.Rebuild();
   if (s.ok()) FaultPoint("after-build");
   if (s.ok()) s = b.StoppedBeforeSwap();
-  if (plan.scratch) {
-    s = FinishScratch(b, std::move(s));
-  } else if (s.ok()) {
-    s = plan.swap ? FinishSwap(b) : FinishInto(b);
+  switch (plan.finish) {
+    case RunPlan::Finish::kSwap:
+      if (s.ok()) s = FinishSwap(b);
+      break;
+    case RunPlan::Finish::kInto:
+      if (s.ok()) s = FinishInto(b);
+      break;
+    case RunPlan::Finish::kScratch:  // drops its tables whatever the build's outcome
+      s = FinishScratch(b, std::move(s));
+      break;
   }
   return b.Finish(std::move(s));
 }

@@ -59,10 +59,12 @@ namespace rw {
 struct RunPlan {
   std::string table_suffix = table_admin::kShadowSuffix;  // where the build writes, beside each live table
   std::string lock_prefix = "rewind";        // its named locks
-  bool swap = true;                          // cut over at the end
-  // Scratch builds (verify) clean up after themselves, and before, what a killed run of
-  // their kind left behind when nobody holds its lock.
-  bool scratch = false;
+  // How the run finishes: kSwap cuts over at the end; kInto keeps the build beside the
+  // live tables, marked built; kScratch (verify) checks and drops its tables, and first
+  // drops what a killed run of its kind left behind when nobody holds its lock.
+  enum class Finish { kSwap, kInto, kScratch } finish = Finish::kSwap;
+  bool swap() const { return finish == Finish::kSwap; }
+  bool scratch() const { return finish == Finish::kScratch; }
   // A scratch build's check: runs on the admin connection after a successful build, while
   // the locks are held, before the scratch tables are dropped.
   std::function<Status(Connection&)> after_build;
@@ -77,7 +79,8 @@ RunPlan PlanFor(const ReplayOptions& options);
 std::string LockedTable(const RunPlan& plan, const std::string& live);
 
 // What a run of `plan` would create, replace or drop for the read model whose live table is
-// `live`, checked against what rewind may touch: never the event table or rewind's
+// `live`, checked against what rewind may touch: a build table's name the server can hold
+// and not one of rewind's own; never the event table or rewind's
 // bookkeeping, and beside the live table only tables rewind recorded creating (its build
 // target, and for a swap the old copy). The first table in the way, named with what to do.
 // Changes nothing; a run checks every read model before any work, as does --dry-run.

@@ -24,8 +24,7 @@ VerifySummary Verify(const ReplayOptions& options,
   RunPlan plan;
   plan.table_suffix = table_admin::kVerifySuffix;
   plan.lock_prefix = "rewind-verify";
-  plan.swap = false;
-  plan.scratch = true;
+  plan.finish = RunPlan::Finish::kScratch;
   // Compared while the run still holds its locks: the scratch tables are its own.
   plan.after_build = [&](Connection& c) -> Status {
     for (const TableSpec& spec : specs) {
