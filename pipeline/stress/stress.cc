@@ -177,11 +177,9 @@ class Stress {
   // never worked there).
   Result<std::vector<std::string>> TablesNotOwn() {
     const std::string db = admin_->Quote(conn_.database);
-    Result<std::optional<std::string>> booked = admin_->QueryValue(fmt::format(
-        "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {}", db,
-        admin_->Quote(kOwnTables)));
+    Result<bool> booked = table_admin::Exists(*admin_, kOwnTables, conn_.database);
     if (!booked.ok()) return booked.status();
-    const bool has_record = *booked && **booked != "0";
+    const bool has_record = *booked;
     Result<Rows> tables = admin_->Query(fmt::format(
         "SELECT TABLE_NAME FROM information_schema.TABLES t WHERE TABLE_SCHEMA = {0} AND TABLE_NAME <> {1}{2} "
         "ORDER BY TABLE_NAME",

@@ -11,6 +11,7 @@
 
 #include "projectors/civil_time.h"
 #include "projectors/event_id.h"
+#include "stages/db/row_writer.h"
 
 namespace rw {
 namespace {
@@ -239,11 +240,9 @@ Status LoadEvents(Connection& c, const std::string& table, const GeneratorOption
     std::ostringstream rows;
     WriteEventRows(part, log, rows, ids);
     // Served from memory through rewind's own LOAD DATA handler: no temporary file.
-    Status s = c.LoadData(fmt::format("INTO TABLE {} CHARACTER SET utf8mb4 FIELDS TERMINATED BY "
-                                      "'\\t' LINES TERMINATED BY '\\n' ({}uuid, eventClass, payload, "
-                                      "createdAt)",
-                                      QuoteIdentifier(table), ids.empty() ? "" : "id, "),
-                          rows.str());
+    Status s = c.LoadData(
+        LoadDataInto(table, fmt::format("{}uuid, eventClass, payload, createdAt", ids.empty() ? "" : "id, ")),
+        rows.str());
     if (!s.ok()) return s.With("loading generated events");
   }
   return Status::Ok();

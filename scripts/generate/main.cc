@@ -7,6 +7,7 @@
 
 #include "config/options.h"
 #include "scripts/generate/event_generator.h"
+#include "stages/db/table_admin.h"
 
 int main(int argc, char** argv) {
   using namespace rw;
@@ -61,10 +62,8 @@ int main(int argc, char** argv) {
   }
   const std::string table = cl->options.events.table;
   if (append) {
-    Result<std::optional<std::string>> n = (*c)->QueryValue(fmt::format(
-        "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND "
-        "TABLE_NAME = {}", (*c)->Quote(table)));
-    if (n.ok() && *n && **n != "0") {
+    Result<bool> exists = table_admin::Exists(**c, table);
+    if (exists.ok() && *exists) {
       auto count = (*c)->QueryValue("SELECT COUNT(*) FROM " + QuoteIdentifier(table));
       if (count.ok() && *count) g.first_index = std::stoull(**count);
     }

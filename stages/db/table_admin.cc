@@ -149,11 +149,11 @@ Result<bool> IsFree(Connection& c, const std::string& prefix, const std::string&
   return *v && **v == "1";
 }
 
-Result<bool> Exists(Connection& c, const std::string& table) {
+Result<bool> Exists(Connection& c, const std::string& table, const std::string& schema) {
   Result<std::optional<std::string>> v = c.QueryValue(fmt::format(
-      "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND "
+      "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = {} AND "
       "TABLE_NAME = {}",
-      c.Quote(table)));
+      schema.empty() ? std::string("DATABASE()") : c.Quote(schema), c.Quote(table)));
   if (!v.ok()) return v.status();
   return *v && **v != "0";
 }

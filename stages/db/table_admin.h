@@ -93,9 +93,9 @@ Status Lock(Connection& c, const std::vector<std::string>& tables, const std::st
 // True when nobody holds that lock.
 Result<bool> IsFree(Connection& c, const std::string& prefix, const std::string& table);
 
-// Whether `table` exists in the connection's database: the one test (checkpoint_store asks
-// it of its own tables too).
-Result<bool> Exists(Connection& c, const std::string& table);
+// Whether `table` exists in the connection's database, or in `schema` when given: the one
+// test (checkpoint_store asks it of its own tables too).
+Result<bool> Exists(Connection& c, const std::string& table, const std::string& schema = "");
 
 // Holds inserts into the event table off: LOCK TABLES <events> READ on `lock`, waiting at
 // most about a second for the application's open transactions on it. Once it is held no
