@@ -669,6 +669,32 @@ values = [{ column = "count", op = "count" }]
   EXPECT_NE(dry.out.find("rewind_checkpoints"), std::string::npos) << dry.out;
 }
 
+// A build table whose name the server cannot hold (a long declared name and a long --into
+// suffix): refused before any work by the run, and by the dry run with the same reason.
+TEST(Ownership, ABuildTableNameLongerThanTheServerAllowsIsRefusedByTheDryRunToo) {
+  ConnectionOptions o = Store("rewind_test_long_name", 500);
+  auto c = Connect(o);
+  const std::string file = ::testing::TempDir() + "/long_name.toml";
+  const std::string name(40, 'v');
+  std::ofstream(file) << fmt::format(R"toml(
+[[read_model]]
+name   = "{}"
+events = ['App\Analytics\PageVisited']
+key    = [{{ column = "date", path = "visitedAt", bucket = "day" }}]
+values = [{{ column = "count", op = "count" }}]
+)toml", name);
+  const std::string suffix = "_" + std::string(30, 's');
+  const std::string before = Tables(*c);
+  Outcome run = RunRewind({"replay", name, "--models", file, "--into", suffix, "--quiet"}, Env(o));
+  EXPECT_EQ(run.code, 1) << run.err;
+  EXPECT_NE(run.err.find("longer than 64 characters"), std::string::npos) << run.err;
+  EXPECT_EQ(Tables(*c), before);
+  Outcome dry = RunRewind({"replay", name, "--models", file, "--into", suffix, "--dry-run"}, Env(o));
+  EXPECT_EQ(dry.code, 1) << dry.out;
+  EXPECT_NE(dry.out.find("longer than 64 characters"), std::string::npos) << dry.out;
+  EXPECT_EQ(Tables(*c), before);
+}
+
 // A user's own table where --into would build: refused, by a run and by a dry run; the
 // user's rows survive. Once the user drops it, the build goes ahead, and a second build
 // into the same suffix replaces what the first one made.
