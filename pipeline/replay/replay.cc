@@ -330,7 +330,7 @@ Status Build::StartReader(const GapSet& watched) {
       probe = std::move(*pc);
     }
     throttle_ = std::make_unique<Throttle>(
-        ThrottleOptions{o_.max_events_per_second, o_.throttle_threads_running}, std::move(probe),
+        ThrottleOptions{.max_events_per_second = o_.max_events_per_second, .max_threads_running = o_.throttle_threads_running}, std::move(probe),
         &stop_, [this](const std::string& state) {
           fmt::print(stderr, "rewind: {}\n", state.empty() ? "reading resumes" : state + "; reading pauses");
           SetNote(state);
@@ -366,7 +366,7 @@ Status Build::StartRecorder() {
 // to its head).
 Status Build::RunTheGraph(Progress& progress, const std::atomic<bool>& stop) {
   GraphResult graph = RunGraph(*reader_, *decoder_, branches_, progress,
-                               GraphOptions{o_.max_in_flight}, stop);
+                               GraphOptions{.max_in_flight = o_.max_in_flight}, stop);
   sum_.peak_in_flight = std::max(sum_.peak_in_flight, graph.peak_in_flight);
   return graph.status;
 }
