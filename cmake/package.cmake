@@ -10,6 +10,14 @@
 #   P/share/bash-completion/completions/rewind
 include(GNUInstallDirs)
 
+# The config search (config/options.h): after the user's file, the install's system file
+# (/etc/rewind/rewind.conf for a /usr install: GNUInstallDirs maps /usr's sysconfdir to
+# /etc), then the repository's sample, only for a binary whose directory is this build tree.
+set(REWIND_SYSTEM_CONFIG "${CMAKE_INSTALL_FULL_SYSCONFDIR}/rewind/rewind.conf")
+target_compile_definitions(rewind_config PRIVATE REWIND_SYSTEM_CONFIG="${REWIND_SYSTEM_CONFIG}"
+                                                 REWIND_BUILD_TREE="${CMAKE_BINARY_DIR}"
+                                                 REWIND_REPOSITORY_CONFIG="${CMAKE_SOURCE_DIR}/config/rewind.conf")
+
 install(TARGETS rewind rewind-gen RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(FILES README.md config/rewind.conf config/blog.toml config/shop.toml
         DESTINATION ${CMAKE_INSTALL_DOCDIR})
