@@ -8,7 +8,30 @@
 #                                the access log rewind-gen builds its events from; the
 #                                installed rewind-gen finds it relative to its own location
 #   P/share/bash-completion/completions/rewind
+#   P/share/man/man1/rewind.1    generated at build time by rewind-man (scripts/man) from
+#                                the command and option tables --help is printed from
 include(GNUInstallDirs)
+
+# The config search (config/options.h): after the user's file, the install's system file
+# (/etc/rewind/rewind.conf for a /usr install: GNUInstallDirs maps /usr's sysconfdir to
+# /etc), then the repository's sample, only for a binary whose directory is this build tree.
+set(REWIND_SYSTEM_CONFIG "${CMAKE_INSTALL_FULL_SYSCONFDIR}/rewind/rewind.conf")
+target_compile_definitions(rewind_config PRIVATE REWIND_SYSTEM_CONFIG="${REWIND_SYSTEM_CONFIG}"
+                                                 REWIND_BUILD_TREE="${CMAKE_BINARY_DIR}"
+                                                 REWIND_REPOSITORY_CONFIG="${CMAKE_SOURCE_DIR}/config/rewind.conf")
+
+# The man page, written by rewind-man from the tables; built with rewind (scripts/package
+# builds only the binaries' targets).
+add_executable(rewind-man scripts/man/rewind_man.cc)
+target_link_libraries(rewind-man PRIVATE rewind_pipeline)
+target_compile_definitions(rewind-man PRIVATE REWIND_DOC_DIR="${CMAKE_INSTALL_FULL_DOCDIR}")
+add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/rewind.1
+                   COMMAND rewind-man ${CMAKE_BINARY_DIR}/rewind.1
+                   DEPENDS rewind-man
+                   COMMENT "Writing the man page build/rewind.1")
+add_custom_target(rewind_man_page ALL DEPENDS ${CMAKE_BINARY_DIR}/rewind.1)
+add_dependencies(rewind rewind_man_page)
+install(FILES ${CMAKE_BINARY_DIR}/rewind.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 
 install(TARGETS rewind rewind-gen RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(FILES README.md config/rewind.conf config/blog.toml config/shop.toml

@@ -18,6 +18,17 @@
 #include <limits>
 #include <map>
 
+// Where the config search looks after the user's file (cmake/package.cmake defines them).
+#ifndef REWIND_SYSTEM_CONFIG
+#define REWIND_SYSTEM_CONFIG "/etc/rewind/rewind.conf"
+#endif
+#ifndef REWIND_BUILD_TREE
+#define REWIND_BUILD_TREE ""
+#endif
+#ifndef REWIND_REPOSITORY_CONFIG
+#define REWIND_REPOSITORY_CONFIG ""
+#endif
+
 namespace rw {
 namespace {
 
@@ -455,7 +466,10 @@ Status ReadConfigFile(const std::string& path, Applier& a) {
     return Status::InvalidInput(fmt::format("config file '{}' is a directory", path));
   }
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(fmt::format("cannot read config file '{}'", path));
+  if (!in) {
+    return Status::NotFound(
+        fmt::format("cannot read config file '{}': {}", path, std::strerror(errno)));
+  }
   std::string line;
   for (int n = 1; std::getline(in, line); ++n) {
     if (n == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
@@ -491,26 +505,6 @@ std::filesystem::path ProgramDirectory() {
   std::error_code ec;
   const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   return ec ? std::filesystem::path() : exe.parent_path();
-}
-
-// The one config file to read: the first that exists of the named places.
-Result<std::string> LocateConfig(const std::string& flag, const Environment& env) {
-  if (!flag.empty()) return flag;
-  if (auto v = env("REWIND_CONFIG"); v && !v->empty()) return *v;
-  std::vector<std::filesystem::path> candidates;
-  if (auto xdg = env("XDG_CONFIG_HOME"); xdg && !xdg->empty()) {
-    candidates.push_back(std::filesystem::path(*xdg) / "rewind" / "rewind.conf");
-  } else if (auto home = env("HOME"); home && !home->empty()) {
-    candidates.push_back(std::filesystem::path(*home) / ".config" / "rewind" / "rewind.conf");
-  }
-  if (const auto dir = ProgramDirectory(); !dir.empty()) {
-    candidates.push_back(dir.parent_path() / "config" / "rewind.conf");
-  }
-  for (const auto& c : candidates) {
-    std::error_code ec;
-    if (std::filesystem::is_regular_file(c, ec)) return c.lexically_normal().string();
-  }
-  return std::string();
 }
 
 // A group's heading in --help: its name, and the commands that take it unless every command
@@ -608,6 +602,12 @@ struct Declared {
     }
     app.add_option("--config", values.emplace_back(),
                    "read `key = value` defaults from FILE (see below)")->type_name("FILE")->group(Heading(Group::kConnection, commands));
+    // rewind's own: answered by the parser before any config file is looked for
+    // (ParseCommandLine). The tools borrowing the options (no commands) keep it unknown.
+    if (!commands.empty()) {
+      app.set_version_flag("-V,--version", std::string(),
+                           "print the version, the build type and the libraries, and exit");
+    }
     // The positionals, from the command table: "replay | list | ...", and what each
     // command's names are ("read models (replay, verify); log files (ingest)").
     std::string command_help, names_help;
@@ -650,6 +650,9 @@ Result<CommandLine> ParseCommandLine(const std::vector<std::string>& args, const
   } catch (const CLI::CallForHelp&) {
     cl.command = "help";
     return cl;
+  } catch (const CLI::CallForVersion&) {
+    cl.command = "version";
+    return cl;
   } catch (const CLI::ExtrasError& e) {
     std::string what = e.what();
     for (const std::string& a : pre->rest) {
@@ -664,7 +667,7 @@ Result<CommandLine> ParseCommandLine(const std::vector<std::string>& args, const
 
   Applier a{o, {}};
   // 1. The config file.
-  Result<std::string> config = LocateConfig(pre->config, env);
+  Result<std::string> config = LocateConfigFile(pre->config, env, BuiltInConfigPlaces());
   if (!config.ok()) return config.status();
   if (!config->empty()) {
     if (Status s = ReadConfigFile(*config, a); !s.ok()) return s;
@@ -750,16 +753,70 @@ std::string FlagsOf(OptionGroup group) {
   return out;
 }
 
-const char kConfigFileHelp[] = R"(Config file: `key = value` lines, keys are the long flag names; read from the first that
-exists of --config FILE, $REWIND_CONFIG, $XDG_CONFIG_HOME/rewind/rewind.conf (else
-~/.config/rewind/rewind.conf), config/rewind.conf beside the binary's directory; never
-the current directory. Then the environment, then the flags: the last one wins.
-)";
+const char kConfigFileHelp[] =
+    "Config file: `key = value` lines, keys are the long flag names; read from the first that\n"
+    "exists of --config FILE, $REWIND_CONFIG, $XDG_CONFIG_HOME/rewind/rewind.conf (else\n"
+    "~/.config/rewind/rewind.conf), the system's " REWIND_SYSTEM_CONFIG ",\n"
+    "and for a binary in its build tree the repository's config/rewind.conf; never the\n"
+    "current directory (one that exists but cannot be read is an error). Then the\n"
+    "environment, then the flags: the last one wins.\n";
 
 std::string OptionsHelp(const std::vector<CommandInfo>& commands, const std::string& footer) {
   Declared d(commands);
   d.app.footer(footer);
   return d.app.help();
 }
+
+ConfigPlaces BuiltInConfigPlaces() {
+  return {REWIND_SYSTEM_CONFIG, ProgramDirectory().string(), REWIND_BUILD_TREE,
+          REWIND_REPOSITORY_CONFIG};
+}
+
+Result<std::string> LocateConfigFile(const std::string& flag, const Environment& env,
+                                     const ConfigPlaces& places) {
+  namespace fs = std::filesystem;
+  if (!flag.empty()) return flag;
+  if (auto v = env("REWIND_CONFIG"); v && !v->empty()) return *v;
+  std::vector<fs::path> candidates;
+  if (auto xdg = env("XDG_CONFIG_HOME"); xdg && !xdg->empty()) {
+    candidates.push_back(fs::path(*xdg) / "rewind" / "rewind.conf");
+  } else if (auto home = env("HOME"); home && !home->empty()) {
+    candidates.push_back(fs::path(*home) / ".config" / "rewind" / "rewind.conf");
+  }
+  if (!places.system_file.empty()) candidates.push_back(places.system_file);
+  // The repository's sample only for the binary in its own build tree: an installed one
+  // (or a copy anywhere else) never looks beside itself.
+  std::error_code same_ec;
+  if (!places.repository_file.empty() && !places.build_tree.empty() &&
+      !places.program_dir.empty() && fs::equivalent(places.program_dir, places.build_tree, same_ec)) {
+    candidates.push_back(places.repository_file);
+  }
+  for (const auto& c : candidates) {
+    // Anything there counts (a dangling link, a directory, a file it may not read): reading
+    // it then fails naming it, rather than silently falling through to the next place.
+    std::error_code ec;
+    const fs::file_status st = fs::symlink_status(c, ec);
+    if (!ec && fs::exists(st)) return c.lexically_normal().string();
+  }
+  return std::string();
+}
+
+std::vector<OptionDoc> OptionDocs() {
+  const ParsedOptions defaults;
+  std::vector<OptionDoc> docs;
+  for (const OptionSpec& s : Table()) {
+    OptionDoc d{s.name, s.short_name, s.group, "", s.help, "", {}};
+    // The password's value is attached (-pPW, --password=PW), never the next word.
+    if (!s.flag && std::string(s.name) != "password") d.value_name = ValueName(s.name);
+    if (s.show) d.default_value = s.show(defaults);
+    for (const char* e : s.env) d.env.emplace_back(e);
+    docs.push_back(std::move(d));
+  }
+  docs.push_back({"config", "", Group::kConnection, "FILE",
+                  "read `key = value` defaults from FILE (see FILES)", "", {}});
+  return docs;
+}
+
+std::string GroupTitle(OptionGroup group) { return GroupName(group); }
 
 }  // namespace rw

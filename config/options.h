@@ -11,8 +11,11 @@
 //
 // The config file is read from one named place only, the first that exists of:
 // --config FILE, $REWIND_CONFIG, $XDG_CONFIG_HOME/rewind/rewind.conf (or
-// ~/.config/rewind/rewind.conf), and config/rewind.conf beside the rewind binary's own
-// directory (../config/rewind.conf from build/rewind). Never the current directory.
+// ~/.config/rewind/rewind.conf), the install's system file (<sysconfdir>/rewind/rewind.conf:
+// /etc/rewind/rewind.conf for a /usr install), and, for a binary running from its own build
+// tree only, the repository's config/rewind.conf. Never the current directory, and an
+// installed binary never looks beside itself. A place that exists but cannot be read (a
+// directory, no permission) is an error naming it, not skipped.
 //
 // Passwords: `-p`/`--password` with no attached value prompts on the terminal (as the
 // mariadb client does); `-pSECRET`/`--password=SECRET` take it from the command line (main
@@ -237,7 +240,7 @@ struct CommandInfo {
 };
 
 struct CommandLine {
-  std::string command;              // a name of the command table, or "help"
+  std::string command;              // a name of the command table, "help" or "version"
   std::vector<std::string> names;   // the positionals after it (read models, log files)
   ParsedOptions options;
   std::string config_path;       // the config file that was read ("" when none)
@@ -261,6 +264,38 @@ void ScrubPasswordFromArgv(int argc, char** argv);
 
 // The config file's paragraph of --help.
 extern const char kConfigFileHelp[];
+
+// Where the config file is looked for after --config and $REWIND_CONFIG (see the top).
+struct ConfigPlaces {
+  std::string system_file;      // <sysconfdir>/rewind/rewind.conf ("" : none)
+  std::string program_dir;      // the running binary's directory
+  std::string build_tree;       // the build tree it was built in (CMAKE_BINARY_DIR)
+  std::string repository_file;  // the repository's config/rewind.conf
+};
+
+// This binary's places: the ones CMake compiled in, and /proc/self/exe's directory.
+ConfigPlaces BuiltInConfigPlaces();
+
+// The one config file to read ("" when none): the first place that exists.
+Result<std::string> LocateConfigFile(const std::string& flag, const Environment& env,
+                                     const ConfigPlaces& places);
+
+// One row of the option table as --help and the man page show it.
+struct OptionDoc {
+  std::string name;        // the long flag without dashes
+  std::string short_name;  // "" or e.g. "-u"
+  OptionGroup group;
+  std::string value_name;  // what follows the flag ("N", "FILE"); "" for a flag
+  std::string help;
+  std::string default_value;     // "" when none is shown
+  std::vector<std::string> env;  // environment variables, the first one wins
+};
+
+// The option table's rows in order, then --config.
+std::vector<OptionDoc> OptionDocs();
+
+// A group's title in --help ("Connection (like the mariadb client)").
+std::string GroupTitle(OptionGroup group);
 
 // The long flags of the options of `group`, e.g. "--quick, --only, ..." (for messages).
 std::string FlagsOf(OptionGroup group);

@@ -8,6 +8,7 @@
 #include "pipeline/replay/inspect.h"
 #include "pipeline/replay/replay_command.h"
 #include "pipeline/stress/stress.h"
+#include "pipeline/version.h"
 
 namespace rw {
 namespace {
@@ -30,6 +31,11 @@ ReplayOptions Replaying(const CommandLine& cl) {
 
 int RunHelp(const CommandLine&, const CommandContext& c) {
   fmt::print(c.out, "{}", HelpText());
+  return exit_code::kOk;
+}
+
+int RunVersion(const CommandLine&, const CommandContext& c) {
+  fmt::print(c.out, "{}", VersionText());
   return exit_code::kOk;
 }
 
@@ -120,6 +126,14 @@ const std::vector<Command>& Commands() {
        "",
        RunStress},
       {"help", "", {{"rewind help, rewind --help", "this text"}}, {}, true, "", RunHelp},
+      {"version",
+       "",
+       {{"rewind version, rewind --version, -V",
+         "the version, the build type and the libraries it was built with"}},
+       {},
+       true,
+       "",
+       RunVersion},
   };
   return commands;
 }

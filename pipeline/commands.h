@@ -37,7 +37,7 @@ struct Command {
   std::vector<Usage> usage;  // its lines in --help's Commands
   std::vector<OptionGroup> groups;  // the groups of its options struct (GroupsOf)
   // Runs without a server: before the password prompt, the config-file line and the signal
-  // handlers (help, list).
+  // handlers (help, version, list).
   bool offline = false;
   std::string about;  // a paragraph of --help after the commands ("How a replay works"), or ""
   int (*run)(const CommandLine&, const CommandContext&) = nullptr;

@@ -12,3 +12,12 @@ gtest_discover_tests(install_test DISCOVERY_TIMEOUT 60)
 add_test(NAME Package.InstallAndDeb
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/package_test.sh ${CMAKE_BINARY_DIR} ${CMAKE_COMMAND} ${CMAKE_CPACK_COMMAND})
 set_tests_properties(Package.InstallAndDeb PROPERTIES TIMEOUT 600 RUN_SERIAL TRUE)
+
+# tool_test: the binary as a process, no server: --version, the config search, the man page.
+add_executable(tool_test tool_test.cc)
+target_link_libraries(tool_test PRIVATE rewind_pipeline GTest::gtest_main)
+target_compile_definitions(tool_test PRIVATE REWIND_SOURCE_DIR="${CMAKE_SOURCE_DIR}"
+                                             REWIND_BINARY="$<TARGET_FILE:rewind>"
+                                             REWIND_MAN_PAGE="${CMAKE_BINARY_DIR}/rewind.1")
+add_dependencies(tool_test rewind rewind_man_page)
+gtest_discover_tests(tool_test DISCOVERY_TIMEOUT 60)

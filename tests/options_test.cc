@@ -230,6 +230,96 @@ TEST(Options, ConfigIsNeverReadFromTheCurrentDirectory) {
   fs::remove_all(dir);
 }
 
+// --version / -V: answered by the parser itself, before any config file is looked for (a
+// broken or missing one does not stop it) and with no server.
+TEST(Options, VersionIsAnsweredBeforeAnyConfigFile) {
+  const Environment broken = Env({{"REWIND_CONFIG", "/no/such/rewind.conf"}});
+  for (const char* flag : {"--version", "-V"}) {
+    auto cl = ParseRewindCommandLine({flag}, broken);
+    ASSERT_TRUE(cl.ok()) << flag << ": " << cl.status().message();
+    EXPECT_EQ(cl->command, "version") << flag;
+    EXPECT_EQ(cl->config_path, "") << flag;
+  }
+  const Command* version = FindCommand("version");
+  ASSERT_NE(version, nullptr);
+  EXPECT_TRUE(version->offline);  // no password prompt, no server
+}
+
+// A place of the config search that exists but cannot be read is an error naming it, never
+// skipped for the next place (the user would be running with a config they did not mean).
+// A directory in the file's place fails for root too; a mode-000 file only for others.
+TEST(Options, AConfigPlaceThatExistsButCannotBeReadIsAnError) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / "rewind_unreadable_config";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "xdg" / "rewind" / "rewind.conf");  // a directory in its place
+  auto d = ParseRewindCommandLine({"replay", "--all"},
+                                  Env({{"XDG_CONFIG_HOME", (dir / "xdg").string()}}));
+  ASSERT_FALSE(d.ok()) << "a directory in the XDG config's place was skipped";
+  EXPECT_NE(d.status().message().find((dir / "xdg" / "rewind" / "rewind.conf").string()),
+            std::string::npos)
+      << d.status().message();
+  fs::create_directories(dir / "home" / ".config" / "rewind");
+  const fs::path locked = dir / "home" / ".config" / "rewind" / "rewind.conf";
+  std::ofstream(locked) << "database = locked\n";
+  fs::permissions(locked, fs::perms::none);
+  if (std::ifstream probe(locked); !probe) {  // not root: mode 000 is unreadable
+    auto m = ParseRewindCommandLine({"replay", "--all"}, Env({{"HOME", (dir / "home").string()}}));
+    ASSERT_FALSE(m.ok()) << "an unreadable ~/.config/rewind/rewind.conf was skipped";
+    EXPECT_NE(m.status().message().find(locked.string()), std::string::npos)
+        << m.status().message();
+    EXPECT_NE(m.status().message().find("ermission denied"), std::string::npos)
+        << m.status().message();
+  }
+  fs::permissions(locked, fs::perms::owner_all);
+  fs::remove_all(dir);
+}
+
+// The search's later places: the system file after the user's, and the repository's sample
+// only for a binary whose directory is the build tree (an installed one never looks beside
+// itself). Places in a temp dir stand in for /etc and the build tree.
+TEST(Options, TheSystemFileComesAfterTheUsersAndTheRepositoryOnlyInTheBuildTree) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / "rewind_config_places";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "etc" / "rewind");
+  fs::create_directories(dir / "build");
+  fs::create_directories(dir / "repo" / "config");
+  fs::create_directories(dir / "usr" / "bin");
+  const std::string system = (dir / "etc" / "rewind" / "rewind.conf").string();
+  const std::string repository = (dir / "repo" / "config" / "rewind.conf").string();
+  std::ofstream(repository) << "\n";
+  const Environment home = Env({{"HOME", (dir / "home").string()}});
+  const ConfigPlaces in_build{system, (dir / "build").string(), (dir / "build").string(),
+                              repository};
+  const ConfigPlaces installed{system, (dir / "usr" / "bin").string(), (dir / "build").string(),
+                               repository};
+  // No system file: the build tree's binary reads the repository's, an installed one nothing.
+  EXPECT_EQ(*LocateConfigFile("", home, in_build), repository);
+  EXPECT_EQ(*LocateConfigFile("", home, installed), "");
+  // The system file, once there, comes first for both...
+  std::ofstream(system) << "\n";
+  EXPECT_EQ(*LocateConfigFile("", home, in_build), system);
+  EXPECT_EQ(*LocateConfigFile("", home, installed), system);
+  // ...after the user's XDG file, $REWIND_CONFIG and --config.
+  fs::create_directories(dir / "home" / ".config" / "rewind");
+  std::ofstream(dir / "home" / ".config" / "rewind" / "rewind.conf") << "\n";
+  EXPECT_EQ(*LocateConfigFile("", home, installed),
+            (dir / "home" / ".config" / "rewind" / "rewind.conf").string());
+  EXPECT_EQ(
+      *LocateConfigFile("", Env({{"HOME", (dir / "home").string()}, {"REWIND_CONFIG", "/x.conf"}}),
+                        installed),
+      "/x.conf");
+  EXPECT_EQ(*LocateConfigFile("/y.conf", home, installed), "/y.conf");
+  // This binary's own places: the install's sysconfdir file, and this build tree.
+  const ConfigPlaces mine = BuiltInConfigPlaces();
+  EXPECT_EQ(fs::path(mine.system_file).filename(), "rewind.conf");
+  EXPECT_EQ(fs::path(mine.system_file).parent_path().filename(), "rewind");
+  EXPECT_EQ(mine.repository_file,
+            (fs::path(REWIND_SOURCE_DIR) / "config" / "rewind.conf").string());
+  fs::remove_all(dir);
+}
+
 // A server named by a stronger source wins, whichever kind (socket or host) it is.
 TEST(Options, TheServerNamedLastWinsInEveryCombination) {
   const std::string path = ::testing::TempDir() + "/rewind_options_server.conf";

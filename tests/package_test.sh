@@ -5,7 +5,7 @@
 #    and the installed rewind-gen reads the access log installed beside it.
 # 2. cpack (DEB) on BUILD_DIR's own configuration (nothing is rebuilt): the package's file
 #    list, its Depends (computed by dpkg-shlibdeps), and the binaries extracted with
-#    `dpkg-deb -x` into TMP run --help. Nothing is installed system-wide; everything it
+#    `dpkg-deb -x` into TMP run --help (and rewind --version; its man page renders). Nothing is installed system-wide; everything it
 #    writes is under a temp dir (and BUILD_DIR's install_manifest.txt).
 set -euo pipefail
 build=$1 cmake=$2 cpack=$3
@@ -26,7 +26,7 @@ files=(bin/rewind bin/rewind-gen share/doc/rewind/README.md share/doc/rewind/rew
        share/doc/rewind/blog.toml share/doc/rewind/shop.toml share/doc/rewind/examples/axon.toml
        share/doc/rewind/examples/eventsauce.toml share/doc/rewind/examples/laravel.toml
        share/doc/rewind/apache-combined/SOURCE.md share/rewind/apache-combined/access.log
-       share/bash-completion/completions/rewind)
+       share/bash-completion/completions/rewind share/man/man1/rewind.1)
 
 echo "== cmake --install $build --prefix $tmp/prefix"
 "$cmake" --install "$build" --prefix "$tmp/prefix" >/dev/null
@@ -58,12 +58,19 @@ for lib in libmariadb libtbb libsimdjson libfmt; do
 done
 
 dpkg-deb -x "$deb" "$tmp/root"
-for bin in rewind rewind-gen; do
+for run in "rewind --help" "rewind-gen --help" "rewind --version"; do
+  bin=${run%% *} flag=${run#* }
   set +e
-  out=$("$tmp/root/usr/bin/$bin" --help 2>&1)
+  out=$("$tmp/root/usr/bin/$bin" "$flag" 2>&1)
   rc=$?
   set -e
-  [ "$rc" = 0 ] || fail "extracted $bin --help exited $rc: $out"
-  grep -q "^$bin" <<<"$out" || fail "extracted $bin --help printed no usage: $out"
+  [ "$rc" = 0 ] || fail "extracted $bin $flag exited $rc: $out"
+  grep -q "^$bin" <<<"$out" || fail "extracted $bin $flag printed no usage or version: $out"
 done
+version=$(grep -oE 'project\(rewind VERSION [0-9.]+' "$(dirname "$0")/../CMakeLists.txt" | awk '{print $3}')
+grep -q "^rewind $version" <<<"$("$tmp/root/usr/bin/rewind" --version)" \
+  || fail "extracted rewind --version does not name version $version"
+# The man page renders without a warning.
+man_err=$(MANPAGER=cat man --warnings -l "$tmp/root/usr/share/man/man1/rewind.1" 2>&1 >/dev/null)
+[ -z "$man_err" ] || fail "man --warnings on the packaged rewind.1: $man_err"
 echo "package_test: ok"

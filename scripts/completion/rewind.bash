@@ -3,9 +3,9 @@
 # option of --help is missing here, is listed here but gone from --help, or is listed
 # among the wrong kind (taking a value or not).
 
-_rewind_commands="replay list status verify ingest stress help"
+_rewind_commands="replay list status verify ingest stress help version"
 # Long options that take no value.
-_rewind_flags="--help --password --all --resume --stop-on-failure --follow --quiet --json
+_rewind_flags="--help --version --password --all --resume --stop-on-failure --follow --quiet --json
   --quick --keep --dry-run --allow-empty --from-start"
 # Long options that take a value (the next word).
 _rewind_valued="--socket --host --port --user --database --connect-timeout --config
