@@ -279,6 +279,24 @@ const std::vector<OptionSpec>& Table() {
        },
        nullptr},
       {"json", "", Group::kOutput, true, {}, "status and --dry-run: print JSON", Flag("json", &OutputPart::json), nullptr},
+      {"format", "", Group::kOutput, false, {}, "status: text, json (same as --json) or prometheus",
+       [](ParsedOptions& o, const std::string& v) {
+         if (v != "text" && v != "json" && v != "prometheus") {
+           return Status::InvalidInput(fmt::format("--format expects text, json or prometheus, got '{}'", v));
+         }
+         o.format = v;
+         if (v == "json") o.json = true;
+         return Status::Ok();
+       },
+       nullptr},
+      {"textfile", "", Group::kOutput, false, {},
+       "status --format prometheus: write to FILE atomically (node_exporter's textfile collector)",
+       [](ParsedOptions& o, const std::string& v) {
+         if (v.empty()) return Status::InvalidInput("--textfile needs a file name");
+         o.textfile = v;
+         return Status::Ok();
+       },
+       nullptr},
       // Migration-day controls
       {"quick", "", Group::kStress, true, {}, "stress: smaller volumes and fewer loads (minutes, not tens of minutes)",
        Flag("quick", &StressPart::quick), nullptr},
@@ -413,6 +431,8 @@ const char* ValueName(const std::string& name) {
     if (name == n) return "SECONDS";
   }
   if (name == "socket" || name == "stats-json" || name == "models") return "FILE";
+  if (name == "textfile") return "FILE";
+  if (name == "format") return "FORMAT";
   if (name == "host") return "HOST";
   if (name == "progress") return "MODE";
   if (name == "max-failures") return "N|P%";

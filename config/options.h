@@ -176,6 +176,9 @@ struct OutputPart {
   ProgressMode progress = ProgressMode::kAuto;
   std::string stats_json;  // write the final summary as JSON to this file
   bool json = false;       // `status`, dry run: print JSON instead of text
+  // `status --format`: "" (not given), "text", "json" (sets `json` too), "prometheus".
+  std::string format;
+  std::string textfile;    // `status --format prometheus`: write it to FILE (temp + rename)
 };
 
 // Each command's options: the parts it takes. The command table (pipeline/commands.h)

@@ -16,15 +16,19 @@ std::string_view Known(std::string_view v) { return v.empty() ? std::string_view
 
 std::string VersionNumber() { return REWIND_VERSION; }
 
-std::string VersionText() {
+std::string BuildVersion() {
   const std::string_view git = REWIND_GIT_DESCRIBE;
+  return fmt::format("{}{}", REWIND_VERSION,
+                     git.empty() ? std::string() : fmt::format(" (git {})", git));
+}
+
+std::string VersionText() {
   return fmt::format(
-      "rewind {}{}\n"
+      "rewind {}\n"
       "built: {}\n"
       "libraries: oneTBB {}, simdjson {}, libmariadb {}, fmt {}\n",
-      REWIND_VERSION, git.empty() ? std::string() : fmt::format(" (git {})", git),
-      Known(REWIND_BUILD_TYPE), Known(REWIND_TBB_VERSION), Known(REWIND_SIMDJSON_VERSION),
-      Known(REWIND_MARIADB_VERSION), Known(REWIND_FMT_VERSION));
+      BuildVersion(), Known(REWIND_BUILD_TYPE), Known(REWIND_TBB_VERSION),
+      Known(REWIND_SIMDJSON_VERSION), Known(REWIND_MARIADB_VERSION), Known(REWIND_FMT_VERSION));
 }
 
 }  // namespace rw

@@ -17,6 +17,10 @@ namespace rw {
 // The project version alone, e.g. "0.9.0".
 std::string VersionNumber();
 
+// The project version with the git describe when there is one, e.g. "0.9.0 (git 2da0c74-dirty)":
+// what the checkpoint rows, --stats-json and `status` record as the rewind that built a read model.
+std::string BuildVersion();
+
 // The three lines above, each ending in a newline.
 std::string VersionText();
 

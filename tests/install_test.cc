@@ -130,7 +130,7 @@ TEST(Completion, HasEveryCommandOfHelp) {
   EXPECT_EQ(Words(CompletionList("_rewind_commands")), commands);
 }
 
-// bash runs the completion function: `rewind --fo<TAB>` offers --follow, `rewind rep<TAB>` replay.
+// bash runs the completion function: `rewind --fol<TAB>` offers --follow, `rewind rep<TAB>` replay.
 TEST(Completion, CompletesOptionsAndCommandsInBash) {
   auto complete = [](const std::string& words, int cword) {
     return Stdout({"/bin/bash", "-c",
@@ -138,9 +138,10 @@ TEST(Completion, CompletesOptionsAndCommandsInBash) {
                        std::to_string(cword) + " && _rewind && printf '%s\\n' \"${COMPREPLY[@]}\"",
                    kCompletion});
   };
-  EXPECT_EQ(complete("rewind --fo", 1), "--follow\n");
+  EXPECT_EQ(complete("rewind --fol", 1), "--follow\n");
   EXPECT_EQ(complete("rewind --host db1 rep", 3), "replay\n");
   EXPECT_EQ(complete("rewind --progress ''", 2), "auto\nbar\nplain\nnone\n");
+  EXPECT_EQ(complete("rewind status --format ''", 3), "text\njson\nprometheus\n");
 }
 
 }  // namespace

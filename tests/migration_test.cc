@@ -1,9 +1,8 @@
 // Migration day, on the real server and the real binary: kill -9 at several points and
 // resume, SIGINT, a server restart in the middle of a replay, follow, verify, status.
 // Every outcome is compared with an uninterrupted run.
-#include <gtest/gtest.h>
-
 #include <fmt/core.h>
+#include <gtest/gtest.h>
 
 #include <csignal>
 #include <cstdlib>
@@ -11,6 +10,7 @@
 #include <thread>
 
 #include "pipeline/replay/replay.h"
+#include "pipeline/version.h"
 #include "tests/rewind_process.h"
 #include "tests/test_db.h"
 
@@ -295,6 +295,54 @@ TEST(FollowTest, AppliesAppendedEventsExactly) {
   }
   EXPECT_EQ(TableAsMap(*c, "sessions_per_day"), ReferenceSessions(*c));
   EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM rewind_checkpoints WHERE status = 'live'"), static_cast<int64_t>(AllProjectors().size()));
+}
+
+bool Has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// Layout 5 records the rewind that built each read model. Layout 4 (before it): status reads
+// it, changing nothing (no version shown); the next replay migrates it and records this
+// rewind's version, which --stats-json also gives.
+TEST(LayoutTest, StatusReadsTheLayoutBeforeTheVersionColumnAndReplayMigratesIt) {
+  ConnectionOptions o = Store("rewind_test_layout4", 2'000);
+  auto c = Connect(o);
+  ASSERT_TRUE(c);
+  ASSERT_EQ(RunRewind({"replay", "visits_per_day", "--quiet"}, Env(o)).code, 0);
+  EXPECT_EQ(Count(*c, "SELECT version FROM rewind_schema"), 5);
+  const std::string column =
+      "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND "
+      "TABLE_NAME = 'rewind_checkpoints' AND COLUMN_NAME = 'rewind_version'";
+  // As layout 4 left it.
+  ASSERT_TRUE(c->Execute("ALTER TABLE rewind_checkpoints DROP COLUMN rewind_version").ok());
+  ASSERT_TRUE(c->Execute("UPDATE rewind_schema SET version = 4").ok());
+  for (const char* format : {"text", "json", "prometheus"}) {
+    SCOPED_TRACE(format);
+    Outcome status = RunRewind({"status", "--format", format}, Env(o));
+    EXPECT_EQ(status.code, 0) << status.err;
+    EXPECT_TRUE(Has(status.out, "visits_per_day")) << status.out;
+    EXPECT_FALSE(Has(status.out, BuildVersion())) << status.out;
+    if (std::string(format) == "json") {
+      EXPECT_TRUE(Has(status.out, "\"rewind_version\": null")) << status.out;
+    }
+  }
+  EXPECT_EQ(Count(*c, column), 0);
+  EXPECT_EQ(Count(*c, "SELECT version FROM rewind_schema"), 4);
+  const std::string stats = ::testing::TempDir() + "/rewind_layout4_stats.json";
+  Outcome replay =
+      RunRewind({"replay", "visits_per_day", "--quiet", "--stats-json", stats}, Env(o));
+  ASSERT_EQ(replay.code, 0) << replay.err;
+  EXPECT_EQ(Count(*c, column), 1);
+  EXPECT_EQ(Count(*c, "SELECT version FROM rewind_schema"), 5);
+  auto recorded = c->QueryValue(
+      "SELECT rewind_version FROM rewind_checkpoints WHERE projector = 'visits_per_day'");
+  ASSERT_TRUE(recorded.ok() && *recorded);
+  EXPECT_EQ(**recorded, BuildVersion());
+  std::ifstream in(stats);
+  const std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(Has(json, "\"rewind_version\": \"" + BuildVersion() + "\"")) << json;
+  Outcome status = RunRewind({"status", "--json"}, Env(o));
+  EXPECT_TRUE(Has(status.out, "\"rewind_version\": \"" + BuildVersion() + "\"")) << status.out;
 }
 
 }  // namespace

@@ -173,13 +173,14 @@ TEST(Recovery, AHolderWithoutAHeartbeatIsRefusedWithTheKillToRun) {
 }
 
 // Layout 3 (before heartbeats): status reads it and creates nothing; the next replay
-// migrates it to layout 4.
+// migrates it to the current layout.
 TEST(Recovery, StatusReadsTheLayoutBeforeHeartbeatsAndCreatesNothing) {
   ConnectionOptions o = Store("rewind_test_recovery_layout3", 2'000);
   auto c = Connect(o);
   ASSERT_EQ(RunRewind({"replay", "visits_per_day", "--quiet"}, Env(o)).code, 0);
-  EXPECT_EQ(Count(*c, "SELECT version FROM rewind_schema"), 4);
+  EXPECT_EQ(Count(*c, "SELECT version FROM rewind_schema"), kSchemaVersion);
   ASSERT_TRUE(c->Execute("DROP TABLE rewind_runs").ok());
+  ASSERT_TRUE(c->Execute("ALTER TABLE rewind_checkpoints DROP COLUMN rewind_version").ok());
   ASSERT_TRUE(c->Execute("UPDATE rewind_schema SET version = 3").ok());
   const std::string runs_table =
       "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = "
@@ -191,7 +192,7 @@ TEST(Recovery, StatusReadsTheLayoutBeforeHeartbeatsAndCreatesNothing) {
   EXPECT_EQ(Count(*c, "SELECT version FROM rewind_schema"), 3);
   ASSERT_EQ(RunRewind({"replay", "visits_per_day", "--quiet"}, Env(o)).code, 0);
   EXPECT_EQ(Count(*c, runs_table), 1);
-  EXPECT_EQ(Count(*c, "SELECT version FROM rewind_schema"), 4);
+  EXPECT_EQ(Count(*c, "SELECT version FROM rewind_schema"), kSchemaVersion);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/options.h"
+#include "pipeline/version.h"
 #include "stages/db/checkpoint_store.h"
 #include "stages/control/progress.h"
 
@@ -61,6 +62,7 @@ std::string ReplaySummary::Json() const {
   };
   nlohmann::json j = {
       {"run_id", run_id},
+      {"rewind_version", BuildVersion()},
       {"ok", status.ok()},
       {"swapped", swapped},
       {"interrupted", interrupted},

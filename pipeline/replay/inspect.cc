@@ -1,20 +1,155 @@
 #include "pipeline/replay/inspect.h"
 
 #include <fmt/core.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <map>
-
-#include "pipeline/replay/replay.h"
 #include <nlohmann/json.hpp>
 
-#include "stages/db/checkpoint_store.h"
-#include "stages/db/table_admin.h"
-#include "stages/db/connection.h"
+#include "pipeline/replay/replay.h"
 #include "stages/control/progress.h"
+#include "stages/db/checkpoint_store.h"
+#include "stages/db/connection.h"
+#include "stages/db/table_admin.h"
 #include "stages/flow/reader.h"
 
 namespace rw {
+
+std::string PrometheusLabelValue(std::string_view value) {
+  std::string out;
+  out.reserve(value.size());
+  for (char ch : value) {
+    if (ch == '\\')
+      out += "\\\\";
+    else if (ch == '"')
+      out += "\\\"";
+    else if (ch == '\n')
+      out += "\\n";
+    else
+      out += ch;
+  }
+  return out;
+}
+
+namespace {
+
+// How far a checkpoint is behind the head of the event table, measured on the event table.
+struct Lag {
+  uint64_t events = 0;            // events with an id above the checkpoint, up to the head
+  std::optional<double> seconds;  // the head event's time less the checkpoint event's
+};
+
+// The lag of one checkpoint: COUNT of the events above it, and (`with_time`) the difference
+// of the time columns of the head event and of the last applied event, by the event clock
+// (as the reader reads the time column: whole seconds). No time lag before the first event
+// applied, or when either time does not read as a time.
+Result<Lag> LagOf(Connection& c, const EventTableOptions& e, EventId head,
+                  const std::optional<EventId>& checkpoint, bool with_time) {
+  Lag lag;
+  if (head == kBeforeFirstId) return lag;
+  const std::string table = QuoteIdentifier(e.table), id = QuoteIdentifier(e.id_column);
+  Result<std::optional<std::string>> n = c.QueryValue(fmt::format(
+      "SELECT COUNT(*) FROM {} WHERE {} <= {}{}", table, id, IdText(head),
+      checkpoint ? fmt::format(" AND {} > {}", id, IdText(*checkpoint)) : std::string()));
+  if (!n.ok()) return n.status();
+  lag.events = *n ? std::stoull(**n) : 0;
+  if (!with_time || !checkpoint) return lag;
+  const std::string time = QuoteIdentifier(e.time_column);
+  Result<Rows> t = c.Query(fmt::format(
+      "SELECT (SELECT {0} FROM {1} WHERE {2} = {3}), (SELECT {0} FROM {1} WHERE {2} = {4})", time,
+      table, id, IdText(*checkpoint), IdText(head)));
+  if (!t.ok()) return t.status();
+  if (t->rows.empty() || !t->rows[0][0] || !t->rows[0][1]) return lag;
+  const std::optional<int64_t> applied = EventTimeSeconds(*t->rows[0][0]);
+  const std::optional<int64_t> newest = EventTimeSeconds(*t->rows[0][1]);
+  if (applied && newest)
+    lag.seconds = static_cast<double>(std::max<int64_t>(0, *newest - *applied));
+  return lag;
+}
+
+// The status rows in Prometheus' text exposition format (version 0.0.4): one family per
+// figure, each with # HELP and # TYPE, labelled by read model and table.
+std::string PrometheusText(const std::vector<checkpoint_store::StatusRow>& rows,
+                           const std::vector<Lag>& lags) {
+  std::string out;
+  auto labels = [](const checkpoint_store::StatusRow& r) {
+    return fmt::format("read_model=\"{}\",table=\"{}\"", PrometheusLabelValue(r.projector),
+                       PrometheusLabelValue(r.table));
+  };
+  auto family = [&](const char* name, const char* type, const char* help, auto value) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const std::optional<double> v = value(rows[i], lags[i]);
+      if (v) out += fmt::format("{}{{{}}} {}\n", name, labels(rows[i]), *v);
+    }
+  };
+  using Row = checkpoint_store::StatusRow;
+  auto whole = [](uint64_t n) { return std::optional<double>(static_cast<double>(n)); };
+  family("rewind_lag_events", "gauge",
+         "Events in the event table above the read model's checkpoint, up to the head.",
+         [&](const Row&, const Lag& l) { return whole(l.events); });
+  family("rewind_lag_seconds", "gauge",
+         "Time column of the newest event less that of the last applied one (the event clock, "
+         "never the wall clock).",
+         [](const Row&, const Lag& l) { return l.seconds; });
+  family("rewind_events_applied_total", "counter",
+         "Events applied to the table by its builds and follows.",
+         [&](const Row& r, const Lag&) { return whole(r.events_applied); });
+  family("rewind_failures_total", "counter",
+         "Events of the table's last run that could not be applied (rewind_failures).",
+         [&](const Row& r, const Lag&) { return whole(r.failures); });
+  family("rewind_late_events_total", "counter",
+         "Events that committed after a higher id had been read.",
+         [&](const Row& r, const Lag&) { return whole(r.late_events); });
+  family("rewind_gaps_given_up_total", "counter",
+         "Holes in the ids given up on (never committed within --settle).",
+         [&](const Row& r, const Lag&) { return whole(r.gaps_given_up); });
+  family("rewind_last_run_events_per_second", "gauge",
+         "Events per second of the last completed run.",
+         [](const Row& r, const Lag&) { return r.events_per_second; });
+  out +=
+      "# HELP rewind_build_info The version of rewind that built the table.\n"
+      "# TYPE rewind_build_info gauge\n";
+  for (const Row& r : rows) {
+    if (r.rewind_version) {
+      out += fmt::format("rewind_build_info{{{},version=\"{}\"}} 1\n", labels(r),
+                         PrometheusLabelValue(*r.rewind_version));
+    }
+  }
+  return out;
+}
+
+// Writes `text` to `path` as node_exporter's textfile collector wants it: a temp file in the
+// same directory (not ending in .prom, so the collector never reads it half-written),
+// flushed to disk, then renamed over `path`.
+Status WriteTextfile(const std::string& path, const std::string& text) {
+  const std::filesystem::path target(path);
+  const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : ".";
+  const std::string temp =
+      (dir / fmt::format(".{}.{}.tmp", target.filename().string(), getpid())).string();
+  auto fail = [&](const std::string& what) {
+    const std::string why = std::strerror(errno);
+    (void)std::remove(temp.c_str());
+    return Status::Error(
+        Status::Code::kInvalidInput,
+        fmt::format("--textfile {}: {} ({}); check the directory exists and is writable", path,
+                    what, why));
+  };
+  std::FILE* f = std::fopen(temp.c_str(), "w");
+  if (f == nullptr) return fail("cannot create " + temp);
+  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size() &&
+                       std::fflush(f) == 0 && ::fsync(fileno(f)) == 0;
+  if (std::fclose(f) != 0 || !written) return fail("cannot write " + temp);
+  if (std::rename(temp.c_str(), path.c_str()) != 0) return fail("cannot rename " + temp + " to it");
+  return Status::Ok();
+}
+
+}  // namespace
 
 int ListCommand(const ReplayOptions& o, std::FILE* out) {
   Result<std::vector<ProjectorInfo>> known = KnownReadModels(o);
@@ -44,6 +179,16 @@ int ListCommand(const ReplayOptions& o, std::FILE* out) {
 }
 
 int StatusCommand(const ReplayOptions& o, std::FILE* out) {
+  const bool prometheus = o.format == "prometheus";
+  if (o.json && prometheus) {
+    fmt::print(stderr, "rewind: --json and --format prometheus ask for two formats: give one\n");
+    return exit_code::kUsage;
+  }
+  if (!o.textfile.empty() && !prometheus) {
+    fmt::print(stderr,
+               "rewind: --textfile writes the Prometheus format: add --format prometheus\n");
+    return exit_code::kUsage;
+  }
   Result<std::unique_ptr<Connection>> conn = Connection::Open(o.connection);
   if (!conn.ok()) {
     fmt::print(stderr, "rewind: {}\n", conn.status().message());
@@ -68,10 +213,11 @@ int StatusCommand(const ReplayOptions& o, std::FILE* out) {
     return exit_code::kError;
   }
   std::vector<checkpoint_store::StatusRow> rows;
-  // Layouts 2 and 3 differ from the current one only by tables status does not read (the
-  // ownership records, the heartbeats).
+  // Layouts 2 to 4 differ from the current one only by tables status does not read (the
+  // ownership records, the heartbeats) and the rewind_version column (read as none).
   if (*version >= 2 && *version <= kSchemaVersion) {
-    Result<std::vector<checkpoint_store::StatusRow>> r = checkpoint_store::StatusRows(c, *head);
+    Result<std::vector<checkpoint_store::StatusRow>> r =
+        checkpoint_store::StatusRows(c, *head, *version);
     if (!r.ok()) {
       fmt::print(stderr, "rewind: {}\n", r.status().message());
       return exit_code::kError;
@@ -116,6 +262,30 @@ int StatusCommand(const ReplayOptions& o, std::FILE* out) {
     if (declaration(r) == "older") s += " [older declaration]";
     return s;
   };
+  if (prometheus) {
+    // The time lag needs the time column; without one the family has no samples.
+    const bool with_time = CheckEventTable(c, o.events, /*with_time_column=*/true).ok();
+    std::vector<Lag> lags;
+    for (const auto& r : rows) {
+      Result<Lag> lag = LagOf(c, o.events, *head, r.checkpoint, with_time);
+      if (!lag.ok()) {
+        fmt::print(stderr, "rewind: measuring the lag of {}: {}\n", r.projector,
+                   lag.status().message());
+        return exit_code::kError;
+      }
+      lags.push_back(*lag);
+    }
+    const std::string text = PrometheusText(rows, lags);
+    if (o.textfile.empty()) {
+      fmt::print(out, "{}", text);
+      return exit_code::kOk;
+    }
+    if (Status s = WriteTextfile(o.textfile, text); !s.ok()) {
+      fmt::print(stderr, "rewind: {}\n", s.message());
+      return exit_code::kError;
+    }
+    return exit_code::kOk;
+  }
   if (o.json) {
     // A number as JSON reads its decimal text (whole numbers beyond 64 bits become doubles).
     auto num = [](const std::string& s) -> nlohmann::json {
@@ -150,6 +320,9 @@ int StatusCommand(const ReplayOptions& o, std::FILE* out) {
            {"late_events", r.late_events},
            {"gaps_given_up", r.gaps_given_up},
            {"gaps_watched", r.gaps_watched},
+           {"events_applied", r.events_applied},
+           {"rewind_version",
+            r.rewind_version ? nlohmann::json(*r.rewind_version) : nlohmann::json(nullptr)},
            {"declaration",
             declaration(r).empty() ? nlohmann::json(nullptr) : nlohmann::json(declaration(r))}});
     }

@@ -7,6 +7,8 @@
 
 #include <cstdio>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "config/options.h"
@@ -15,7 +17,12 @@
 namespace rw {
 
 int ListCommand(const ReplayOptions& options, std::FILE* out);
+// `rewind status`: text, --json (--format json) or --format prometheus (to `out`, or with
+// --textfile written to that file atomically: a temp file beside it, then a rename).
 int StatusCommand(const ReplayOptions& options, std::FILE* out);
+// `value` as a label value of Prometheus' text exposition format: backslash, double quote
+// and newline escaped (\\, \", \n); every other byte as it is.
+std::string PrometheusLabelValue(std::string_view value);
 int VerifyCommand(const ReplayOptions& options, std::vector<std::unique_ptr<Projector>> projectors,
                   std::FILE* out);
 

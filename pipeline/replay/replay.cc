@@ -12,6 +12,7 @@
 #include "errors/fault.h"
 #include "pipeline/replay/cutover.h"
 #include "pipeline/replay/replay_build.h"
+#include "pipeline/version.h"
 #include "projectors/declared.h"
 #include "projectors/sha256.h"
 #include "stages/db/retry.h"
@@ -129,6 +130,7 @@ Result<Prepared> PrepareProjector(Connection& c, const Projector& p, const std::
   cp.status = CheckpointStatus::kBuilding;
   cp.run_id = run_id;
   cp.source = fingerprint;
+  cp.rewind_version = BuildVersion();
   cp.head_event_id = head;
   if (Status s = checkpoint_store::Start(c, cp); !s.ok()) return s;
   return Prepared{kBeforeFirstId, {}, true, 0, 0};

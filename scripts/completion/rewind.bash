@@ -13,7 +13,8 @@ _rewind_valued="--socket --host --port --user --database --connect-timeout --con
   --uuid-column --time-column --poll --settle --settle-ids --cutover-timeout --batch-size
   --max-in-flight --read-connections --result-buffer --flush-every --flush-max-rows --models
   --progress --stats-json --only --stress-database --out --max-events-per-second
-  --throttle-threads-running --max-failures --until-id --until-time --into --against"
+  --throttle-threads-running --max-failures --until-id --until-time --into --against
+  --format --textfile"
 
 _rewind() {
   local cur prev word command=""
@@ -23,7 +24,7 @@ _rewind() {
 
   # The value of an option: files where the option names one, else nothing to offer.
   case "$prev" in
-    --config | --models | --stats-json | --socket | -S)
+    --config | --models | --stats-json | --textfile | --socket | -S)
       COMPREPLY=($(compgen -f -- "$cur"))
       return 0
       ;;
@@ -33,6 +34,10 @@ _rewind() {
       ;;
     --progress)
       COMPREPLY=($(compgen -W "auto bar plain none" -- "$cur"))
+      return 0
+      ;;
+    --format)
+      COMPREPLY=($(compgen -W "text json prometheus" -- "$cur"))
       return 0
       ;;
     -P | -u | -D)

@@ -20,6 +20,7 @@ const char* const kCheckpointsDdl =
     "status VARCHAR(16) NOT NULL, "
     "run_id VARCHAR(64) NOT NULL, "
     "source VARCHAR(64) NOT NULL DEFAULT '', "
+    "rewind_version VARCHAR(64) NOT NULL DEFAULT '', "
     "last_event_id DECIMAL(21,0) NOT NULL, "
     "gaps MEDIUMTEXT NOT NULL DEFAULT '', "
     "head_event_id DECIMAL(21,0) NOT NULL, "
@@ -102,6 +103,12 @@ const char* const kMigrateFrom1[] = {
     "ALTER TABLE rewind_failures MODIFY event_id DECIMAL(21,0) NOT NULL, "
     "ADD COLUMN excerpt VARBINARY(255) NULL AFTER reason",
 };
+
+// Layout 5: the version of rewind that started each checkpoint's build ('' before it).
+// IF NOT EXISTS: a layout created afresh already has it (kCheckpointsDdl).
+const char* const kAddRewindVersion =
+    "ALTER TABLE rewind_checkpoints ADD COLUMN IF NOT EXISTS rewind_version VARCHAR(64) NOT NULL "
+    "DEFAULT '' AFTER source";
 
 std::string Hex(std::string_view bytes) {
   static constexpr char kHex[] = "0123456789ABCDEF";
@@ -270,6 +277,10 @@ Status Ensure(Connection& c) {
                                 fmt::format(fmt::runtime(kOlderBuildTargets), "target_table")));
       if (!s.ok()) s = s.With("recording the tables older rewinds built");
     }
+    if (s.ok() && *version < 5) {  // layouts 1 to 4 did not record the rewind that built a row
+      s = c.Execute(kAddRewindVersion);
+      if (!s.ok()) s = s.With("adding the rewind version to the checkpoints");
+    }
     if (s.ok()) {
       s = c.Execute(fmt::format("REPLACE INTO rewind_schema VALUES (1, {}, NOW(6))", kSchemaVersion));
     }
@@ -291,11 +302,11 @@ Result<std::optional<Checkpoint>> Load(Connection& c, const std::string& project
 Status Start(Connection& c, const Checkpoint& cp) {
   return c.Execute(fmt::format(
       "REPLACE INTO rewind_checkpoints (projector, target_table, live_table, status, run_id, "
-      "source, last_event_id, gaps, head_event_id, started_at, updated_at) VALUES ({}, {}, {}, "
-      "{}, {}, {}, {}, {}, {}, NOW(6), NOW(6))",
+      "source, rewind_version, last_event_id, gaps, head_event_id, started_at, updated_at) "
+      "VALUES ({}, {}, {}, {}, {}, {}, {}, {}, {}, {}, NOW(6), NOW(6))",
       c.Quote(cp.projector), c.Quote(cp.target_table), c.Quote(cp.live_table),
-      c.Quote(CheckpointStatusText(cp.status.value())),
-      c.Quote(cp.run_id), c.Quote(cp.source), IdText(cp.last_event_id), c.Quote(cp.gaps.Text()),
+      c.Quote(CheckpointStatusText(cp.status.value())), c.Quote(cp.run_id), c.Quote(cp.source),
+      c.Quote(ValidUtf8(cp.rewind_version, 64)), IdText(cp.last_event_id), c.Quote(cp.gaps.Text()),
       IdText(cp.head_event_id)));
 }
 
@@ -532,8 +543,9 @@ bool SameIngestPosition(const IngestPosition& a, const IngestPosition& b) {
          a.lines_read == b.lines_read && a.events_stored == b.events_stored;
 }
 
-Result<std::vector<StatusRow>> StatusRows(Connection& c, EventId head) {
+Result<std::vector<StatusRow>> StatusRows(Connection& c, EventId head, int layout) {
   const std::string head_text = head == kBeforeFirstId ? "NULL" : IdText(head);
+  // Layouts before 5 have no rewind_version column: read as NULL (status changes nothing).
   Result<Rows> r = c.Query(fmt::format(
       "SELECT k.projector, k.target_table, k.live_table, k.status, "
       "IF(k.last_event_id < -9223372036854775808, NULL, k.last_event_id), "
@@ -543,15 +555,17 @@ Result<std::vector<StatusRow>> StatusRows(Connection& c, EventId head) {
       "k.projector)), k.run_id, "
       "COALESCE(k.finished_at, k.updated_at), ROUND(k.seconds, 2), ROUND(k.events_per_second), "
       "k.late_events, k.gaps_given_up, IF(k.gaps = '', 0, 1 + LENGTH(k.gaps) - "
-      "LENGTH(REPLACE(k.gaps, ',', ''))), k.source "
+      "LENGTH(REPLACE(k.gaps, ',', ''))), k.source, k.events_applied, {version} "
       "FROM rewind_checkpoints k ORDER BY k.projector, k.target_table",
-      fmt::arg("head", head_text)));
+      fmt::arg("head", head_text),
+      fmt::arg("version", layout >= 5 ? "NULLIF(k.rewind_version, '')" : "NULL")));
   if (!r.ok()) return r.status();
   // The columns above, named for messages.
   static constexpr const char* kColumns[] = {
-      "projector", "target_table", "live_table",    "status",      "last_event_id",
-      "behind",    "failures",     "run_id",        "last run at", "seconds",
-      "events/s",  "late_events",  "gaps_given_up", "gaps",        "source"};
+      "projector",      "target_table",  "live_table",    "status",      "last_event_id",
+      "behind",         "failures",      "run_id",        "last run at", "seconds",
+      "events/s",       "late_events",   "gaps_given_up", "gaps",        "source",
+      "events_applied", "rewind_version"};
   std::vector<StatusRow> out;
   out.reserve(r->rows.size());
   for (const auto& row : r->rows) {
@@ -594,7 +608,9 @@ Result<std::vector<StatusRow>> StatusRows(Connection& c, EventId head) {
                          .late_events = count(11),
                          .gaps_given_up = count(12),
                          .gaps_watched = count(13),
-                         .source = text(14)};
+                         .source = text(14),
+                         .events_applied = count(15),
+                         .rewind_version = row[16]};
     if (!bad.empty()) {
       return Status::Internal(
           fmt::format("{} holds a value status cannot read: {}", kCheckpointTable, bad));

@@ -19,6 +19,8 @@
 //                       of its other connections, and the lifetime of the server those ids
 //                       belong to. A holder of a lock whose run has stopped beating is dead
 //                       (table_admin::TakeLock). A clean end deletes the row; a killed run's stays.
+//   Layout 5 adds rewind_checkpoints.rewind_version: the version of the rewind that started
+//   the row's build ('' on rows older rewinds wrote).
 //
 // Nobody else spells these tables' names or their SQL. The layout is versioned: Ensure()
 // creates the tables, or migrates an older layout forward, under a server-wide lock so that
@@ -41,7 +43,7 @@
 
 namespace rw {
 
-inline constexpr int kSchemaVersion = 4;
+inline constexpr int kSchemaVersion = 5;
 inline constexpr const char* kSchemaTable = "rewind_schema";
 inline constexpr const char* kCheckpointTable = "rewind_checkpoints";
 inline constexpr const char* kFailureTable = "rewind_failures";
@@ -74,6 +76,7 @@ struct Checkpoint {
   std::optional<CheckpointStatus> status;
   std::string run_id;
   std::string source;         // fingerprint of the event source and the read model's version
+  std::string rewind_version;  // the rewind that started the build (written by Start)
   EventId last_event_id = kBeforeFirstId;
   GapSet gaps;                // ids below last_event_id still watched for a late commit
   EventId head_event_id = kBeforeFirstId;
@@ -194,10 +197,14 @@ struct StatusRow {
   uint64_t gaps_given_up = 0;
   uint64_t gaps_watched = 0;  // ranges of ids still watched for a late commit
   std::string source;         // the event source's fingerprint
+  uint64_t events_applied = 0;
+  // The rewind that built it; none on a layout before 5 or a row an older rewind wrote.
+  std::optional<std::string> rewind_version;
 };
 
-// `rewind status`: one row per checkpoint, ordered by projector and target table.
-Result<std::vector<StatusRow>> StatusRows(Connection& c, EventId head);
+// `rewind status`: one row per checkpoint, ordered by projector and target table. `layout`
+// is the layout found (Version()): 2 to kSchemaVersion are read, changing nothing.
+Result<std::vector<StatusRow>> StatusRows(Connection& c, EventId head, int layout);
 
 }  // namespace checkpoint_store
 
