@@ -38,6 +38,8 @@ install(FILES README.md config/rewind.conf config/blog.toml config/shop.toml
         DESTINATION ${CMAKE_INSTALL_DOCDIR})
 file(GLOB REWIND_EXAMPLE_MODELS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/config/examples/*.toml)
 install(FILES ${REWIND_EXAMPLE_MODELS} DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
+# A systemd unit for `rewind replay --follow` (README, "Follow as a service").
+install(FILES ${CMAKE_SOURCE_DIR}/config/examples/rewind-follow.service DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
 install(FILES tests/data/apache-combined/SOURCE.md DESTINATION ${CMAKE_INSTALL_DOCDIR}/apache-combined)
 install(FILES tests/data/apache-combined/access.log
         DESTINATION ${CMAKE_INSTALL_DATADIR}/rewind/apache-combined)
