@@ -372,10 +372,6 @@ TEST(Ingest, ARunKilledWhileReadingTheRotatedRemainderContinuesThere) {
   std::filesystem::remove_all(dir);
 }
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 void Spit(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
 }
@@ -385,11 +381,11 @@ std::string Gzipped(const std::string& path) {
   const std::string out = ::testing::TempDir() + "/rewind_whole.log.gz";
   gzFile gz = gzopen(out.c_str(), "wb6");
   EXPECT_NE(gz, nullptr);
-  const std::string text = Slurp(path);
+  const std::string text = ReadFile(path);
   EXPECT_EQ(gzwrite(gz, text.data(), static_cast<unsigned>(text.size())),
             static_cast<int>(text.size()));
   EXPECT_EQ(gzclose(gz), Z_OK);
-  std::string bytes = Slurp(out);
+  std::string bytes = ReadFile(out);
   std::remove(out.c_str());
   return bytes;
 }
@@ -408,7 +404,7 @@ TEST(Ingest, ADamagedGzipStopsTheIngestAndStoresNothingOfIt) {
     const char* says;
   } cases[] = {{"truncated", good.substr(0, good.size() / 2), "truncated"},
                {"flipped", flipped, "corrupt"},
-               {"plain", Slurp(kLog), "is not a gzip file"}};
+               {"plain", ReadFile(kLog), "is not a gzip file"}};
   const std::string dir = ::testing::TempDir() + "/rewind_gz";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);

@@ -24,12 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 using rw::testing::Subprocess;
 
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using rw::testing::ReadFile;
 
 // Runs `args` with stdout to a temp file; returns stdout, expects exit 0.
 std::string Stdout(const std::vector<std::string>& args) {

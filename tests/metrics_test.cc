@@ -37,10 +37,6 @@ std::map<std::string, double> Samples(const std::string& text) {
   return out;
 }
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
 // promtool's verdict on `text`: its exit code and what it printed.
 struct Verdict {
@@ -54,7 +50,7 @@ Verdict Promtool(const std::string& text) {
   std::ofstream(in) << text;
   const int status =
       std::system(fmt::format("promtool check metrics < {} > {} 2>&1", in, out).c_str());
-  Verdict v{WIFEXITED(status) ? WEXITSTATUS(status) : -1, Slurp(out)};
+  Verdict v{WIFEXITED(status) ? WEXITSTATUS(status) : -1, ReadFile(out)};
   std::remove(in.c_str());
   std::remove(out.c_str());
   return v;
@@ -223,8 +219,8 @@ TEST_F(MetricsTest, TextfileIsReplacedByARename) {
   ASSERT_EQ(status.code, 0) << status.err;
   EXPECT_EQ(status.out, "");
   Outcome printed = RunRewind({"status", "--format", "prometheus"}, Env(options_));
-  EXPECT_EQ(Slurp(file), printed.out);
-  EXPECT_EQ(Slurp(dir + "/before"), "old\n");
+  EXPECT_EQ(ReadFile(file), printed.out);
+  EXPECT_EQ(ReadFile(dir + "/before"), "old\n");
   // Nothing else is left in the directory (no temp file).
   std::vector<std::string> names;
   for (const auto& e : std::filesystem::directory_iterator(dir))

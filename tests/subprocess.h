@@ -14,12 +14,20 @@
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
 extern char** environ;
 
 namespace rw::testing {
+
+// The bytes of the file at `path` ("" when it cannot be read): what a child wrote.
+inline std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
 
 class Subprocess {
  public:

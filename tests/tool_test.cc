@@ -21,12 +21,7 @@ namespace {
 namespace fs = std::filesystem;
 using rw::testing::Subprocess;
 
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using rw::testing::ReadFile;
 
 // No user config, no system variable: only what a test names.
 const std::vector<std::string> kNoConfig = {
