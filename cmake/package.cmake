@@ -8,8 +8,13 @@
 #                                the access log rewind-gen builds its events from; the
 #                                installed rewind-gen finds it relative to its own location
 #   P/share/bash-completion/completions/rewind
-#   P/share/man/man1/rewind.1    generated at build time by rewind-man (scripts/man) from
-#                                the command and option tables --help is printed from
+#   P/share/man/man1/rewind.1.gz generated at build time by rewind-man (scripts/man) from
+#                                the command and option tables --help is printed from,
+#                                compressed with `gzip -9n` as Debian policy asks
+#   P/share/doc/rewind/copyright, changelog.Debian.gz
+#                                cmake/copyright (machine-readable, DEP-5) and
+#                                cmake/changelog.in (Debian changelog format, the maintainer filled
+#                                in), as changelog.Debian.gz; gzip -9n
 include(GNUInstallDirs)
 
 # The config search (config/options.h): after the user's file, the install's system file
@@ -29,9 +34,25 @@ add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/rewind.1
                    COMMAND rewind-man ${CMAKE_BINARY_DIR}/rewind.1
                    DEPENDS rewind-man
                    COMMENT "Writing the man page build/rewind.1")
-add_custom_target(rewind_man_page ALL DEPENDS ${CMAKE_BINARY_DIR}/rewind.1)
+# -n: no name or time stamp in the header, so the same page compresses to the same bytes.
+add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/rewind.1.gz
+                   COMMAND gzip -9n -c ${CMAKE_BINARY_DIR}/rewind.1 > ${CMAKE_BINARY_DIR}/rewind.1.gz
+                   DEPENDS ${CMAKE_BINARY_DIR}/rewind.1
+                   COMMENT "Compressing the man page build/rewind.1.gz")
+# Who answers for the package (its Maintainer field and the changelog's sign-off): whoever
+# builds a package to hand out sets their own address (-DREWIND_PACKAGE_MAINTAINER=...);
+# the default is a placeholder on a reserved domain, which lintian accepts.
+set(REWIND_PACKAGE_MAINTAINER "rewind maintainers <rewind@example.org>" CACHE STRING
+    "the Debian package's Maintainer (name <address>)")
+configure_file(${CMAKE_SOURCE_DIR}/cmake/changelog.in ${CMAKE_BINARY_DIR}/changelog @ONLY)
+add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/changelog.Debian.gz
+                   COMMAND gzip -9n -c ${CMAKE_BINARY_DIR}/changelog > ${CMAKE_BINARY_DIR}/changelog.Debian.gz
+                   DEPENDS ${CMAKE_BINARY_DIR}/changelog
+                   COMMENT "Compressing the changelog build/changelog.Debian.gz")
+add_custom_target(rewind_man_page ALL DEPENDS ${CMAKE_BINARY_DIR}/rewind.1.gz ${CMAKE_BINARY_DIR}/changelog.Debian.gz)
 add_dependencies(rewind rewind_man_page)
-install(FILES ${CMAKE_BINARY_DIR}/rewind.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+install(FILES ${CMAKE_BINARY_DIR}/rewind.1.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+install(FILES cmake/copyright ${CMAKE_BINARY_DIR}/changelog.Debian.gz DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
 install(TARGETS rewind rewind-gen RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(FILES README.md config/rewind.conf config/blog.toml config/shop.toml
@@ -58,21 +79,22 @@ set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME rewind)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_VENDOR "rewind")
-set(CPACK_PACKAGE_CONTACT "rewind maintainers <rewind@localhost>")
+set(CPACK_PACKAGE_CONTACT "${REWIND_PACKAGE_MAINTAINER}")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "rebuild event-sourced read models from an event table in MariaDB")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_STRIP_FILES ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_RELEASE 1)
-set(CPACK_DEBIAN_PACKAGE_MAINTAINER "rewind maintainers <rewind@localhost>")
+set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${REWIND_PACKAGE_MAINTAINER}")
 set(CPACK_DEBIAN_PACKAGE_SECTION database)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "mariadb-client")
 # The extended description (the summary above is its first line in the control file).
 string(CONCAT CPACK_DEBIAN_PACKAGE_DESCRIPTION
-       "rewind replays the events of an event table (a oneTBB flow graph over MariaDB\n"
-       "Connector/C and simdjson) into shadow copies of the read models and swaps them in\n"
-       "with one RENAME TABLE. It can keep following new events, verify live tables, ingest\n"
-       "access logs and measure the event store. rewind-gen fills a sample event table.")
+       "rewind replays the events of an event table (a oneTBB flow graph over\n"
+       "MariaDB Connector/C and simdjson) into shadow copies of the read models\n"
+       "and swaps them in with one RENAME TABLE. It can keep following new events,\n"
+       "verify live tables, ingest access logs and measure the event store.\n"
+       "rewind-gen fills a sample event table.")
 include(CPack)

@@ -27,7 +27,8 @@ files=(bin/rewind bin/rewind-gen share/doc/rewind/README.md share/doc/rewind/rew
        share/doc/rewind/examples/eventsauce.toml share/doc/rewind/examples/laravel.toml
        share/doc/rewind/examples/rewind-follow.service
        share/doc/rewind/apache-combined/SOURCE.md share/rewind/apache-combined/access.log
-       share/bash-completion/completions/rewind share/man/man1/rewind.1)
+       share/bash-completion/completions/rewind share/man/man1/rewind.1.gz
+       share/doc/rewind/copyright share/doc/rewind/changelog.Debian.gz)
 
 echo "== cmake --install $build --prefix $tmp/prefix"
 "$cmake" --install "$build" --prefix "$tmp/prefix" >/dev/null
@@ -72,6 +73,14 @@ version=$(grep -oE 'project\(rewind VERSION [0-9.]+' "$(dirname "$0")/../CMakeLi
 grep -q "^rewind $version" <<<"$("$tmp/root/usr/bin/rewind" --version)" \
   || fail "extracted rewind --version does not name version $version"
 # The man page renders without a warning.
-man_err=$(MANPAGER=cat man --warnings -l "$tmp/root/usr/share/man/man1/rewind.1" 2>&1 >/dev/null)
-[ -z "$man_err" ] || fail "man --warnings on the packaged rewind.1: $man_err"
+man_err=$(MANPAGER=cat man --warnings -l "$tmp/root/usr/share/man/man1/rewind.1.gz" 2>&1 >/dev/null)
+[ -z "$man_err" ] || fail "man --warnings on the packaged rewind.1.gz: $man_err"
+# The changelog's newest entry is this version (the package's own revision 1).
+head1=$(zcat "$tmp/root/usr/share/doc/rewind/changelog.Debian.gz" | head -1)
+grep -qF "rewind ($version-1) " <<<"$head1" || fail "changelog.Debian.gz does not start with version $version-1: $head1"
+# lintian, Debian's package checker, finds no error (E:) in the package.
+command -v lintian >/dev/null || fail "lintian not found (scripts/setup installs it)"
+lint=$(lintian --no-tag-display-limit "$deb" 2>&1 || true)
+echo "$lint"
+! grep -q '^E: ' <<<"$lint" || fail "lintian reports errors:"$'\n'"$lint"
 echo "package_test: ok"

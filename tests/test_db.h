@@ -141,6 +141,7 @@ inline ConnectionOptions Store(const std::string& name, uint64_t events, uint64_
                                const IdShape& shape = {}) {
   ConnectionOptions o = FreshDatabase(name);
   auto c = Connect(o);
+  if (!c) return o;  // Connect() failed the test, saying why
   GeneratorOptions g;
   g.events = events;
   g.odd_url_every = 37;
