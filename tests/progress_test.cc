@@ -2,6 +2,8 @@
 // fitted to the terminal's width, redrawn in place, and the write phase shown as its own.
 #include "stages/control/progress.h"
 
+#include "stages/control/console.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -257,6 +259,37 @@ TEST(Progress, RedrawsInPlaceOnATerminal) {
   EXPECT_NE(text.rfind("all events read"), std::string::npos) << text;
 }
 
+// A message while the line is drawn (the throttle pausing the reading, a flush retried):
+// the progress line is erased, the message gets a line of its own, the progress line is
+// drawn again below it; the message is never glued to a half-drawn line.
+TEST(Progress, AMessageGetsItsOwnLineAboveTheProgressLine) {
+  Captured out;
+  Progress p(ProgressMode::kAuto, 0, 1000, {"visits_per_day"}, out.file(),
+             ProgressScreen{/*terminal=*/1, /*columns=*/60});
+  p.Done(500, 500);
+  p.Position(0, 500);
+  p.Start();
+  PrintLine("threads_running 57 > 40; reading pauses");
+  p.Done(100, 600);
+  PrintLine("reading resumes");
+  p.Stop();
+  const std::string text = out.text();
+  for (const std::string m : {"threads_running 57 > 40; reading pauses", "reading resumes"}) {
+    const std::string want = "\r\x1b[Krewind: " + m + "\n\r";
+    const size_t at = text.find(want);
+    ASSERT_NE(at, std::string::npos) << "'" << m << "' not on a clean line of its own, "
+                                     << "followed by the progress line: " << text;
+    const size_t redraw_end = text.find("\x1b[K", at + want.size());
+    ASSERT_NE(redraw_end, std::string::npos) << text;
+    EXPECT_NE(text.substr(at + want.size(), redraw_end - at - want.size()).find('%'), std::string::npos)
+        << "the progress line is drawn again after the message: " << text;
+  }
+  // Once stopped, a message is a plain line again, not on the Progress's stream.
+  const size_t before = out.text().size();
+  PrintLine("after the run");
+  EXPECT_EQ(out.text().size(), before);
+}
+
 // Not a terminal (a pipe, a log): full lines, as before, without control characters.
 TEST(Progress, WritesPlainLinesWhenNotATerminal) {
   Captured out;
@@ -272,8 +305,11 @@ TEST(Progress, WritesPlainLinesWhenNotATerminal) {
   EXPECT_NE(frame.find("slowest: visits_per_day at id 500"), std::string::npos)
       << "a log line is not cut to a width: " << frame;
   p.Start();
+  PrintLine("reading resumes");
   p.Stop();
   EXPECT_EQ(out.text().find('\r'), std::string::npos);
+  EXPECT_NE(out.text().find("rewind: reading resumes\n"), std::string::npos)
+      << "a message is a whole line of the same log: " << out.text();
 }
 
 // The width: TIOCGWINSZ when the stream is a terminal, else $COLUMNS, else 80.

@@ -10,6 +10,7 @@
 #include "stages/control/sleep.h"
 #include "stages/db/retry.h"
 #include "stages/db/table_admin.h"
+#include "stages/control/console.h"
 
 namespace rw {
 
@@ -112,8 +113,7 @@ Status CutOver(Build& b) {
   policy.max_delay = std::chrono::milliseconds(2000);
   RetryHooks hooks;
   hooks.before_retry = [](const Status& why, int retry) {
-    fmt::print(stderr, "rewind: cut-over: {}; trying again (attempt {})\n", why.message(),
-               retry + 1);
+    PrintLine(fmt::format("cut-over: {}; trying again (attempt {})", why.message(), retry + 1));
   };
   Status s = Retry(
       policy, nullptr, [&] { return CutOverOnce(b, **lock); }, hooks);

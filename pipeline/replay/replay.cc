@@ -18,6 +18,7 @@
 #include "stages/db/retry.h"
 #include "stages/db/table_admin.h"
 #include "stages/db/table_schema.h"
+#include "stages/control/console.h"
 
 namespace rw {
 
@@ -334,7 +335,7 @@ Status Build::StartReader(const GapSet& watched) {
     throttle_ = std::make_unique<Throttle>(
         ThrottleOptions{.max_events_per_second = o_.max_events_per_second, .max_threads_running = o_.throttle_threads_running}, std::move(probe),
         &stop_, [this](const std::string& state) {
-          fmt::print(stderr, "rewind: {}\n", state.empty() ? "reading resumes" : state + "; reading pauses");
+          PrintLine(state.empty() ? "reading resumes" : state + "; reading pauses");
           SetNote(state);
         });
     reader_->SetThrottle(throttle_.get());

@@ -1,5 +1,7 @@
 #include "stages/control/progress.h"
 
+#include "stages/control/console.h"
+
 #include <fmt/core.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -211,6 +213,10 @@ Progress::~Progress() { Stop(); }
 
 void Progress::Start() {
   if (mode_ == ProgressMode::kQuiet || thread_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> console(console_internal::Mutex());
+    console_internal::ActiveLocked() = this;
+  }
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -224,6 +230,9 @@ void Progress::Stop() {
   stopped_ns_.compare_exchange_strong(running, SinceStart());
   if (thread_.joinable()) {
     thread_.join();
+    // The last line, and no message drawn after it will redraw this one.
+    std::lock_guard<std::mutex> console(console_internal::Mutex());
+    if (console_internal::ActiveLocked() == this) console_internal::ActiveLocked() = nullptr;
     if (mode_ == ProgressMode::kTerminal) {
       std::fputs(("\r" + Line(false, Width()) + "\033[K\n").c_str(), out_);
       std::fflush(out_);
@@ -321,6 +330,7 @@ void Progress::Loop() {
                                                        : std::chrono::milliseconds(5000);
   std::unique_lock<std::mutex> lock(mu_);
   while (!cv_.wait_for(lock, period, [this] { return stopping_; })) {
+    std::lock_guard<std::mutex> console(console_internal::Mutex());
     std::fputs(Frame().c_str(), out_);
     std::fflush(out_);
   }

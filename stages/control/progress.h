@@ -9,6 +9,10 @@
 // shows the phase with its own elapsed time and what the reading did, never a percent or
 // an ETA: nothing measures how much of the writing is left.
 //
+// Messages printed while the line is drawn go through PrintLine (stages/control/console.h),
+// which puts them on a line of their own above it: from Start() to Stop() this Progress is
+// the console's active line.
+//
 // Thread safety: Done() and Position() may be called from any thread; Start()/Stop()
 // from the thread that owns the object. Stop() is idempotent.
 #pragma once
@@ -71,6 +75,9 @@ class Progress {
   // What one redraw writes: on a terminal "\r" + the line fitted to its width + erase to
   // the end of the line; elsewhere a whole line "rewind: ...\n". Exposed for tests.
   std::string Frame() const;
+  // Where it draws, and whether it redraws one line in place (a terminal). For the console.
+  std::FILE* stream() const { return out_; }
+  bool redraws_in_place() const { return mode_ == ProgressMode::kTerminal; }
 
  private:
   void Loop();

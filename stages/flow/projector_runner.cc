@@ -11,6 +11,7 @@
 #include "stages/db/checkpoint_store.h"
 #include "errors/fault.h"
 #include "stages/db/retry.h"
+#include "stages/control/console.h"
 
 namespace rw {
 namespace {
@@ -211,8 +212,8 @@ void ProjectorRunner::ReleaseHeld() {
     // A hole that stays open this long is not one an application transaction holds (its
     // neighbours' times mislead): memory stays bounded, the oldest go on in id order.
     if (!warned_held_) {
-      fmt::print(stderr, "rewind: {}: more than {} events held above an open hole in the ids; applying the "
-                         "oldest in id order without waiting for it\n", projector_->name(), kMaxHeld);
+      PrintLine(fmt::format("{}: more than {} events held above an open hole in the ids; applying the "
+                            "oldest in id order without waiting for it", projector_->name(), kMaxHeld));
       warned_held_ = true;
     }
     end = held_.end() - static_cast<long>(kMaxHeld / 2);
@@ -387,7 +388,7 @@ Status ProjectorRunner::RunTransaction(const std::vector<Step>& steps) {
   RetryHooks hooks;
   hooks.before_retry = [&](const Status& last, int retry) {
     ++stats_.retries;
-    fmt::print(stderr, "rewind: {}: {}; retrying the flush, attempt {}\n", projector_->name(), last.message(), retry);
+    PrintLine(fmt::format("{}: {}; retrying the flush, attempt {}", projector_->name(), last.message(), retry));
   };
   // The connection may have died after the server committed but before it said so. The
   // checkpoint moves in the same transaction, so it tells which happened.

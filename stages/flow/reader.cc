@@ -9,6 +9,7 @@
 
 #include "projectors/civil_time.h"
 #include "errors/fault.h"
+#include "stages/control/console.h"
 
 namespace rw {
 
@@ -431,8 +432,8 @@ void Reader::Watch(IdRange range, std::optional<int64_t> time,
   // Too many open at once: the lowest is given up (counted), so memory and the checkpoint
   // stay bounded.
   if (!warned_cap_) {
-    fmt::print(stderr, "rewind: more than {} holes in the ids are open at once; giving up the lowest ones\n",
-               kMaxWatched);
+    PrintLine(fmt::format("more than {} holes in the ids are open at once; giving up the lowest ones",
+                          kMaxWatched));
     warned_cap_ = true;
   }
   auto lowest = watched_.begin();
@@ -635,8 +636,8 @@ void Reader::ReadRange(Connection& connection, Page& page) {
       },
       [](const Status& lost, int attempt) {
         // Lost the server (restart, network): wait, reconnect, read the same page again.
-        fmt::print(stderr, "rewind: reader lost the connection ({}); reconnecting, attempt {}\n",
-                   lost.message(), attempt);
+        PrintLine(fmt::format("reader lost the connection ({}); reconnecting, attempt {}", lost.message(),
+                              attempt));
       });
 }
 
