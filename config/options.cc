@@ -234,6 +234,18 @@ const std::vector<OptionSpec>& Table() {
          return Integer("result-buffer", v, 0, 16 * 1024 * 1024, o.result_buffer);
        },
        Show(&ReplayPart::result_buffer)},
+      {"read-host", "", Group::kReplay, false, {},
+       "read the events from this replica (same user and password); the read models, checkpoints, locks, "
+       "catch-up and cut-over stay on the primary",
+       [](ParsedOptions& o, const std::string& v) { o.read_host = v; return Status::Ok(); }, nullptr},
+      {"read-port", "", Group::kReplay, false, {}, "the replica's TCP port (1-65535; a port alone: 127.0.0.1)",
+       [](ParsedOptions& o, const std::string& v) { return Integer("read-port", v, 1, 65535, o.read_port); }, nullptr},
+      {"read-socket", "", Group::kReplay, false, {}, "the replica's Unix socket (instead of --read-host)",
+       [](ParsedOptions& o, const std::string& v) { o.read_socket = v; return Status::Ok(); }, nullptr},
+      {"read-wait", "", Group::kReplay, false, {},
+       "seconds to wait at start for the replica to show rewind's marker (its lag) before refusing it (1-86400)",
+       [](ParsedOptions& o, const std::string& v) { return Seconds("read-wait", v, 1, 86400, o.read_wait_seconds); },
+       Show(&ReplayPart::read_wait_seconds)},
       {"flush-every", "", Group::kReplay, false, {}, "each read model commits at least every N events",
        [](ParsedOptions& o, const std::string& v) {
          return Integer("flush-every", v, 1, std::numeric_limits<int64_t>::max(), o.flush_every_events);
@@ -423,17 +435,17 @@ const OptionSpec* Find(const std::string& name) {
 // What the value of a flag is, for --help.
 const char* ValueName(const std::string& name) {
   if (name == "result-buffer") return "BYTES";
-  for (const char* n : {"port", "connect-timeout", "batch-size", "max-in-flight", "read-connections", "flush-every",
+  for (const char* n : {"port", "read-port", "connect-timeout", "batch-size", "max-in-flight", "read-connections", "flush-every",
                         "flush-max-rows", "max-events-per-second", "throttle-threads-running", "until-id"}) {
     if (name == n) return "N";
   }
-  for (const char* n : {"poll", "settle", "cutover-timeout"}) {
+  for (const char* n : {"poll", "settle", "cutover-timeout", "read-wait"}) {
     if (name == n) return "SECONDS";
   }
-  if (name == "socket" || name == "stats-json" || name == "models") return "FILE";
+  if (name == "socket" || name == "read-socket" || name == "stats-json" || name == "models") return "FILE";
   if (name == "textfile") return "FILE";
   if (name == "format") return "FORMAT";
-  if (name == "host") return "HOST";
+  if (name == "host" || name == "read-host") return "HOST";
   if (name == "progress") return "MODE";
   if (name == "max-failures") return "N|P%";
   if (name == "until-time") return "TIME";
@@ -734,6 +746,11 @@ Result<CommandLine> ParseCommandLine(const std::vector<std::string>& args, const
     o.connection.host = "127.0.0.1";  // a port alone means TCP on this machine
   }
 
+  if (!o.read_socket.empty() && !o.read_host.empty()) {
+    return Status::InvalidInput("--read-socket and --read-host name two different servers to read the events "
+                                "from: keep the one you mean");
+  }
+  if (o.read_port != 0 && o.read_host.empty() && o.read_socket.empty()) o.read_host = "127.0.0.1";
   if (o.stop_on_failure && (o.max_failures || o.max_failures_percent)) {
     return Status::InvalidInput("--stop-on-failure is a failure budget of 0 that stops at once: "
                                 "give it or --max-failures, not both");

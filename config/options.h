@@ -107,6 +107,14 @@ struct ReplayPart {
   // result_buffer): a server left at the default net_buffer_length writes in 16 KB pieces,
   // every one a wakeup on both sides. 0 leaves the server's own size.
   size_t result_buffer = 128 * 1024;
+  // The server the bulk read of events goes to (a replica of the primary above, reached
+  // with the same user and password): a host (and port) or a socket; empty: the primary.
+  // The read models, checkpoints, locks, catch-up and cut-over stay on the primary
+  // (pipeline/replay/read_replica.h).
+  std::string read_host, read_socket;
+  unsigned read_port = 0;
+  // How long a run waits at start to see its marker on the read server before refusing it.
+  double read_wait_seconds = 60;
   // A projector commits at least every this many events: what a crash can cost to redo.
   uint64_t flush_every_events = RunnerOptions().flush_every_events;  // the runner's default
   // ...and whenever it holds this many distinct pending rows: bounds memory by keys.

@@ -309,7 +309,7 @@ TEST(LayoutTest, StatusReadsTheLayoutBeforeTheVersionColumnAndReplayMigratesIt) 
   auto c = Connect(o);
   ASSERT_TRUE(c);
   ASSERT_EQ(RunRewind({"replay", "visits_per_day", "--quiet"}, Env(o)).code, 0);
-  EXPECT_EQ(Count(*c, "SELECT version FROM rewind_schema"), 5);
+  EXPECT_EQ(Count(*c, "SELECT version FROM rewind_schema"), kSchemaVersion);
   const std::string column =
       "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND "
       "TABLE_NAME = 'rewind_checkpoints' AND COLUMN_NAME = 'rewind_version'";
@@ -333,7 +333,7 @@ TEST(LayoutTest, StatusReadsTheLayoutBeforeTheVersionColumnAndReplayMigratesIt) 
       RunRewind({"replay", "visits_per_day", "--quiet", "--stats-json", stats}, Env(o));
   ASSERT_EQ(replay.code, 0) << replay.err;
   EXPECT_EQ(Count(*c, column), 1);
-  EXPECT_EQ(Count(*c, "SELECT version FROM rewind_schema"), 5);
+  EXPECT_EQ(Count(*c, "SELECT version FROM rewind_schema"), kSchemaVersion);
   auto recorded = c->QueryValue(
       "SELECT rewind_version FROM rewind_checkpoints WHERE projector = 'visits_per_day'");
   ASSERT_TRUE(recorded.ok() && *recorded);

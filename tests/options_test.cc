@@ -79,6 +79,29 @@ TEST(Options, FlagBeatsEnvironmentBeatsConfigFile) {
   std::remove(path.c_str());
 }
 
+// The replica to read the events from: flags or config-file keys, through the one table.
+TEST(Options, TheReadServerIsAHostAndPortOrASocket) {
+  const std::string path = ::testing::TempDir() + "/rewind_read_server.conf";
+  std::ofstream(path) << "read-port = 3307\nread-wait = 5\n";
+  auto port = ParseRewindCommandLine({"replay", "--all", "--config", path}, Env({}));
+  ASSERT_TRUE(port.ok()) << port.status().message();
+  EXPECT_EQ(port->options.read_host, "127.0.0.1");  // a port alone: TCP on this machine
+  EXPECT_EQ(port->options.read_port, 3307u);
+  EXPECT_EQ(port->options.read_wait_seconds, 5.0);
+  std::remove(path.c_str());
+  auto socket = ParseRewindCommandLine({"replay", "--all", "--read-socket", "/r.sock"},
+                                       Env({{"REWIND_CONFIG", "/dev/null"}}));
+  ASSERT_TRUE(socket.ok()) << socket.status().message();
+  EXPECT_EQ(socket->options.read_socket, "/r.sock");
+  EXPECT_TRUE(socket->options.read_host.empty());
+  auto both =
+      ParseRewindCommandLine({"replay", "--all", "--read-socket", "/r.sock", "--read-host", "r"},
+                             Env({{"REWIND_CONFIG", "/dev/null"}}));
+  ASSERT_FALSE(both.ok());
+  EXPECT_NE(both.status().message().find("keep the one you mean"), std::string::npos)
+      << both.status().message();
+}
+
 TEST(Options, BadInputIsAClearError) {
   auto e = Env({{"REWIND_CONFIG", "/dev/null"}});
   auto a = ParseRewindCommandLine({"replay", "--batch-size", "lots"}, e);

@@ -81,6 +81,8 @@ std::string ReplaySummary::Json() const {
       {"catch_up_events", catch_up_events},
       {"writers_held_seconds", writers_held_seconds},
       {"cutover_attempts", cutover_attempts},
+      {"replica_lag_seconds",
+       replica_lag_seconds ? nlohmann::json(*replica_lag_seconds) : nlohmann::json()},
       {"seconds", seconds},
       {"events_per_second", seconds > 0 ? static_cast<double>(events_read) / seconds : 0.0},
       {"peak_batches_in_flight", peak_in_flight},

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,7 @@ struct ReplaySummary {
   uint64_t catch_up_events = 0;      // appended while the rebuild ran, applied before the swap
   double writers_held_seconds = 0;   // how long the cut-over held inserts off the event table
   int cutover_attempts = 0;
+  std::optional<double> replica_lag_seconds;  // --read-host: the replica's lag at the start
   int64_t peak_in_flight = 0;
   double seconds = 0;
   std::vector<ProjectorSummary> projectors;

@@ -174,7 +174,9 @@ Status Follow(Build& b) {
 }  // namespace
 
 Status FinishSwap(Build& b) {
-  Status s = CatchUp(b);
+  // What was appended since the head, and the final read: from the primary.
+  Status s = b.ReadFromPrimary();
+  if (s.ok()) s = CatchUp(b);
   if (s.ok()) s = b.CheckNotEmpty();
   if (s.ok()) s = b.CheckBudget();
   if (s.ok()) s = b.StoppedBeforeSwap();

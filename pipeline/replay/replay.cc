@@ -11,6 +11,7 @@
 #include "config/models.h"
 #include "errors/fault.h"
 #include "pipeline/replay/cutover.h"
+#include "pipeline/replay/read_replica.h"
 #include "pipeline/replay/replay_build.h"
 #include "pipeline/version.h"
 #include "projectors/declared.h"
@@ -203,6 +204,7 @@ Status Build::Prepare(std::vector<std::unique_ptr<Projector>> projectors) {
   if (s.ok()) s = CheckTablesInTheWay();
   if (s.ok()) s = TakeOwnership();
   if (s.ok()) s = ReadTheHead();
+  if (s.ok()) s = CheckTheReadServer();
   if (s.ok()) s = PrepareRunners(std::move(projectors), &watched);
   if (s.ok()) s = StartReader(watched);
   if (s.ok()) s = StartRecorder();
@@ -270,6 +272,37 @@ Status Build::ReadTheHead() {
   return Status::Ok();
 }
 
+// With --read-host/--read-socket: connects to the read server and checks it is a replica
+// holding every event up to the head (read_replica.h), before any build table is made.
+Status Build::CheckTheReadServer() {
+  if (!ReadsFromReplica(o_)) return Status::Ok();
+  Result<std::unique_ptr<Connection>> c = ConnectToReadServer(o_);
+  if (!c.ok()) return c.status();
+  Result<ReplicaCheck> check = CheckReplica(*admin_, **c, o_.events, sum_.run_id, plan_.lock_prefix,
+                                            lock_tables_.front(), o_.read_wait_seconds, stop_);
+  if (!check.ok()) return check.status();
+  fmt::print(
+      stderr,
+      "rewind: reading the events up to id {} from the replica {}: it lags {:.3f} s behind the "
+      "primary (a marker written there was seen after that); the catch-up and the cut-over read "
+      "the primary\n",
+      IdText(sum_.head_id), (*c)->options().Describe(), check->lag_seconds);
+  sum_.replica_lag_seconds = check->lag_seconds;
+  read_server_ = std::move(*c);
+  return Status::Ok();
+}
+
+Status Build::ReadFromPrimary() {
+  if (!reads_replica_) return Status::Ok();
+  Result<std::unique_ptr<Connection>> c = Connection::Open(o_.connection);
+  if (!c.ok()) return c.status();
+  if (Status s = reader_->MoveTo(std::move(*c)); !s.ok()) {
+    return s.With("moving the reader to the primary");
+  }
+  reads_replica_ = false;
+  return Status::Ok();
+}
+
 // Prepares every projector (its build table and checkpoint), then gives it a runner on a
 // connection of its own. A resumed run continues the interrupted run's id and failures.
 Status Build::PrepareRunners(std::vector<std::unique_ptr<Projector>> projectors, GapSet* watched) {
@@ -316,8 +349,11 @@ Status Build::PrepareRunners(std::vector<std::unique_ptr<Projector>> projectors,
 
 // The reader, from the lowest checkpoint to the head, and its throttle (if any).
 Status Build::StartReader(const GapSet& watched) {
-  Result<std::unique_ptr<Connection>> reader_conn = Connection::Open(o_.connection);
+  Result<std::unique_ptr<Connection>> reader_conn =
+      read_server_ ? Result<std::unique_ptr<Connection>>(std::move(read_server_))
+                   : Connection::Open(o_.connection);
   if (!reader_conn.ok()) return reader_conn.status();
+  reads_replica_ = ReadsFromReplica(o_);
   ReaderOptions ro = ReaderOptionsFor(o_, read_plan_.scope);
   ro.start_after_id = start_after_;
   ro.head_id = sum_.head_id;

@@ -66,6 +66,9 @@ class Build {
   Status CheckBudget();
   // Refuses to swap an empty build over a live table with rows (unless --allow-empty).
   Status CheckNotEmpty();
+  // With a read server (--read-host/--read-socket): the reader moves to the primary, for
+  // the catch-up and the cut-over (read_replica.h). Nothing to do otherwise.
+  Status ReadFromPrimary();
   // The admin connection, alive and holding the locks again after a server restart.
   Status EnsureAdmin();
   // Swaps every build table in with one RENAME TABLE.
@@ -97,6 +100,7 @@ class Build {
   Status CheckTablesInTheWay();
   Status TakeOwnership();
   Status ReadTheHead();
+  Status CheckTheReadServer();
   Status PrepareRunners(std::vector<std::unique_ptr<Projector>> projectors, GapSet* watched);
   Status StartReader(const GapSet& watched);
   Status StartRecorder();
@@ -128,6 +132,8 @@ class Build {
   EventId start_after_ = kBeforeFirstId;
   uint64_t prior_failures_ = 0;  // recorded by the interrupted part of a resumed run
   std::unique_ptr<Reader> reader_;
+  std::unique_ptr<Connection> read_server_;  // the replica's connection, until the reader takes it
+  bool reads_replica_ = false;               // the reader reads the replica (until ReadFromPrimary)
   std::unique_ptr<FailureRecorder> recorder_;
   ReadPlan read_plan_;
   std::unique_ptr<Decoder> decoder_;

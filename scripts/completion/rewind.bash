@@ -11,7 +11,8 @@ _rewind_flags="--help --version --password --all --resume --stop-on-failure --fo
 _rewind_valued="--socket --host --port --user --database --connect-timeout --config
   --events-table --id-column --type-column --type-path --payload-column --event-class
   --uuid-column --time-column --poll --settle --settle-ids --cutover-timeout --batch-size
-  --max-in-flight --read-connections --result-buffer --flush-every --flush-max-rows --models
+  --max-in-flight --read-connections --result-buffer --read-host --read-port --read-socket
+  --read-wait --flush-every --flush-max-rows --models
   --progress --stats-json --only --stress-database --out --max-events-per-second
   --throttle-threads-running --max-failures --until-id --until-time --into --against
   --format --textfile"
@@ -24,7 +25,7 @@ _rewind() {
 
   # The value of an option: files where the option names one, else nothing to offer.
   case "$prev" in
-    --config | --models | --stats-json | --textfile | --socket | -S)
+    --config | --models | --stats-json | --textfile | --socket | -S | --read-socket)
       COMPREPLY=($(compgen -f -- "$cur"))
       return 0
       ;;

@@ -67,6 +67,12 @@ const char* const kRunsDdl =
     "beats BIGINT UNSIGNED NOT NULL DEFAULT 0, KEY (lock_connection)"
     ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin";
 
+const char* const kReplicaMarkersDdl =
+    "CREATE TABLE IF NOT EXISTS rewind_replica_markers ("
+    "token VARCHAR(64) NOT NULL PRIMARY KEY, run_id VARCHAR(64) NOT NULL, "
+    "written_at DATETIME(6) NOT NULL"
+    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin";
+
 // When the server started, by its clock (to within a second): connection ids are numbered
 // afresh by each lifetime of the server, so an id means something only with it.
 const char* const kServerStarted =
@@ -265,7 +271,7 @@ Status Ensure(Connection& c) {
   }
   if (s.ok() && *version < kSchemaVersion) {
     for (const char* sql :
-         {kCheckpointsDdl, kFailuresDdl, kIngestDdl, kOwnedDdl, kRunsDdl,
+         {kCheckpointsDdl, kFailuresDdl, kIngestDdl, kOwnedDdl, kRunsDdl, kReplicaMarkersDdl,
           "CREATE TABLE IF NOT EXISTS rewind_schema (id TINYINT NOT NULL PRIMARY KEY, "
           "version INT NOT NULL, migrated_at DATETIME(6) NOT NULL) ENGINE=InnoDB"}) {
       if (s = c.Execute(sql); !s.ok()) break;
@@ -479,6 +485,33 @@ std::string InsertFailuresSql(Connection& c, const std::string& run_id,
     sql += ')';
   }
   return sql;
+}
+
+Status WriteReplicaMarker(Connection& c, const std::string& token, const std::string& run_id) {
+  if (Status s = c.Execute(
+          "DELETE FROM rewind_replica_markers WHERE written_at < NOW(6) - INTERVAL 1 HOUR");
+      !s.ok()) {
+    return s;
+  }
+  return c.Execute(fmt::format(
+      "INSERT INTO rewind_replica_markers (token, run_id, written_at) VALUES ({}, {}, NOW(6))",
+      c.Quote(token), c.Quote(run_id)));
+}
+
+Result<bool> ReplicaMarkerSeen(Connection& c, const std::string& token) {
+  Result<std::optional<std::string>> v = c.QueryValue(
+      fmt::format("SELECT 1 FROM rewind_replica_markers WHERE token = {}", c.Quote(token)));
+  if (!v.ok()) {
+    if (v.status().code() == Status::Code::kNotFound)
+      return false;  // the table has not arrived yet
+    return v.status();
+  }
+  return v->has_value();
+}
+
+Status DeleteReplicaMarker(Connection& c, const std::string& token) {
+  return c.Execute(
+      fmt::format("DELETE FROM rewind_replica_markers WHERE token = {}", c.Quote(token)));
 }
 
 Result<uint64_t> CountFailures(Connection& c, const std::string& run_id) {

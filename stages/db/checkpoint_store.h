@@ -21,6 +21,10 @@
 //                       (table_admin::TakeLock). A clean end deletes the row; a killed run's stays.
 //   Layout 5 adds rewind_checkpoints.rewind_version: the version of the rewind that started
 //   the row's build ('' on rows older rewinds wrote).
+//   rewind_replica_markers  one row per marker a run reading from a replica (--read-host)
+//                       wrote on the primary and waits to see on the replica (layout 6): what
+//                       proves the replica replicates this database, and measures its lag.
+//                       Deleted once seen; a killed run's row is deleted by the next marker.
 //
 // Nobody else spells these tables' names or their SQL. The layout is versioned: Ensure()
 // creates the tables, or migrates an older layout forward, under a server-wide lock so that
@@ -43,16 +47,18 @@
 
 namespace rw {
 
-inline constexpr int kSchemaVersion = 5;
+inline constexpr int kSchemaVersion = 6;
 inline constexpr const char* kSchemaTable = "rewind_schema";
 inline constexpr const char* kCheckpointTable = "rewind_checkpoints";
 inline constexpr const char* kFailureTable = "rewind_failures";
 inline constexpr const char* kIngestTable = "rewind_ingest_positions";
 inline constexpr const char* kOwnedTable = "rewind_tables";
 inline constexpr const char* kRunsTable = "rewind_runs";
+inline constexpr const char* kReplicaMarkerTable = "rewind_replica_markers";
 // Every bookkeeping table above, the names rewind never gives a read model's table.
-inline constexpr const char* kBookkeepingTables[] = {kSchemaTable, kCheckpointTable, kFailureTable,
-                                                     kIngestTable, kOwnedTable,    kRunsTable};
+inline constexpr const char* kBookkeepingTables[] = {
+    kSchemaTable, kCheckpointTable, kFailureTable,      kIngestTable,
+    kOwnedTable,  kRunsTable,       kReplicaMarkerTable};
 // True when `table` is one of kBookkeepingTables (compared as the server compares names).
 bool IsBookkeepingTable(std::string_view table);
 
@@ -156,6 +162,13 @@ Status EndRun(Connection& c, uint64_t id);
 // The freshest heartbeat of a run whose lock connection is `connection`, in this lifetime of
 // the server (ids start again from 1 after a restart); nullopt when none.
 Result<std::optional<RunRecord>> RunHoldingLocks(Connection& c, unsigned long connection);
+
+// Replica markers (rewind_replica_markers). Write on the primary (deleting markers more than
+// an hour old: killed runs'); Seen on the replica (false while the row, or the table, has
+// not arrived there); Delete on the primary once seen.
+Status WriteReplicaMarker(Connection& c, const std::string& token, const std::string& run_id);
+Result<bool> ReplicaMarkerSeen(Connection& c, const std::string& token);
+Status DeleteReplicaMarker(Connection& c, const std::string& token);
 
 // Failures.
 // An INSERT of the batch's failures for `run_id`, or "" when there are none. Reasons are

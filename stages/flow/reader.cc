@@ -255,6 +255,7 @@ Reader::Reader(std::unique_ptr<Connection> c, std::vector<std::unique_ptr<Connec
     : connection_(std::move(c)),
       options_(o),
       head_id_(o.head_id),
+      compare_column_(compare.column),
       query_bytes_(query_bytes),
       after_id_(o.start_after_id),
       helpers_(std::move(helpers)),
@@ -492,6 +493,44 @@ Status Reader::ProveByOpenTransactions() {
     }
     it = next;
   }
+  return Status::Ok();
+}
+
+Status Reader::MoveTo(std::unique_ptr<Connection> connection) {
+  Result<ClassComparison> compare =
+      ExactClassComparison(*connection, options_.events, WantedClasses(options_));
+  if (!compare.ok()) return compare.status();
+  if (compare->column != compare_column_) {
+    return Status::InvalidInput(
+        fmt::format("{} compares the event classes as {}, the server the events were read from as "
+                    "{} (another server "
+                    "version?): rebuild reading from one of them",
+                    connection->options().Describe(), compare->column, compare_column_));
+  }
+  Result<size_t> query_bytes = PageQueryBytes(*connection, options_.result_buffer);
+  if (!query_bytes.ok()) return query_bytes.status();
+  std::vector<std::unique_ptr<Connection>> helpers;
+  for (size_t i = 0; i < helpers_.size(); ++i) {
+    Result<std::unique_ptr<Connection>> c = Connection::Open(connection->options());
+    if (!c.ok()) return c.status().With("opening the reader's second connection");
+    helpers.push_back(std::move(*c));
+  }
+  WaitForStartedPages();  // every worker is idle: stop them (they start again on the new
+                          // connections)
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    quit_ = true;
+  }
+  wake_.notify_all();
+  for (Worker& w : workers_) w.thread.join();
+  workers_.clear();
+  quit_ = false;
+  sees_transactions_ = CanSeeOpenTransactions(*connection);
+  // When a hole was read is the other server's clock: no proof by this one's transactions.
+  for (auto& [lo, hole] : watched_) hole.read_after.reset();
+  connection_ = std::move(connection);
+  helpers_ = std::move(helpers);
+  query_bytes_ = *query_bytes;
   return Status::Ok();
 }
 

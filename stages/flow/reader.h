@@ -186,6 +186,11 @@ class Reader final : public BatchSource {
   Status ProveByOpenTransactions();
   // Whether holes are judged by the time column (else by ids).
   bool settles_by_time() const { return time_index_ >= 0; }
+  // Reads from `connection`'s server from now on, on it and on helpers opened there (the
+  // primary, after a replica's bulk read: pipeline/replay/read_replica.h); pages already
+  // read stay. Fails, changing nothing, when that server compares the event classes
+  // otherwise. REQUIRES: no Next() under way.
+  Status MoveTo(std::unique_ptr<Connection> connection);
   // Pages are sized and paced by `throttle` from now on (null: none). Not owned.
   void SetThrottle(Throttle* throttle) { throttle_ = throttle; }
 
@@ -264,6 +269,7 @@ class Reader final : public BatchSource {
   const ReaderOptions options_;
   EventId head_id_;
   std::string select_;  // SELECT id, payload-or-NULL[, class index][, columns] FROM table
+  std::string compare_column_;  // the class comparison select_ was made with
   bool with_class_ = false;  // the select returns the class index
   size_t query_bytes_ = 0;   // what a page query is padded to (0: not padded)
   EventId after_id_;

@@ -1,0 +1,298 @@
+// Reading the events from a replica (--read-host/--read-port/--read-socket), against two real
+// private servers started by `scripts/db pair start`: a primary with the binary log and a
+// replica of it that replicates over TCP. The read models, checkpoints, locks and the
+// cut-over stay on the primary; the tests check them there against SQL GROUP BY.
+// Skipped, saying why, only when no MariaDB server can be started on this machine.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/rewind_process.h"
+#include "tests/test_db.h"
+
+namespace rw::testing {
+namespace {
+
+// The primary (its socket: the tests' and rewind's connection) and the replica (TCP).
+struct Pair {
+  ConnectionOptions primary;
+  ConnectionOptions replica;  // over TCP
+  std::string replica_socket;
+};
+
+class ReplicaTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const std::string script = std::string(REWIND_SOURCE_DIR) + "/scripts/db";
+    Subprocess start({script, "pair", "start"}, {});
+    const int code = start.Wait();
+    if (code == 77) {
+      skip_ = "no MariaDB server could be started on this machine for the primary and replica: " +
+              start.err();
+      return;
+    }
+    if (code != 0) {
+      failed_ = "scripts/db pair start failed: " + start.err();
+      return;
+    }
+    const std::string env_file = ::testing::TempDir() + "/rewind_pair_env";
+    Subprocess env({script, "pair", "env"}, {}, env_file);
+    if (env.Wait() != 0) {
+      failed_ = "scripts/db pair env failed: " + env.err();
+      return;
+    }
+    std::istringstream words(ReadFile(env_file));
+    std::map<std::string, std::string> vars;
+    for (std::string w; words >> w;) {
+      const auto eq = w.find('=');
+      if (eq != std::string::npos) vars[w.substr(0, eq)] = w.substr(eq + 1);
+    }
+    pair_.primary.socket = vars["REWIND_PAIR_PRIMARY_SOCKET"];
+    pair_.primary.user = pair_.replica.user = vars["REWIND_PAIR_USER"];
+    pair_.primary.password = pair_.replica.password = vars["REWIND_PAIR_PASSWORD"];
+    pair_.replica.host = "127.0.0.1";
+    pair_.replica.port = static_cast<unsigned>(std::stoul(vars["REWIND_PAIR_REPLICA_PORT"]));
+    pair_.replica_socket = vars["REWIND_PAIR_REPLICA_SOCKET"];
+  }
+  void SetUp() override {
+    if (!skip_.empty()) GTEST_SKIP() << skip_;
+    ASSERT_TRUE(failed_.empty()) << failed_;
+    replica_ = Connect(pair_.replica);
+    ASSERT_TRUE(replica_);
+    // Every test starts with replication running (a test that stopped it restarts it).
+    ASSERT_TRUE(replica_->Execute("START REPLICA").ok());
+  }
+  void TearDown() override {
+    if (replica_) (void)replica_->Execute("START REPLICA");
+  }
+
+  // A fresh database `name` on the primary with `events` generated events.
+  ConnectionOptions Primary(const std::string& name, uint64_t events) {
+    ConnectionOptions o = pair_.primary;
+    auto c = Connect(o);
+    if (!c) return o;
+    EXPECT_TRUE(c->Execute("DROP DATABASE IF EXISTS " + QuoteIdentifier(name)).ok());
+    EXPECT_TRUE(c->Execute("CREATE DATABASE " + QuoteIdentifier(name)).ok());
+    o.database = name;
+    auto d = Connect(o);
+    GeneratorOptions g;
+    g.events = events;
+    g.odd_url_every = 37;
+    EXPECT_TRUE(LoadEvents(*d, "stored_events", g, AccessLog()).ok());
+    return o;
+  }
+  // rewind's arguments that read from the replica over TCP.
+  static std::vector<std::string> FromReplica(std::vector<std::string> args) {
+    for (const std::string& a : {std::string("--read-host"), std::string("127.0.0.1"),
+                                 std::string("--read-port"), std::to_string(pair_.replica.port)}) {
+      args.push_back(a);
+    }
+    return args;
+  }
+  static uint64_t RowsSent(Connection& c) {
+    return static_cast<uint64_t>(
+        Count(c,
+              "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE "
+              "VARIABLE_NAME = 'ROWS_SENT'"));
+  }
+
+  static inline Pair pair_;
+  static inline std::string skip_, failed_;
+  std::unique_ptr<Connection> replica_;
+};
+
+nlohmann::json Stats(const std::string& file) {
+  std::ifstream in(file);
+  return nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+}
+
+// The bulk read goes to the replica (it sends the events, the primary does not), and the read
+// models on the primary equal SQL GROUP BY over the primary's events.
+TEST_F(ReplicaTest, ARebuildReadingFromTheReplicaEqualsGroupByOnThePrimary) {
+  ConnectionOptions o = Primary("rewind_test_replica_read", 20'000);
+  auto c = Connect(o);
+  ASSERT_TRUE(c);
+  auto primary_admin = Connect(pair_.primary);
+  const uint64_t primary_before = RowsSent(*primary_admin), replica_before = RowsSent(*replica_);
+  const std::string stats = ::testing::TempDir() + "/rewind_replica_read.json";
+  Outcome run =
+      RunRewind(FromReplica({"replay", "--all", "--quiet", "--stats-json", stats}), Env(o));
+  ASSERT_EQ(run.code, 0) << run.err;
+  const uint64_t primary_sent = RowsSent(*primary_admin) - primary_before;
+  const uint64_t replica_sent = RowsSent(*replica_) - replica_before;
+  EXPECT_GE(replica_sent, 20'000u);
+  EXPECT_LT(primary_sent, 2'000u) << "the events were read from the primary";
+  EXPECT_NE(run.err.find("from the replica"), std::string::npos) << run.err;
+  const auto j = Stats(stats);
+  EXPECT_EQ(j["events_read"], 20'000) << j.dump();
+  EXPECT_EQ(j["catch_up_events"], 0) << j.dump();
+  ExpectEveryReadModelMatchesTheEvents(*c);
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM rewind_checkpoints WHERE status = 'live'"),
+            static_cast<int64_t>(AllProjectors().size()));
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM rewind_replica_markers"), 0);  // the marker is gone
+}
+
+// The replica stops applying (its SQL thread) in the middle of the rebuild while the
+// application appends to the primary: the appended events come from the primary (catch-up,
+// cut-over), each once, and the read models equal GROUP BY over the primary's events.
+TEST_F(ReplicaTest, AReplicaThatLagsBehindAppendsDuringTheRebuildLosesNothing) {
+  ConnectionOptions o = Primary("rewind_test_replica_lags", 20'000);
+  auto c = Connect(o);
+  ASSERT_TRUE(c);
+  const std::string pause = PauseFile("replica_lags");
+  const std::string stats = ::testing::TempDir() + "/rewind_replica_lags.json";
+  std::vector<std::string> env = Env(o);
+  env.push_back("REWIND_FAULT=read-batch:2@" + pause);  // the second batch read from the replica
+  Subprocess run(Rewind(FromReplica({"replay", "--all", "--quiet", "--batch-size", "4000",
+                                     "--stats-json", stats})),
+                 env);
+  ASSERT_TRUE(run.WaitFor("fault point read-batch reached", 120)) << run.err();
+  ASSERT_TRUE(replica_->Execute("STOP REPLICA SQL_THREAD").ok());
+  GeneratorOptions g;
+  g.first_index = 20'000;
+  g.events = 3'000;
+  g.odd_url_every = 37;
+  ASSERT_TRUE(LoadEvents(*c, "stored_events", g, AccessLog()).ok());
+  Release(pause);
+  ASSERT_EQ(run.Wait(), 0) << run.err();
+  // The replica has not applied the appended events (its SQL thread is still stopped).
+  ConnectionOptions on_replica = pair_.replica;
+  on_replica.database = o.database;
+  auto r = Connect(on_replica);
+  ASSERT_TRUE(r);
+  EXPECT_LT(Count(*r, "SELECT COUNT(*) FROM stored_events"), 23'000);
+  const auto j = Stats(stats);
+  EXPECT_EQ(j["events_read"], 23'000) << j.dump();  // each event once
+  EXPECT_EQ(j["catch_up_events"], 3'000) << j.dump();
+  ExpectEveryReadModelMatchesTheEvents(*c);
+}
+
+// The lag is measured at the start: the marker rewind writes on the primary reaches the
+// replica only once its SQL thread runs again, and the lag reported is at least as long as it
+// was held back.
+TEST_F(ReplicaTest, TheLagIsMeasuredAndReported) {
+  ConnectionOptions o = Primary("rewind_test_replica_lag", 2'000);
+  auto c = Connect(o);
+  ASSERT_TRUE(c);
+  // The replica holds the database (else rewind refuses it at once: no database there).
+  ASSERT_TRUE(
+      WaitUntil(*replica_, "SELECT COUNT(*) FROM rewind_test_replica_lag.stored_events", 2'000));
+  ASSERT_TRUE(replica_->Execute("STOP REPLICA SQL_THREAD").ok());
+  const std::string pause = PauseFile("replica_lag");
+  const std::string stats = ::testing::TempDir() + "/rewind_replica_lag.json";
+  std::vector<std::string> env = Env(o);
+  env.push_back("REWIND_FAULT=replica-marker-written@" + pause);
+  Subprocess run(
+      Rewind(FromReplica({"replay", "visits_per_day", "--quiet", "--stats-json", stats})), env);
+  ASSERT_TRUE(run.WaitFor("fault point replica-marker-written reached", 120)) << run.err();
+  const auto held_from = std::chrono::steady_clock::now();
+  Release(pause);
+  ASSERT_TRUE(replica_->Execute("START REPLICA SQL_THREAD").ok());
+  const double held =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - held_from).count();
+  ASSERT_EQ(run.Wait(), 0) << run.err();
+  EXPECT_NE(run.err().find("behind the primary"), std::string::npos) << run.err();
+  const auto j = Stats(stats);
+  ASSERT_TRUE(j["replica_lag_seconds"].is_number()) << j.dump();
+  EXPECT_GE(j["replica_lag_seconds"].get<double>(), held) << j.dump();
+  EXPECT_EQ(
+      Count(*c, "SELECT SUM(`count`) FROM visits_per_day"),
+      Count(*c,
+            "SELECT COUNT(*) FROM stored_events WHERE JSON_VALID(payload) AND BINARY eventClass = "
+            "BINARY 'App\\\\Analytics\\\\PageVisited' AND JSON_VALUE(payload, '$.visitedAt') IS "
+            "NOT NULL"));
+}
+
+// A read server that is not replicating the event table is refused before any build table is
+// made, with a message that says what to do: replication stopped; a replica without the event
+// table (not replicated), or with another one; a server that is not a replica (with the
+// primary's server_id, without the database, or with an event table of its own); the primary
+// itself.
+TEST_F(ReplicaTest, AServerNotReplicatingTheEventTableIsRefused) {
+  ConnectionOptions o = Primary("rewind_test_replica_refused", 2'000);
+  auto c = Connect(o);
+  ASSERT_TRUE(c);
+  // (--read-wait 1 where the marker can never come; elsewhere the default, as the replica may
+  // still be applying what earlier tests wrote.)
+  const std::vector<std::string> read_model = {"replay", "visits_per_day", "--quiet"};
+  auto refused = [&](std::vector<std::string> args, const std::string& why) {
+    Outcome run = RunRewind(args, Env(o));
+    EXPECT_EQ(run.code, 1) << run.err;
+    EXPECT_NE(run.err.find(why), std::string::npos) << "expected: " << why << "\n" << run.err;
+    EXPECT_NE(run.err.find("--read-host/--read-port/--read-socket"), std::string::npos) << run.err;
+  };
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = read_model;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  // Replication stopped.
+  ASSERT_TRUE(replica_->Execute("STOP REPLICA").ok());
+  refused(FromReplica(with({"--read-wait", "1"})), "did not show the marker");
+  ASSERT_TRUE(replica_->Execute("START REPLICA").ok());
+  ASSERT_TRUE(WaitUntil(*replica_, "SELECT COUNT(*) FROM rewind_test_replica_refused.stored_events",
+                        2'000));
+  // The event table differs on the replica (a column the primary's does not have).
+  ConnectionOptions on_replica = pair_.replica;
+  on_replica.database = o.database;
+  auto r = Connect(on_replica);
+  ASSERT_TRUE(r);
+  ASSERT_TRUE(r->Execute("ALTER TABLE stored_events ADD COLUMN replica_only INT NULL").ok());
+  refused(FromReplica(read_model), "differs on the read server");
+  ASSERT_TRUE(r->Execute("ALTER TABLE stored_events DROP COLUMN replica_only").ok());
+  // An event table the primary does not replicate (written outside its binary log).
+  ASSERT_TRUE(c->Execute("SET SESSION sql_log_bin = 0").ok());
+  ASSERT_TRUE(c->Execute("CREATE TABLE unlogged_events LIKE stored_events").ok());
+  ASSERT_TRUE(c->Execute("INSERT INTO unlogged_events SELECT * FROM stored_events").ok());
+  refused(FromReplica(with({"--events-table", "unlogged_events"})),
+          "has no event table 'unlogged_events'");
+  // The event table replicated, but a different event at the head (a filtered or diverged table).
+  ASSERT_TRUE(
+      c->Execute("INSERT INTO stored_events (uuid, eventClass, payload, createdAt) SELECT uuid, "
+                 "eventClass, payload, createdAt FROM stored_events ORDER BY id LIMIT 1")
+          .ok());
+  refused(FromReplica(read_model), "does not replicate the event table");
+  ASSERT_TRUE(c->Execute("DELETE FROM stored_events ORDER BY id DESC LIMIT 1").ok());
+  ASSERT_TRUE(c->Execute("SET SESSION sql_log_bin = 1").ok());
+  // Another server: the tests' own single server, with the same database and events, that
+  // replicates nothing...
+  ConnectionOptions other = ServerOptions();
+  ASSERT_FALSE(other.socket.empty());
+  auto other_admin = Connect(other);
+  ASSERT_TRUE(other_admin);
+  ASSERT_TRUE(other_admin->Execute("DROP DATABASE IF EXISTS rewind_test_replica_refused").ok());
+  refused(with({"--read-socket", other.socket}), "has no database 'rewind_test_replica_refused'");
+  ASSERT_TRUE(other_admin->Execute("CREATE DATABASE rewind_test_replica_refused").ok());
+  other.database = "rewind_test_replica_refused";
+  auto other_db = Connect(other);
+  ASSERT_TRUE(other_db);
+  GeneratorOptions g;
+  g.events = 2'000;
+  g.odd_url_every = 37;
+  ASSERT_TRUE(LoadEvents(*other_db, "stored_events", g, AccessLog()).ok());
+  refused(with({"--read-socket", other.socket, "--read-wait", "1"}),
+          "is not replicating from the primary");
+  // ...and with the primary's server_id.
+  const std::string its_id = *other_admin->QueryValue("SELECT @@server_id").value();
+  const std::string primary_id = *c->QueryValue("SELECT @@server_id").value();
+  ASSERT_TRUE(other_admin->Execute("SET GLOBAL server_id = " + primary_id).ok());
+  refused(with({"--read-socket", other.socket}), "has the primary's server_id");
+  ASSERT_TRUE(other_admin->Execute("SET GLOBAL server_id = " + its_id).ok());
+  ASSERT_TRUE(other_admin->Execute("DROP DATABASE rewind_test_replica_refused").ok());
+  // The primary itself, named as the read server.
+  refused(with({"--read-socket", pair_.primary.socket}), "it is the primary itself");
+  EXPECT_EQ(
+      Count(*c,
+            "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND "
+            "TABLE_NAME LIKE '%rewind_new'"),
+      0);
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM rewind_replica_markers"), 0);
+}
+
+}  // namespace
+}  // namespace rw::testing
