@@ -402,8 +402,14 @@ void Decoder::Decode(Batch& batch) const {
   // compare with these few warm bytes instead of the first event's, far back in the batch.
   thread_local StringArena keys;
   thread_local std::vector<uint32_t> run_ids;
-  thread_local TextTable record_texts;  // the batch's texts of text_slots_
-  if (!text_slots_.empty()) record_texts.Clear();
+  // The batch's texts of text_slots_, copied the first time (as `keys` above: repeats
+  // compare with warm bytes, not with the first event's far back in the batch).
+  thread_local TextTable record_texts;
+  thread_local StringArena record_text_bytes;
+  if (!text_slots_.empty()) {
+    record_texts.Clear();
+    record_text_bytes.Reuse();
+  }
   for (TokenTable& t : tables) t.Clear();
   visitor_ids.Reset();
   visitors.clear();
@@ -438,7 +444,7 @@ void Decoder::Decode(Batch& batch) const {
       for (uint32_t slot : text_slots_) {  // hashed here, while the bytes are warm, not once per read model
         FieldValue& v = values[slot];
         if (v.kind == ValueKind::kString || v.kind == ValueKind::kNumber) {
-          v.text_id = record_texts.Intern(v.text, {}, TextTable::HashOf(v.text, {})) + 1;
+          v.text_id = record_texts.Intern(v.text, {}, TextTable::HashOf(v.text, {}), &record_text_bytes) + 1;
         }
       }
       batch.records.push_back(record);
