@@ -73,6 +73,13 @@ bool ParseScaled(std::string_view literal, uint8_t precision, uint8_t scale, __i
 // The literal of a scaled integer, e.g. (1250, 2) -> "12.50".
 std::string FormatScaled(__int128 value, uint8_t scale);
 
+// Whether a plan runs on the counting fast path: one bigint count of every event of its
+// classes, keyed by one column (any type), or by a text and a date. Its rows and failures
+// are the general path's; its state is the compiled counters' (projectors/counters.h): the
+// counts in a BucketCounts or a FlatMap, each distinct text interned once per flush, no
+// key bytes built per event and no per-value state.
+bool CountsOnFastPath(const ModelPlan& plan);
+
 std::unique_ptr<Projector> MakeDeclaredProjector(ModelPlan plan);
 
 }  // namespace rw

@@ -26,6 +26,9 @@ struct FieldValue {
   // For the fields read models read as times: parsed once by the decoder, not once per
   // read model (ParseDateOrTimestamp).
   TimeState time_state = TimeState::kNotParsed;
+  // For the fields read models key by text (EventCatalog::WantText), kString and kNumber:
+  // the text's id within its batch + 1 (equal texts of one batch, equal ids); 0: none.
+  uint32_t text_id = 0;
   // kString: the unescaped bytes; kNumber: the literal as written ("1.50", "-3e2").
   std::string_view text;
   CivilTime time{};
@@ -77,6 +80,12 @@ class EventCatalog {
     time_slots_[slot] = true;
   }
   bool wants_time(uint32_t slot) const { return slot < time_slots_.size() && time_slots_[slot]; }
+  // Marks a field that some read model keys by its text (FieldValue::text_id).
+  void WantText(uint32_t slot) {
+    if (text_slots_.size() <= slot) text_slots_.resize(slot + 1u, false);
+    text_slots_[slot] = true;
+  }
+  bool wants_text(uint32_t slot) const { return slot < text_slots_.size() && text_slots_[slot]; }
   // Marks a class as read by a record reader (a declared read model).
   void WantRecords(uint16_t event_class) {
     if (record_classes_.size() <= event_class) record_classes_.resize(event_class + 1u, false);
@@ -93,6 +102,7 @@ class EventCatalog {
   std::vector<FieldSource> fields_;
   std::vector<bool> record_classes_;
   std::vector<bool> time_slots_;
+  std::vector<bool> text_slots_;
 };
 
 // Why one event could not be applied to one read model.

@@ -211,7 +211,8 @@ TEST_F(DeclaredTest, AChangedDeclarationIsRefusedByResumeAndShownByStatus) {
   EXPECT_NE(same.err.find("order_summary resumes after event"), std::string::npos) << same.err;
 }
 
-TEST_F(DeclaredTest, AFieldTheEventTableLacksIsRefusedBeforeAnyWork) {
+// A declaration that reads an event-table column the table lacks (`tenantId`).
+std::string ModelsReadingAMissingField() {
   const std::string file = ::testing::TempDir() + "/no-such-field.toml";
   std::ofstream(file) << R"toml(
 [[read_model]]
@@ -220,6 +221,11 @@ events = ['App\Shop\ItemAdded']
 key    = [{ column = "tenant", field = "tenantId" }]
 values = [{ column = "lines", op = "count" }]
 )toml";
+  return file;
+}
+
+TEST_F(DeclaredTest, AFieldTheEventTableLacksIsRefusedBeforeAnyWork) {
+  const std::string file = ModelsReadingAMissingField();
   Outcome run = RunRewind({"replay", "lines_per_tenant", "--models", file, "--quiet"}, Env(options_));
   EXPECT_EQ(run.code, 1);
   EXPECT_NE(run.err.find("reads the field 'tenantId', but the event table 'stored_events' has no such column"),
@@ -233,14 +239,7 @@ values = [{ column = "lines", op = "count" }]
 
 // The dry run makes the real run's checks before work: the same refusal, in its own form.
 TEST_F(DeclaredTest, ADryRunRefusesAFieldTheEventTableLacksAsTheRealRunDoes) {
-  const std::string file = ::testing::TempDir() + "/no-such-field-dry.toml";
-  std::ofstream(file) << R"toml(
-[[read_model]]
-name   = "lines_per_tenant"
-events = ['App\Shop\ItemAdded']
-key    = [{ column = "tenant", field = "tenantId" }]
-values = [{ column = "lines", op = "count" }]
-)toml";
+  const std::string file = ModelsReadingAMissingField();
   Outcome dry =
       RunRewind({"replay", "lines_per_tenant", "--models", file, "--dry-run"}, Env(options_));
   EXPECT_EQ(dry.code, 1) << dry.err;

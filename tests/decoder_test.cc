@@ -119,6 +119,38 @@ TEST(Decoder, GivesEqualTextsOneIdForTheWholeRun) {
   EXPECT_EQ(visitor_of_id.rbegin()->first, 6001u);
 }
 
+// The record fields read models key by text: one id per distinct text in a batch, escaped
+// or not, a number's literal like the same string; none for other values and fields.
+TEST(Decoder, GivesEqualRecordTextsOneIdPerBatch) {
+  EventCatalog catalog;
+  const uint16_t a = catalog.ClassIndex("A");
+  catalog.WantRecords(a);
+  const uint32_t k = catalog.Slot(FieldSource{false, "k"}), other = catalog.Slot(FieldSource{false, "o"});
+  catalog.WantText(k);
+  auto batch = MakeBatch({R"({"k":"x","o":"x"})", R"({"k":"\u0078"})", R"({"k":"y"})", R"({"k":7})", R"({"k":"7"})",
+                          R"({"k":null})", R"({"o":"y"})", R"({"k":{"x":1}})"});
+  for (RawEvent& r : batch->raw) r.event_class = a;
+  const Decoder decoder(0, std::nullopt, catalog);
+  decoder.Decode(*batch);
+  ASSERT_EQ(batch->records.size(), 8u);
+  std::vector<uint32_t> ids;
+  for (const EventRecord& r : batch->records) {
+    ids.push_back(batch->values[r.first_value + k].text_id);
+    EXPECT_EQ(batch->values[r.first_value + other].text_id, 0u);
+  }
+  EXPECT_EQ(ids[0], ids[1]);  // "x" and "\u0078"
+  EXPECT_NE(ids[0], 0u);
+  EXPECT_NE(ids[2], 0u);
+  EXPECT_NE(ids[2], ids[0]);
+  EXPECT_NE(ids[3], 0u);
+  EXPECT_EQ(ids[3], ids[4]);  // 7 and "7"
+  EXPECT_NE(ids[3], ids[0]);
+  EXPECT_NE(ids[3], ids[2]);
+  EXPECT_EQ(ids[5], 0u);  // null
+  EXPECT_EQ(ids[6], 0u);  // missing
+  EXPECT_EQ(ids[7], 0u);  // an object
+}
+
 TEST(Decoder, EveryBadPayloadBecomesAFailureWithAReason) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"<html>502 Bad Gateway</html>", "not JSON"},

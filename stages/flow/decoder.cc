@@ -380,6 +380,7 @@ Decoder::Decoder(uint32_t fields, std::optional<uint16_t> page_class, EventCatal
   size_t column = 0;
   for (size_t i = 0; i < catalog_.fields().size(); ++i) {
     if (catalog_.wants_time(static_cast<uint32_t>(i))) time_slots_.push_back(static_cast<uint32_t>(i));
+    if (catalog_.wants_text(static_cast<uint32_t>(i))) text_slots_.push_back(static_cast<uint32_t>(i));
     const FieldSource& f = catalog_.fields()[i];
     if (f.column) {
       column_slots_.push_back({static_cast<uint32_t>(i), column++});
@@ -401,6 +402,14 @@ void Decoder::Decode(Batch& batch) const {
   // compare with these few warm bytes instead of the first event's, far back in the batch.
   thread_local StringArena keys;
   thread_local std::vector<uint32_t> run_ids;
+  // The batch's texts of text_slots_, copied the first time (as `keys` above: repeats
+  // compare with warm bytes, not with the first event's far back in the batch).
+  thread_local TextTable record_texts;
+  thread_local StringArena record_text_bytes;
+  if (!text_slots_.empty()) {
+    record_texts.Clear();
+    record_text_bytes.Reuse();
+  }
   for (TokenTable& t : tables) t.Clear();
   visitor_ids.Reset();
   visitors.clear();
@@ -431,6 +440,12 @@ void Decoder::Decode(Batch& batch) const {
         const std::optional<CivilTime> t = ParseDateOrTimestamp(v.text);
         v.time_state = t ? TimeState::kOk : TimeState::kBad;
         if (t) v.time = *t;
+      }
+      for (uint32_t slot : text_slots_) {  // hashed here, while the bytes are warm, not once per read model
+        FieldValue& v = values[slot];
+        if (v.kind == ValueKind::kString || v.kind == ValueKind::kNumber) {
+          v.text_id = record_texts.Intern(v.text, {}, TextTable::HashOf(v.text, {}), &record_text_bytes) + 1;
+        }
       }
       batch.records.push_back(record);
       if (!reason.empty()) {

@@ -17,7 +17,8 @@
 //
 // URLs and visitors (ip, user agent) get run-wide dense ids (PageVisit::url_id,
 // visitor_id; stages/interner.h): one lookup per text here, keyed by its JSON token, for
-// every read model.
+// every read model. The record fields read models key by text get a batch id per text
+// (FieldValue::text_id), so that no read model hashes the text of every event.
 //
 // Thread safety: Decode() may run concurrently on different batches; each thread keeps
 // its own parser and batch dictionaries.
@@ -63,6 +64,7 @@ class Decoder {
   PathNode paths_;
   std::vector<std::pair<uint32_t, size_t>> column_slots_;  // (slot, index among the read columns)
   std::vector<uint32_t> time_slots_;  // slots read as dates or times: parsed once per event
+  std::vector<uint32_t> text_slots_;  // slots keyed by text: a batch id per text (FieldValue::text_id)
   // Run-wide ids of URLs and of visitors: one instance per run, shared by every batch.
   std::unique_ptr<Interner> urls_ = std::make_unique<Interner>();
   std::unique_ptr<Interner> visitors_ = std::make_unique<Interner>();
