@@ -251,6 +251,13 @@ const std::vector<OptionSpec>& Table() {
          return Integer("flush-every", v, 1, std::numeric_limits<int64_t>::max(), o.flush_every_events);
        },
        Show(&ReplayPart::flush_every_events)},
+      {"write-every", "", Group::kReplay, false, {"REWIND_WRITE_EVERY"},
+       "while reading goes on, each read model writes what it holds every N events, on a thread of its own; "
+       "0 writes only at --flush-every and at the end",
+       [](ParsedOptions& o, const std::string& v) {
+         return Integer("write-every", v, 0, std::numeric_limits<int64_t>::max(), o.write_every_events);
+       },
+       Show(&ReplayPart::write_every_events)},
       {"flush-max-rows", "", Group::kReplay, false, {}, "...and whenever it holds N pending rows (1-100000000)",
        [](ParsedOptions& o, const std::string& v) {
          return Integer("flush-max-rows", v, 1, 100'000'000, o.flush_max_rows);
@@ -436,7 +443,7 @@ const OptionSpec* Find(const std::string& name) {
 const char* ValueName(const std::string& name) {
   if (name == "result-buffer") return "BYTES";
   for (const char* n : {"port", "read-port", "connect-timeout", "batch-size", "max-in-flight", "read-connections", "flush-every",
-                        "flush-max-rows", "max-events-per-second", "throttle-threads-running", "until-id"}) {
+                        "flush-max-rows", "write-every", "max-events-per-second", "throttle-threads-running", "until-id"}) {
     if (name == n) return "N";
   }
   for (const char* n : {"poll", "settle", "cutover-timeout", "read-wait"}) {

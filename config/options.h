@@ -119,6 +119,10 @@ struct ReplayPart {
   uint64_t flush_every_events = RunnerOptions().flush_every_events;  // the runner's default
   // ...and whenever it holds this many distinct pending rows: bounds memory by keys.
   size_t flush_max_rows = RunnerOptions().flush_max_rows;  // the runner's default
+  // Write while reading: every this many events each read model hands its rows to a writer
+  // thread of its own (stages/flow/projector_runner.h); 0: it writes only at the thresholds
+  // above and at the end.
+  uint64_t write_every_events = RunnerOptions().write_every_events;  // the runner's default
   // The longest an application's insert transaction stays open. An id missing between two
   // events is final once the event table's time column (--time-column: the application's
   // clock) has moved this far past the event above it; following, also once it was watched

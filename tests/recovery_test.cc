@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "stages/db/checkpoint_store.h"
@@ -85,6 +86,67 @@ TEST(Recovery, KillNineAtEveryFaultPointThenResumeAtOnceIsNeverRefused) {
   }
   EXPECT_EQ(resumes, 15);
   EXPECT_EQ(refusals, 0);
+}
+
+// Writing while reading (--write-every): the writer thread commits rows + checkpoint in one
+// transaction per flush, a runner's flushes in order, while reading goes on. Killed inside a
+// LOAD DATA or a flush, the resume counts every event exactly once (against SQL GROUP BY).
+TEST(Recovery, WritingWhileReadingKilledInAFlushResumesExactlyOnce) {
+  ConnectionOptions o = Store("rewind_test_recovery_write_while_reading", 60'000);
+  auto c = Connect(o);
+  const std::vector<std::string> tables = {"visits_per_day", "visits_per_post_per_day"};
+  for (const std::string point : {"mid-load-data:1", "mid-flush:5", "mid-flush:9"}) {
+    SCOPED_TRACE(point);
+    std::vector<std::string> env = Env(o);
+    env.push_back("REWIND_FAULT=" + point);
+    // A flush is due every 4,000 events (it waits for the one in flight), so flushes happen
+    // all along the reading, each on the writer.
+    Subprocess run(Rewind({"replay", tables[0], tables[1], "--quiet", "--batch-size", "2000", "--write-every",
+                           "4000", "--flush-every", "4000"}),
+                   env);
+    ASSERT_TRUE(run.WaitFor("fault point", 120)) << run.err();
+    run.Signal(SIGKILL);
+    ASSERT_EQ(run.Wait(), 128 + SIGKILL);
+    if (point != "mid-load-data:1") {
+      // Five flushes or more reached among two read models: one of them had committed two
+      // (a runner prepares its next flush only once the last one is back), long before the
+      // last event was read.
+      EXPECT_GT(Count(*c, "SELECT COUNT(*) FROM rewind_checkpoints WHERE last_event_id > 0 AND "
+                          "last_event_id < (SELECT MAX(id) FROM stored_events)"),
+                0);
+    }
+    Outcome resumed = RunRewind({"replay", "--resume", tables[0], tables[1], "--quiet", "--write-every", "4000"}, Env(o));
+    EXPECT_EQ(resumed.code, 0) << resumed.err;
+    ExpectReadModelsMatchTheEvents(*c, tables);
+  }
+}
+
+// A flush that fails on the writer thread stops the run with its message, while reading:
+// the error is taken back at the next batch or the next flush, and the reader stops.
+TEST(Recovery, AFlushThatFailsOnTheWriterStopsTheRunWithItsMessage) {
+  constexpr int64_t kEvents = 100'000;
+  ConnectionOptions o = Store("rewind_test_recovery_writer_fails", kEvents);
+  auto c = Connect(o);
+  const std::string pause = PauseFile("writer_fails");
+  const std::string stats = ::testing::TempDir() + "/rewind_writer_fails.json";
+  std::vector<std::string> env = Env(o);
+  env.push_back("REWIND_FAULT=read-batch:10@" + pause);  // the reader waits before its 10th batch
+  Subprocess run(Rewind({"replay", "visits_per_day", "--quiet", "--batch-size", "2000", "--write-every", "4000",
+                         "--flush-every", "100000000", "--stats-json", stats}),
+                 env);
+  ASSERT_TRUE(run.WaitFor("fault point", 120)) << run.err();
+  // The build table goes: the writer's next flush cannot write into it.
+  ASSERT_TRUE(c->Execute("DROP TABLE visits_per_day__rewind_new").ok());
+  Release(pause);
+  const int code = run.Wait();
+  EXPECT_NE(code, 0) << run.err();
+  EXPECT_NE(code, 128 + SIGKILL);
+  EXPECT_TRUE(Has(run.err(), "projector visits_per_day: flush of events")) << run.err();
+  EXPECT_TRUE(Has(run.err(), "visits_per_day__rewind_new")) << run.err();
+  EXPECT_TRUE(Has(run.err(), "doesn't exist")) << run.err();
+  // Stopped while reading: a few batches after the failed flush, far from the last event.
+  const auto j = nlohmann::json::parse(ReadFile(stats));
+  EXPECT_LT(j["events_read"].get<int64_t>(), kEvents / 2) << j.dump();
 }
 
 // The killed run's connection is still inside a statement, holding the lock, and its

@@ -6,6 +6,7 @@
 #include "projectors/sha256.h"
 #include "stages/db/row_writer.h"
 #include "stages/db/table_schema.h"
+#include "tests/text_sink.h"
 
 namespace rw {
 namespace {
@@ -141,6 +142,48 @@ TEST(TableSchema, SeveralTextKeysHashAsLengthPrefixedParts) {
   EXPECT_TRUE(h.Next("y"));
   const Sha256Digest want = Sha256("2:x:1:y");
   EXPECT_EQ(h.digest(), std::string_view(reinterpret_cast<const char*>(want.data()), want.size()));
+}
+
+}  // namespace
+}  // namespace rw
+
+namespace rw {
+namespace {
+
+// Writing while reading: a later flush sends the rows of keys never written by LOAD DATA and
+// only the others as upserts. Every key value, of every kind, reaches the chosen sink whole
+// and in order, followed by the row's values.
+TEST(RowWriter, RowsOfKeysAlreadyWrittenGoToUpsertsTheOthersToTheLoad) {
+  WrittenKeys written;
+  auto flush = [&](const std::vector<std::pair<std::string, int64_t>>& rows, testing::TextSink& fresh,
+                   testing::TextSink& existing) {
+    SplitByKey split(2, written, fresh, existing);
+    for (const auto& [uri, day] : rows) {
+      split.Text(uri);
+      split.Date(static_cast<int32_t>(day));
+      split.Int(day * 10);
+      split.EndRow();
+    }
+    written.Add(split.fresh_keys());
+  };
+  testing::TextSink fresh1, existing1;
+  flush({{"/a", 0}, {"/b", 0}, {"/a", 1}}, fresh1, existing1);
+  EXPECT_EQ(fresh1.rows, (std::vector<std::string>{"/a|1970-01-01|0", "/b|1970-01-01|0", "/a|1970-01-02|10"}));
+  EXPECT_TRUE(existing1.rows.empty());
+  EXPECT_EQ(written.size(), 3u);
+  testing::TextSink fresh2, existing2;
+  flush({{"/a", 1}, {"/c", 0}, {"/b", 0}, {"/b", 2}}, fresh2, existing2);
+  EXPECT_EQ(existing2.rows, (std::vector<std::string>{"/a|1970-01-02|10", "/b|1970-01-01|0"}));
+  EXPECT_EQ(fresh2.rows, (std::vector<std::string>{"/c|1970-01-01|0", "/b|1970-01-03|20"}));
+  EXPECT_EQ(written.size(), 5u);
+  // Many keys: the set grows and still knows every one, and no other.
+  std::vector<uint64_t> many;
+  for (uint64_t i = 1; i <= 100'000; ++i) many.push_back(i * 0x9E3779B97F4A7C15ull);
+  written.Add(many);
+  for (uint64_t i = 1; i <= 100'000; ++i) ASSERT_TRUE(written.MaybeContains(i * 0x9E3779B97F4A7C15ull)) << i;
+  int strangers = 0;
+  for (uint64_t i = 1; i <= 100'000; ++i) strangers += written.MaybeContains(i * 0x9E3779B97F4A7C15ull + 1) ? 1 : 0;
+  EXPECT_EQ(strangers, 0);
 }
 
 }  // namespace

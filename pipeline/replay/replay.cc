@@ -326,6 +326,7 @@ Status Build::PrepareRunners(std::vector<std::unique_ptr<Projector>> projectors,
     ro.target_starts_empty = prep->created;
     ro.flush_every_events = o_.flush_every_events;
     ro.flush_max_rows = o_.flush_max_rows;
+    ro.write_every_events = o_.write_every_events;
     ro.run_id = sum_.run_id;
     ro.stop_on_failure = o_.stop_on_failure;
     sum_.projectors.push_back(ProjectorSummary{std::string(p->name()), target, prep->resume_after});

@@ -3,7 +3,9 @@
 #include <fmt/core.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
+#include <functional>
 #include <iterator>
 #include <utility>
 
@@ -251,6 +253,115 @@ std::vector<std::string> TsvBuilder::Take() {
   if (!data_.empty()) done_.push_back(std::exchange(data_, std::string()));
   done_bytes_ = 0;
   return std::exchange(done_, {});
+}
+
+bool WrittenKeys::MaybeContains(uint64_t hash) const {
+  if (slots_.empty()) return false;
+  const uint64_t want = Slot(hash), mask = slots_.size() - 1;
+  for (uint64_t i = want & mask;; i = (i + 1) & mask) {
+    if (slots_[i] == want) return true;
+    if (slots_[i] == 0) return false;
+  }
+}
+
+void WrittenKeys::Insert(uint64_t slot) {
+  const uint64_t mask = slots_.size() - 1;
+  for (uint64_t i = slot & mask;; i = (i + 1) & mask) {
+    if (slots_[i] == slot) return;
+    if (slots_[i] == 0) {
+      slots_[i] = slot;
+      ++size_;
+      return;
+    }
+  }
+}
+
+void WrittenKeys::Add(const std::vector<uint64_t>& hashes) {
+  if ((size_ + hashes.size()) * 2 > slots_.size()) {
+    size_t n = 1024;
+    while (n < (size_ + hashes.size()) * 2) n *= 2;
+    std::vector<uint64_t> old = std::exchange(slots_, std::vector<uint64_t>(n, 0));
+    size_ = 0;
+    for (uint64_t s : old) {
+      if (s != 0) Insert(s);
+    }
+  }
+  for (uint64_t h : hashes) Insert(Slot(h));
+}
+
+bool SplitByKey::Key(Kind kind, std::string_view bytes) {
+  if (to_ != nullptr) return false;
+  key_ += static_cast<char>(kind);
+  const uint32_t n = static_cast<uint32_t>(bytes.size());
+  key_.append(reinterpret_cast<const char*>(&n), sizeof n);
+  key_.append(bytes);
+  if (++column_ == key_columns_) Route();
+  return true;
+}
+
+void SplitByKey::Route() {
+  const uint64_t hash = std::hash<std::string_view>()(key_);
+  const bool written = written_.MaybeContains(hash);
+  to_ = written ? &existing_ : &fresh_;
+  if (!written) fresh_keys_.push_back(hash);
+  // The key's values, as they came, to the chosen sink.
+  std::string_view rest(key_);
+  while (!rest.empty()) {
+    const Kind kind = static_cast<Kind>(rest[0]);
+    uint32_t n;
+    std::memcpy(&n, rest.data() + 1, sizeof n);
+    const std::string_view v = rest.substr(1 + sizeof n, n);
+    rest.remove_prefix(1 + sizeof n + n);
+    int64_t i = 0;
+    double d = 0;
+    int32_t days = 0;
+    switch (kind) {
+      case Kind::kInt: std::memcpy(&i, v.data(), sizeof i); to_->Int(i); break;
+      case Kind::kDate: std::memcpy(&days, v.data(), sizeof days); to_->Date(days); break;
+      case Kind::kDateTime: std::memcpy(&i, v.data(), sizeof i); to_->DateTime(i); break;
+      case Kind::kText: to_->Text(v); break;
+      case Kind::kNumber: to_->Number(v); break;
+      case Kind::kDouble: std::memcpy(&d, v.data(), sizeof d); to_->Double(d); break;
+      case Kind::kNull: to_->Null(); break;
+    }
+  }
+}
+
+namespace {
+template <typename T>
+std::string_view BytesOf(const T& v) {
+  return std::string_view(reinterpret_cast<const char*>(&v), sizeof v);
+}
+}  // namespace
+
+void SplitByKey::Int(int64_t value) {
+  if (!Key(Kind::kInt, BytesOf(value))) to_->Int(value);
+}
+void SplitByKey::Date(int32_t days) {
+  if (!Key(Kind::kDate, BytesOf(days))) to_->Date(days);
+}
+void SplitByKey::DateTime(int64_t epoch_seconds) {
+  if (!Key(Kind::kDateTime, BytesOf(epoch_seconds))) to_->DateTime(epoch_seconds);
+}
+void SplitByKey::Text(std::string_view bytes) {
+  if (!Key(Kind::kText, bytes)) to_->Text(bytes);
+}
+void SplitByKey::Number(std::string_view literal) {
+  if (!Key(Kind::kNumber, literal)) to_->Number(literal);
+}
+void SplitByKey::Double(double value) {
+  if (!Key(Kind::kDouble, BytesOf(value))) to_->Double(value);
+}
+void SplitByKey::Null() {
+  if (!Key(Kind::kNull, {})) to_->Null();
+}
+
+void SplitByKey::EndRow() {
+  if (to_ == nullptr) Route();  // a row of fewer values than the key (none is made so)
+  to_->EndRow();
+  to_ = nullptr;
+  column_ = 0;
+  key_.clear();
 }
 
 }  // namespace rw

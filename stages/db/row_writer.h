@@ -2,8 +2,11 @@
 // a projector's flush, ingest's event rows and stress's generated events are written into.
 // TsvBuilder builds a LOAD DATA LOCAL INFILE file in the one text format LoadDataInto() names;
 // UpsertBuilder builds multi-row INSERT ... ON DUPLICATE KEY UPDATE statements.
+// WrittenKeys and SplitByKey let a flush into a table whose every row this writer wrote
+// send the rows of keys it never wrote by LOAD DATA and only the others as upserts.
 //
-// Thread safety: a builder is used by one thread at a time; LoadDataInto() is a pure function.
+// Thread safety: a builder (and WrittenKeys, SplitByKey) is used by one thread at a time;
+// LoadDataInto() is a pure function.
 #pragma once
 
 #include <cstddef>
@@ -88,6 +91,60 @@ class UpsertBuilder final : public RowSink {
   table_schema::KeyHash hash_;
   bool row_open_ = false;
   uint64_t rows_ = 0;
+};
+
+// The keys written into one table, as 64-bit hashes of their values (an open-addressing
+// set: one cache line per lookup, 16 bytes a key at most). A hash says "maybe written": two
+// keys that share one are both taken as written, which costs an upsert where a LOAD DATA
+// would do, never a wrong row.
+class WrittenKeys {
+ public:
+  bool MaybeContains(uint64_t hash) const;
+  void Add(const std::vector<uint64_t>& hashes);
+  size_t size() const { return size_; }
+  void Clear() {
+    slots_ = {};
+    size_ = 0;
+  }
+
+ private:
+  static uint64_t Slot(uint64_t hash) { return hash == 0 ? 1 : hash; }  // 0 marks a free slot
+  void Insert(uint64_t slot);
+  std::vector<uint64_t> slots_;  // a power of two, at most half full
+  size_t size_ = 0;
+};
+
+// Routes each row by its key (the first `key_columns` values): a key maybe in `written` goes
+// to `existing` (upserts), any other to `fresh` (a LOAD DATA); fresh_keys() are the hashes
+// of the keys sent to `fresh`, for WrittenKeys::Add once the rows are on their way.
+class SplitByKey final : public RowSink {
+ public:
+  SplitByKey(size_t key_columns, const WrittenKeys& written, RowSink& fresh, RowSink& existing)
+      : key_columns_(key_columns), written_(written), fresh_(fresh), existing_(existing) {}
+  void Int(int64_t value) override;
+  void Date(int32_t days) override;
+  void DateTime(int64_t epoch_seconds) override;
+  void Text(std::string_view bytes) override;
+  void Number(std::string_view literal) override;
+  void Double(double value) override;
+  void Null() override;
+  void EndRow() override;
+  std::vector<uint64_t>& fresh_keys() { return fresh_keys_; }
+
+ private:
+  // A key value, kept until the key is complete: its kind, its bytes.
+  enum class Kind : char { kInt, kDate, kDateTime, kText, kNumber, kDouble, kNull };
+  // A key value is kept (and hashed once the key is whole); a value after the key goes on.
+  bool Key(Kind kind, std::string_view bytes);
+  void Route();  // the key is whole: choose the sink, hand it the key values
+  const size_t key_columns_;
+  const WrittenKeys& written_;
+  RowSink& fresh_;
+  RowSink& existing_;
+  RowSink* to_ = nullptr;  // this row's sink, once its key is whole
+  size_t column_ = 0;
+  std::string key_;  // the key's values: kind, length, bytes each
+  std::vector<uint64_t> fresh_keys_;
 };
 
 }  // namespace rw

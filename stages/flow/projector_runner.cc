@@ -35,6 +35,7 @@ ProjectorRunner::ProjectorRunner(std::unique_ptr<Projector> p, std::unique_ptr<C
     auto allowed = connection_->QueryValue("SELECT @@local_infile");
     bulk_load_ok_ = allowed.ok() && *allowed && **allowed == "1";
   }
+  keys_known_ = target_empty_ && bulk_load_ok_ && o.write_every_events > 0;
 }
 
 Result<std::unique_ptr<ProjectorRunner>> ProjectorRunner::Make(
@@ -263,9 +264,19 @@ void ProjectorRunner::Settle(const std::vector<IdRange>& settled) {
 }
 
 Status ProjectorRunner::Consume(const Batch& batch) {
+  // A flush the writer finished: its error stops the run now, not at the next flush.
+  if (in_flight_ != nullptr && writer_done_.load(std::memory_order_acquire)) {
+    if (Status s = WaitForWriter(); !s.ok()) return s;
+  }
   Result<bool> flush = Fold(batch);
   if (!flush.ok()) return flush.status();
-  return *flush ? Flush() : Status::Ok();
+  if (options_.write_every_events == 0) return *flush ? Flush() : Status::Ok();
+  // Writing while reading: a threshold hands the rows over after the flush in flight; so
+  // does write_every_events, but only to an idle writer (reading goes on meanwhile).
+  if (*flush || (events_since_flush_ >= options_.write_every_events && in_flight_ == nullptr)) {
+    return HandToWriter();
+  }
+  return Status::Ok();
 }
 
 Result<bool> ProjectorRunner::Fold(const Batch& batch) {
@@ -327,79 +338,142 @@ Result<bool> ProjectorRunner::Fold(const Batch& batch) {
          projector_->pending_rows() >= options_.flush_max_rows;
 }
 
+ProjectorRunner::~ProjectorRunner() {
+  if (writer_.joinable()) writer_.join();
+}
+
 Status ProjectorRunner::Flush() {
   if (connection_ == nullptr) {
     return Status::Internal(
         fmt::format("projector {}: an in-memory runner writes nothing", projector_->name()));
   }
+  if (Status s = WaitForWriter(); !s.ok()) return s;
+  std::unique_ptr<FlushJob> job = PrepareFlush();
+  if (job == nullptr) return Status::Ok();
+  RunFlush(*job);
+  return TakeBack(*job);
+}
+
+Status ProjectorRunner::HandToWriter() {
+  if (Status s = WaitForWriter(); !s.ok()) return s;
+  std::unique_ptr<FlushJob> job = PrepareFlush();
+  if (job == nullptr) return Status::Ok();
+  in_flight_ = std::move(job);
+  writer_done_.store(false, std::memory_order_relaxed);
+  // The thread's start orders everything above before it; its end is seen by join().
+  writer_ = std::thread([this, job = in_flight_.get()] {
+    RunFlush(*job);
+    writer_done_.store(true, std::memory_order_release);
+  });
+  return Status::Ok();
+}
+
+Status ProjectorRunner::WaitForWriter() {
+  if (in_flight_ == nullptr) return Status::Ok();
+  writer_.join();
+  std::unique_ptr<FlushJob> job = std::move(in_flight_);
+  return TakeBack(*job);
+}
+
+std::unique_ptr<ProjectorRunner::FlushJob> ProjectorRunner::PrepareFlush() {
   const EventId checkpoint = CheckpointId();
   if (checkpoint == committed_id_ && projector_->pending_rows() == 0 && !gaps_changed_ &&
       failed_since_flush_ == 0) {
-    return Status::Ok();
+    return nullptr;
   }
   const auto start = std::chrono::steady_clock::now();
-  std::vector<Step> steps;
-  uint64_t rows = 0;
-  if (target_empty_ && bulk_load_ok_) {
-    TsvBuilder tsv(projector_->table());
+  auto job = std::make_unique<FlushJob>();
+  job->name = std::string(projector_->name());
+  job->target = options_.target_table;
+  job->checkpoint = checkpoint;
+  const GapSet gaps = CheckpointGaps();
+  job->gaps = gaps.Text();
+  job->was_committed = committed_id_;
+  job->was_committed_gaps = committed_gaps_;
+  job->what = fmt::format("projector {}: flush of events {}..{} into {}", job->name,
+                          committed_id_ == kBeforeFirstId ? "the first" : IdText(committed_id_ + 1),
+                          IdText(checkpoint), options_.target_table);
+  std::vector<Step>& steps = job->steps;
+  const TableSpec& spec = projector_->table();
+  auto load_step = [&](TsvBuilder& tsv) {
+    return Step{LoadDataInto(options_.target_table, table_schema::StoredColumnList(spec)), tsv.Take(), true};
+  };
+  if (keys_known_) {
+    // Every row of the target is this runner's: the keys it never wrote go by LOAD DATA
+    // (all of them in the first flush), the others as upserts.
+    TsvBuilder tsv(spec);
+    UpsertBuilder upserts(*connection_, spec, options_.target_table, options_.statement_bytes);
+    SplitByKey split(table_schema::KeyColumns(spec).size(), written_keys_, tsv, upserts);
+    projector_->Flush(split);
+    job->rows = tsv.rows() + upserts.rows();
+    if (tsv.rows() > 0) steps.push_back(load_step(tsv));
+    for (std::string& sql : upserts.Take()) steps.push_back(Step{std::move(sql), {}, false});
+    written_keys_.Add(split.fresh_keys());
+  } else if (target_empty_ && bulk_load_ok_) {
+    TsvBuilder tsv(spec);
     projector_->Flush(tsv);
-    rows = tsv.rows();
-    const std::string columns = table_schema::StoredColumnList(projector_->table());
-    steps.push_back(Step{LoadDataInto(options_.target_table, columns), tsv.Take(), true});
+    job->rows = tsv.rows();
+    steps.push_back(load_step(tsv));
   } else {
-    UpsertBuilder builder(*connection_, projector_->table(), options_.target_table,
-                          options_.statement_bytes);
+    UpsertBuilder builder(*connection_, spec, options_.target_table, options_.statement_bytes);
     projector_->Flush(builder);
-    rows = builder.rows();
+    job->rows = builder.rows();
     for (std::string& sql : builder.Take()) steps.push_back(Step{std::move(sql), {}, false});
   }
   if (std::string sql = checkpoint_store::InsertFailuresSql(*connection_, options_.run_id, pending_failures_);
       !sql.empty()) {
     steps.push_back(Step{std::move(sql), {}, false});
   }
-  steps.push_back(Step{checkpoint_store::AdvanceSql(*connection_, std::string(projector_->name()),
-                                                    options_.target_table, checkpoint, CheckpointGaps(),
-                                                    events_since_flush_, rows, late_since_flush_,
+  steps.push_back(Step{checkpoint_store::AdvanceSql(*connection_, job->name, options_.target_table, checkpoint,
+                                                    gaps, events_since_flush_, job->rows, late_since_flush_,
                                                     failed_since_flush_),
                        {}, false});
-  if (Status s = RunTransaction(steps); !s.ok()) {
-    return s.With(fmt::format("projector {}: flush of events {}..{} into {}", projector_->name(),
-                              committed_id_ == kBeforeFirstId ? "the first" : IdText(committed_id_ + 1),
-                              IdText(checkpoint), options_.target_table));
-  }
-  committed_id_ = checkpoint;
-  committed_gaps_ = CheckpointGaps().Text();
-  stats_.failures_recorded += pending_failures_.size();
+  // What the flush commits is no longer pending: the next events count towards the next.
+  job->failures = pending_failures_.size();
   pending_failures_.clear();
   gaps_changed_ = false;
   late_since_flush_ = 0;
   failed_since_flush_ = 0;
   target_empty_ = false;
   events_since_flush_ = 0;
-  stats_.rows_written += rows;
+  job->seconds = Seconds(start);
+  return job;
+}
+
+void ProjectorRunner::RunFlush(FlushJob& job) const {
+  const auto start = std::chrono::steady_clock::now();
+  job.status = RunTransaction(job, &job.retries);
+  job.seconds += Seconds(start);
+}
+
+Status ProjectorRunner::TakeBack(FlushJob& job) {
+  stats_.retries += job.retries;
+  stats_.flush_seconds += job.seconds;
+  if (!job.status.ok()) return job.status.With(job.what);
+  committed_id_ = job.checkpoint;
+  committed_gaps_ = job.gaps;
+  stats_.failures_recorded += job.failures;
+  stats_.rows_written += job.rows;
   ++stats_.flushes;
-  stats_.flush_seconds += Seconds(start);
   return Status::Ok();
 }
 
-Status ProjectorRunner::RunTransaction(const std::vector<Step>& steps) {
+Status ProjectorRunner::RunTransaction(const FlushJob& job, uint64_t* retries) const {
+  const std::vector<Step>& steps = job.steps;
   RetryPolicy policy;
   policy.max_retries = options_.max_retries;
   RetryHooks hooks;
   hooks.before_retry = [&](const Status& last, int retry) {
-    ++stats_.retries;
-    PrintLine(fmt::format("{}: {}; retrying the flush, attempt {}", projector_->name(), last.message(), retry));
+    ++*retries;
+    PrintLine(fmt::format("{}: {}; retrying the flush, attempt {}", job.name, last.message(), retry));
   };
   // The connection may have died after the server committed but before it said so. The
   // checkpoint moves in the same transaction, so it tells which happened.
   hooks.after_reconnect = [&]() -> Result<bool> {
-    Result<std::optional<Checkpoint>> cp =
-        checkpoint_store::Load(*connection_, std::string(projector_->name()), options_.target_table);
+    Result<std::optional<Checkpoint>> cp = checkpoint_store::Load(*connection_, job.name, job.target);
     if (!cp.ok()) return cp.status();
-    const std::string gaps = CheckpointGaps().Text();
-    const EventId checkpoint = CheckpointId();
-    return *cp && (*cp)->last_event_id == checkpoint && (*cp)->gaps.Text() == gaps &&
-           (checkpoint != committed_id_ || gaps != committed_gaps_);
+    return *cp && (*cp)->last_event_id == job.checkpoint && (*cp)->gaps.Text() == job.gaps &&
+           (job.checkpoint != job.was_committed || job.gaps != job.was_committed_gaps);
   };
   Status s = Retry(policy, connection_.get(), [&] {
     Status last = connection_->Execute("START TRANSACTION");

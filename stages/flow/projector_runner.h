@@ -27,14 +27,33 @@
 // lock-wait timeout reruns the transaction; both with bounded retries and backoff.
 // Anything else is returned to the pipeline, which stops the run.
 //
-// Thread safety: one thread at a time (a serial pipeline node).
+// Write while reading (RunnerOptions::write_every_events): every so many events the runner
+// hands its pending rows, and the checkpoint they reach, to a writer thread of its own,
+// which commits them on the runner's connection while the next events fold into fresh
+// state. Into a table the run created, it keeps the keys it wrote (8 bytes each), and a
+// later flush sends the rows of keys not written yet by LOAD DATA, the others as upserts
+// (a LOAD DATA that met a key already there would fail the flush, never count it twice). At most one flush is in flight: a flush that is due (a threshold, or Flush())
+// first waits for it. Each flush is still one transaction of rows + checkpoint, committed
+// in order, so what a crash loses and what a resume redoes are as without the writer. A
+// flush that fails on the writer stops the run: the next Consume() (or Flush()) returns its
+// error.
+//
+// Thread safety: the runner's methods are called by one thread at a time (a serial
+// pipeline node, then the thread that flushes it); they are not thread-safe. The writer
+// thread touches only the connection and the flush it was handed (its statements, the
+// checkpoint it commits, and its result); while it runs, the calling thread touches
+// neither: it joins the writer before it builds the next flush, uses the connection or
+// takes the result. The one thing both read and write is an atomic flag (the writer is
+// done). stats() and checkpoint() count a flush once it was taken back (joined).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <span>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -62,6 +81,10 @@ struct RunnerOptions {
   size_t flush_max_rows = 1'000'000;
   // Largest multi-row statement, in bytes (must stay below the server's max_allowed_packet).
   size_t statement_bytes = 8 << 20;
+  // Write while reading: when this many events were applied since the last flush and the
+  // writer is idle, the pending rows go to the runner's writer thread (see above); 0: every
+  // flush runs on the calling thread, when flush_every_events or flush_max_rows says.
+  uint64_t write_every_events = 0;
   int max_retries = 8;  // per flush, for lost connections and deadlocks (~30 s of backoff)
   // The run the events a declared read model cannot apply are recorded under (in
   // rewind_failures, in the flush's own transaction: each exactly once).
@@ -84,6 +107,11 @@ struct RunnerStats {
 
 class ProjectorRunner {
  public:
+  // Waits for a flush still in flight (its outcome is lost: the run is ending anyway).
+  ~ProjectorRunner();
+  ProjectorRunner(const ProjectorRunner&) = delete;
+  ProjectorRunner& operator=(const ProjectorRunner&) = delete;
+
   static Result<std::unique_ptr<ProjectorRunner>> Make(std::unique_ptr<Projector> projector,
                                                        std::unique_ptr<Connection> connection,
                                                        const RunnerOptions& options);
@@ -94,13 +122,15 @@ class ProjectorRunner {
   static std::unique_ptr<ProjectorRunner> InMemory(std::unique_ptr<Projector> projector);
 
   // Applies the batch's visits newer than the checkpoint; flushes when a threshold is
-  // reached. REQUIRES: batches arrive in increasing sequence order (checked).
+  // reached (with write_every_events, on the writer thread). Returns the error of a flush
+  // the writer finished since. REQUIRES: batches arrive in increasing sequence order (checked).
   Status Consume(const Batch& batch);
   // Consume's apply step alone: folds the batch into the projector's memory (the events
   // newer than the checkpoint, or, of a late batch, those still in the gaps) and writes
   // nothing. Returns whether a flush is due (a threshold is reached).
   Result<bool> Fold(const Batch& batch);
-  // Writes every pending delta and the checkpoint in one transaction.
+  // Writes every pending delta and the checkpoint in one transaction, on the calling thread,
+  // after the flush in flight (if any): when it returns Ok, everything applied is committed.
   Status Flush();
   // Hands every pending delta to `sink` instead of writing it (the dry run counts them);
   // no checkpoint moves.
@@ -115,8 +145,15 @@ class ProjectorRunner {
   }
 
   // Writes into another table from now on, and keeps its checkpoint in that table's row
-  // (follow mode: the live table after the swap). REQUIRES: nothing pending (after Flush()).
-  void Retarget(const std::string& table) { options_.target_table = table; }
+  // (follow mode: the live table after the swap). REQUIRES: nothing pending and no flush
+  // in flight (after Flush()).
+  // Its rows are no longer all this runner's (the application writes the live table too):
+  // every later flush upserts.
+  void Retarget(const std::string& table) {
+    options_.target_table = table;
+    keys_known_ = false;
+    written_keys_.Clear();
+  }
   // The run its failures are recorded under (a resumed run keeps the first one's).
   void SetRunId(const std::string& run_id) { options_.run_id = run_id; }
 
@@ -135,7 +172,33 @@ class ProjectorRunner {
     std::vector<std::string> data;  // LOAD DATA's rows, in pieces
     bool load = false;
   };
-  Status RunTransaction(const std::vector<Step>& steps);
+  // One flush: built on the calling thread, run there or on the writer, taken back there.
+  struct FlushJob {
+    std::vector<Step> steps;
+    std::string name, target;       // the projector's and the table's, for messages
+    EventId checkpoint = kBeforeFirstId;  // what it commits
+    std::string gaps;                     // ...and the gaps up to it (GapSet::Text)
+    EventId was_committed = kBeforeFirstId;  // the checkpoint before it
+    std::string was_committed_gaps;
+    std::string what;  // "flush of events a..b into t", for its error
+    uint64_t rows = 0, failures = 0;
+    // The outcome, written by whoever runs it.
+    Status status;
+    uint64_t retries = 0;
+    double seconds = 0;
+  };
+  // Builds the next flush from what is pending, and resets the counts since the last flush;
+  // nullptr when there is nothing to commit. REQUIRES: no flush in flight.
+  std::unique_ptr<FlushJob> PrepareFlush();
+  // Runs the flush's transaction (any thread) and records its outcome in it.
+  void RunFlush(FlushJob& job) const;
+  // The calling thread takes a flush's outcome into the runner's state.
+  Status TakeBack(FlushJob& job);
+  // Waits for the flush in flight, if any, and takes it back.
+  Status WaitForWriter();
+  // Hands the pending rows to the writer thread (after the flush in flight).
+  Status HandToWriter();
+  Status RunTransaction(const FlushJob& job, uint64_t* retries) const;
   // A target that already has rows: hands the projector the committed values it keeps
   // (Projector::committed_columns), once, before the first event.
   Status LoadCommitted();
@@ -170,6 +233,10 @@ class ProjectorRunner {
   int64_t last_sequence_ = -1;
   bool target_empty_;      // nothing has been written into the target yet
   bool bulk_load_ok_ = true;  // the server allows LOAD DATA LOCAL INFILE
+  // Writing while reading into a table this run created: every row of it is this runner's,
+  // and written_keys_ holds their keys, so a later flush loads the rows of new keys.
+  bool keys_known_ = false;
+  WrittenKeys written_keys_;
   uint64_t events_since_flush_ = 0;
   std::vector<PageVisit> usable_;  // scratch for batches with partial visits
   std::vector<PageVisit> held_;    // order-dependent: visits above an open hole, by id
@@ -181,6 +248,10 @@ class ProjectorRunner {
   std::vector<Failure> pending_failures_;   // recorded with the next flush
   static constexpr size_t kMaxPendingFailures = 5000;  // then flush: bounds memory and the INSERT
   RunnerStats stats_;
+  // The flush in flight on the writer thread, and whether the writer has finished it.
+  std::unique_ptr<FlushJob> in_flight_;
+  std::thread writer_;
+  std::atomic<bool> writer_done_{false};
 };
 
 }  // namespace rw
