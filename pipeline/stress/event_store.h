@@ -7,11 +7,12 @@
 //   <snapshots>  (stream, version) PRIMARY KEY, state (JSON), created_at
 //
 // Append(stream, expected_version, events) writes versions expected+1.. in one transaction
-// (START TRANSACTION, one multi-row INSERT, COMMIT): a command's events all, or none.
+// (START TRANSACTION, one multi-row INSERT, COMMIT): a command's events all, or none (the
+// fault point stress-append-uncommitted sits between the INSERT and the COMMIT).
 // Optimistic concurrency comes from the unique key, never from a read-then-write: when
 // another writer got a version first, the insert fails with a duplicate key (1062) and
 // Append returns kConflict; a deadlock (1213) between writers of one stream is kDeadlock.
-// Both roll back and leave nothing; the caller re-reads the stream and retries.
+// Both roll back and leave nothing; the caller reloads the aggregate and re-runs its command.
 //
 // Thread safety: an EventStore uses one connection: one thread at a time. Writers on
 // other threads use their own EventStore (and connection).
