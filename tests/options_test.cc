@@ -434,10 +434,13 @@ TEST(Options, EachCommandTakesItsOwnOptions) {
     EXPECT_NE(bad.status().message().find(why), std::string::npos) << bad.status().message();
   }
 
-  EXPECT_EQ(GroupsOf<StressOptions>(), (std::vector<OptionGroup>{OptionGroup::kConnection, OptionGroup::kStress}));
+  EXPECT_EQ(GroupsOf<StressOptions>(),
+            (std::vector<OptionGroup>{OptionGroup::kConnection, OptionGroup::kStress}));
   const std::vector<OptionGroup> ingest_groups = FindCommand("ingest")->groups;
-  EXPECT_NE(std::find(ingest_groups.begin(), ingest_groups.end(), OptionGroup::kIngest), ingest_groups.end());
-  EXPECT_EQ(std::find(ingest_groups.begin(), ingest_groups.end(), OptionGroup::kReplay), ingest_groups.end());
+  EXPECT_NE(std::find(ingest_groups.begin(), ingest_groups.end(), OptionGroup::kIngest),
+            ingest_groups.end());
+  EXPECT_EQ(std::find(ingest_groups.begin(), ingest_groups.end(), OptionGroup::kReplay),
+            ingest_groups.end());
   EXPECT_EQ(FlagsOf(OptionGroup::kIngest), "--from-start");
 
   // An option of a group the command does not take is accepted and ignored, as it always was
