@@ -317,8 +317,14 @@ const std::vector<OptionSpec>& Table() {
        },
        nullptr},
       // Migration-day controls
-      {"quick", "", Group::kStress, true, {}, "stress: smaller volumes and fewer loads (minutes, not tens of minutes)",
+      {"quick", "", Group::kStress, true, {},
+       "stress: smaller volumes, fewer loads and writer counts: under 3 minutes here (without it, the full run:\n"
+       "the published volumes, 1M-event rebuild, 1-100 writers; under 30 minutes here)",
        Flag("quick", &StressPart::quick), nullptr},
+      {"repeat", "", Group::kStress, false, {}, "stress: runs of each measured point; the median and min-max are reported (1-20, default 3)",
+       [](ParsedOptions& o, const std::string& v) { return Integer("repeat", v, 1, 20, o.repeat); }, nullptr},
+      {"budget-ms", "", Group::kStress, false, {}, "stress: the load-time budget its snapshot advice is for, in ms (1-60000, default 50)",
+       [](ParsedOptions& o, const std::string& v) { return Integer("budget-ms", v, 1, 60000, o.budget_ms); }, nullptr},
       {"only", "", Group::kStress, false, {}, "stress: the questions to answer, e.g. 1,3 (default: 1,2,3,4)",
        [](ParsedOptions& o, const std::string& v) {
          o.only.clear();
@@ -442,6 +448,8 @@ const OptionSpec* Find(const std::string& name) {
 // What the value of a flag is, for --help.
 const char* ValueName(const std::string& name) {
   if (name == "result-buffer") return "BYTES";
+  if (name == "repeat") return "N";
+  if (name == "budget-ms") return "MS";
   for (const char* n : {"port", "read-port", "connect-timeout", "batch-size", "max-in-flight", "read-connections", "flush-every",
                         "flush-max-rows", "write-every", "max-events-per-second", "throttle-threads-running", "until-id"}) {
     if (name == n) return "N";

@@ -180,6 +180,8 @@ struct StressPart {
   std::string database = "rewind_stress";  // its own; --database is ignored
   std::string out = "stress-out";
   bool keep = false;                      // keep the database at the end
+  int repeat = 3;                         // runs of each measured point
+  int budget_ms = 50;                     // the load budget of the snapshot advice
 };
 
 // What is printed, and where.

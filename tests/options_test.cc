@@ -443,11 +443,27 @@ TEST(Options, EachCommandTakesItsOwnOptions) {
   EXPECT_EQ(so.connection.database, "d");
   EXPECT_FALSE(so.keep);
   EXPECT_EQ(so.out, "stress-out");
+  EXPECT_EQ(so.repeat, 3);
+  EXPECT_EQ(so.budget_ms, 50);
+  auto tuned = ParseRewindCommandLine({"stress", "--repeat", "5", "--budget-ms", "20"}, e);
+  ASSERT_TRUE(tuned.ok()) << tuned.status().message();
+  EXPECT_EQ(OptionsFor<StressOptions>(tuned->options).repeat, 5);
+  EXPECT_EQ(OptionsFor<StressOptions>(tuned->options).budget_ms, 20);
+  for (const auto& [args, why] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"stress", "--repeat", "0"}, "--repeat must be between 1 and 20"},
+           {{"stress", "--budget-ms", "-5"}, "--budget-ms expects a whole number"}}) {
+    auto bad = ParseRewindCommandLine(args, e);
+    ASSERT_FALSE(bad.ok()) << args.back();
+    EXPECT_NE(bad.status().message().find(why), std::string::npos) << bad.status().message();
+  }
 
-  EXPECT_EQ(GroupsOf<StressOptions>(), (std::vector<OptionGroup>{OptionGroup::kConnection, OptionGroup::kStress}));
+  EXPECT_EQ(GroupsOf<StressOptions>(),
+            (std::vector<OptionGroup>{OptionGroup::kConnection, OptionGroup::kStress}));
   const std::vector<OptionGroup> ingest_groups = FindCommand("ingest")->groups;
-  EXPECT_NE(std::find(ingest_groups.begin(), ingest_groups.end(), OptionGroup::kIngest), ingest_groups.end());
-  EXPECT_EQ(std::find(ingest_groups.begin(), ingest_groups.end(), OptionGroup::kReplay), ingest_groups.end());
+  EXPECT_NE(std::find(ingest_groups.begin(), ingest_groups.end(), OptionGroup::kIngest),
+            ingest_groups.end());
+  EXPECT_EQ(std::find(ingest_groups.begin(), ingest_groups.end(), OptionGroup::kReplay),
+            ingest_groups.end());
   EXPECT_EQ(FlagsOf(OptionGroup::kIngest), "--from-start");
 
   // An option of a group the command does not take is accepted and ignored, as it always was

@@ -1,10 +1,10 @@
 // The write side and `rewind stress`, against a real MariaDB: optimistic concurrency on one
 // stream, snapshot + tail against a full replay, and the command end to end (its files,
 // its own check, its three OrderSummary rebuilds against a fold computed here).
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
-#include <fmt/core.h>
-
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -12,9 +12,9 @@
 #include <set>
 #include <thread>
 
+#include "pipeline/stress/event_store.h"
 #include "pipeline/stress/order.h"
 #include "rewind_process.h"
-#include "pipeline/stress/event_store.h"
 #include "test_db.h"
 
 namespace rw {
@@ -104,7 +104,8 @@ TEST(EventStore, SnapshotAndTailRehydrateToTheStateOfAFullReplay) {
     order::State expected;
     int64_t version = 0;
     while (version < length) {
-      const int64_t chunk = std::min<int64_t>(length - version, 1 + static_cast<int64_t>(rng() % 40));
+      const int64_t chunk =
+          std::min<int64_t>(length - version, 1 + static_cast<int64_t>(rng() % 40));
       std::vector<NewEvent> batch;
       for (int64_t i = 1; i <= chunk; ++i) {
         const order::Event e = order::Generate(stream, version + i, confirm_at);
@@ -138,7 +139,11 @@ TEST(Stress, QuickRunWritesItsReportAndItsRebuildsEqualAFold) {
   }
   std::vector<std::string> env = Env(server);
   env.push_back("REWIND_DATABASE=ignored_by_stress");  // stress works in its own database
-  Outcome run = RunRewind({"stress", "--quick", "--stress-database", "rewind_test_stress", "--out", out, "--keep"}, env);
+  Outcome run = RunRewind(
+      {"stress", "--quick", "--stress-database", "rewind_test_stress", "--out", out, "--keep"},
+      env);
+  // The summary is printed too.
+  EXPECT_NE(run.out.find("\n1. Aggregate load: "), std::string::npos) << run.out;
   ASSERT_EQ(run.code, 0) << run.err << run.out;
   for (const char* f : {"report.md", "results.csv", "q1_aggregate_load.png", "q2_snapshot.png",
                         "q3_projection_rebuild.png", "q4_concurrent_append.png"}) {
@@ -151,29 +156,94 @@ TEST(Stress, QuickRunWritesItsReportAndItsRebuildsEqualAFold) {
   std::map<std::string, double> values;
   std::set<std::string> questions;
   while (std::getline(csv, line)) {
-    const size_t a = line.find(','), b = line.find(',', a + 1), d = line.find(',', b + 1), e = line.find(',', d + 1);
+    const size_t a = line.find(','), b = line.find(',', a + 1), d = line.find(',', b + 1),
+                 e = line.find(',', d + 1);
     questions.insert(line.substr(0, a));
     values[line.substr(0, d)] = std::stod(line.substr(d + 1, e - d - 1));
   }
-  EXPECT_EQ(questions, (std::set<std::string>{"aggregate_load", "snapshot", "projection_rebuild", "concurrent_append"}));
-  EXPECT_TRUE(values.count("aggregate_load,10000,p50"));  // --quick keeps the longest stream
+  EXPECT_EQ(questions, (std::set<std::string>{"commit", "aggregate_load", "snapshot",
+                                              "projection_rebuild", "parallel_projections",
+                                              "concurrent_append", "append_during_rebuild"}));
+  EXPECT_TRUE(values.count("parallel_projections,10000/4_models,at_once_seconds"));
+  EXPECT_GT(values["append_during_rebuild,during_rebuild_10,rebuilds"],
+            0);  // a rebuild ran alongside
+  EXPECT_EQ(values["append_during_rebuild,all,lost"], 0);
+  EXPECT_EQ(values["append_during_rebuild,all,duplicated"], 0);
+  EXPECT_TRUE(values.count("commit,autocommit_insert,p50"));  // the flush latency, measured
+  EXPECT_TRUE(values.count("aggregate_load,10000,p50"));      // --quick keeps the longest stream
+  EXPECT_TRUE(values.count("aggregate_load,10000,p50_min"));  // a spread of the runs
   EXPECT_TRUE(values.count("snapshot,crossover,events"));
-  for (const char* c : {"distinct_1", "distinct_10", "distinct_100", "same_stream_10"}) {
-    EXPECT_EQ(values[fmt::format("concurrent_append,{},lost", c)], 0) << c;
-    EXPECT_EQ(values[fmt::format("concurrent_append,{},duplicated", c)], 0) << c;
-    EXPECT_GT(values[fmt::format("concurrent_append,{},events_per_s", c)], 0) << c;
+  for (const char* c : {"distinct_1", "distinct_10", "distinct_100", "one_stream_1",
+                        "one_stream_10", "one_stream_100"}) {
+    const auto v = [&](const char* m) {
+      return values[fmt::format("concurrent_append,{},{}", c, m)];
+    };
+    EXPECT_EQ(v("lost"), 0) << c;
+    EXPECT_EQ(v("duplicated"), 0) << c;
+    EXPECT_GT(v("events_per_s"), 0) << c;
+    // The retry counters add up: each command succeeds or is given up; each attempt
+    // succeeds, conflicts or deadlocks; each failed attempt but a command's last is retried.
+    EXPECT_EQ(v("successes") + v("give_ups"), v("commands")) << c;
+    EXPECT_EQ(v("successes") + v("conflicts") + v("deadlocks"), v("attempts")) << c;
+    EXPECT_EQ(v("retries"), v("attempts") - v("commands")) << c;
   }
+  // Distinct streams: orders of 11 events placed whole; one stream: lines of 2 events.
+  EXPECT_EQ(values["concurrent_append,distinct_10,events"],
+            11 * values["concurrent_append,distinct_10,successes"]);
+  EXPECT_EQ(values["concurrent_append,one_stream_10,events"],
+            2 * values["concurrent_append,one_stream_10,successes"]);
+  EXPECT_EQ(values["concurrent_append,distinct_10,conflicts"], 0);
+  EXPECT_GT(values["concurrent_append,one_stream_100,conflicts"],
+            0);  // 100 writers on one stream collide
   for (const char* m : {"single", "batched", "pipeline", "filtered_server", "filtered_client"}) {
-    EXPECT_TRUE(values.count(fmt::format("projection_rebuild,100000/{},seconds", m))) << m;
+    for (const char* v : {"1000", "2000", "3000", "5000", "10000"}) {  // five volumes
+      EXPECT_TRUE(values.count(fmt::format("projection_rebuild,{}/{},seconds", v, m)))
+          << v << " " << m;
+    }
   }
-  // The last volume's three OrderSummary tables are kept (--keep): each equals the fold of
-  // the generated orders computed here.
+  // report.md opens with the five-line summary, each line with the article's figure and a ratio.
+  std::ifstream md(std::filesystem::path(out) / "report.md");
+  std::vector<std::string> report;
+  for (std::string l; std::getline(md, l);) report.push_back(l);
+  ASSERT_GT(report.size(), 8u);
+  EXPECT_EQ(report[2], "## Summary");
+  for (int i = 0; i < 5; ++i) {
+    const std::string& l = report[4 + i];
+    EXPECT_EQ(l.rfind(fmt::format("{}. ", i + 1), 0), 0u) << l;
+    EXPECT_NE(l.find("the article: "), std::string::npos) << l;
+    EXPECT_NE(l.find("ours / article = "), std::string::npos) << l;
+  }
+  EXPECT_EQ(report[9], "");
+  const std::string all = [&] {
+    std::string a;
+    for (const std::string& l : report) a += l + "\n";
+    return a;
+  }();
+  EXPECT_NE(all.find("How Fast Can You Replay 100,000 Events? I Measured It."), std::string::npos);
+  EXPECT_NE(all.find("with a 50 ms budget** (--budget-ms): aggregates of up to "),
+            std::string::npos);
+  EXPECT_NE(all.find("--quick**: p95 and p99 come from 45 loads"), std::string::npos);
+  EXPECT_NE(all.find("rebuilding 10,000 events takes "), std::string::npos);
+  // The filtered projections read one type in five: DiscountApplied, about 20 % of the events.
+  {
+    int64_t discounts = 0, events = 0;
+    for (int i = 0; i < 100; ++i) {
+      const std::string stream = fmt::format("order-{:07d}", i);
+      for (int64_t v = 1; v <= 100; ++v, ++events) {
+        discounts += order::Generate(stream, v, 90).kind == order::Kind::kDiscountApplied;
+      }
+    }
+    EXPECT_NEAR(static_cast<double>(discounts) / static_cast<double>(events), 0.2, 0.03);
+  }
+  // The last volume's OrderSummary tables are kept (--keep; the pipeline's last rebuilt the
+  // same 100 orders while appends ran): each equals the fold of the generated orders computed
+  // here.
   ConnectionOptions db = server;
   db.database = "rewind_test_stress";
   auto c = Connect(db);
   ASSERT_TRUE(c);
   std::vector<std::string> want;
-  for (int i = 0; i < 1000; ++i) {
+  for (int i = 0; i < 100; ++i) {
     const std::string stream = fmt::format("order-{:07d}", i);
     std::string status = "NULL", confirmed = "NULL";
     int64_t items = 0, total = 0, discount = 0;
@@ -187,12 +257,16 @@ TEST(Stress, QuickRunWritesItsReportAndItsRebuildsEqualAFold) {
         if (confirmed == "NULL") confirmed = e.at.substr(0, 10) + " " + e.at.substr(11);
       }
     }
-    want.push_back(fmt::format("{}|{}|{}|{}.{:02d}|{}.{:02d}|{}", stream, status, items, total / 100, total % 100,
-                               discount / 100, discount % 100, confirmed));
+    want.push_back(fmt::format("{}|{}|{}|{}.{:02d}|{}.{:02d}|{}", stream, status, items,
+                               total / 100, total % 100, discount / 100, discount % 100,
+                               confirmed));
   }
-  for (const char* table : {"order_summary", "summary_single", "summary_batched"}) {
-    auto rows = c->Query(fmt::format(
-        "SELECT order_id, status, items, total, discount_total, confirmed_at FROM {} ORDER BY order_id", table));
+  for (const char* table :
+       {"order_summary", "summary_single", "summary_batched", "summary_par_3"}) {
+    auto rows =
+        c->Query(fmt::format("SELECT order_id, status, items, total, discount_total, confirmed_at "
+                             "FROM {} ORDER BY order_id",
+                             table));
     ASSERT_TRUE(rows.ok()) << rows.status().message();
     std::vector<std::string> got;
     for (const auto& r : rows->rows) {
@@ -202,6 +276,20 @@ TEST(Stress, QuickRunWritesItsReportAndItsRebuildsEqualAFold) {
     }
     EXPECT_EQ(got, want) << table;
   }
+  // Every table it made is recorded as its own (the end of a run without --keep drops them).
+  EXPECT_EQ(
+      Count(*c,
+            "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = "
+            "'rewind_test_stress' AND "
+            "TABLE_NAME <> 'rewind_stress_tables' AND TABLE_NAME NOT IN (SELECT table_name FROM "
+            "rewind_test_stress.rewind_stress_tables)"),
+      0)
+      << c->QueryValue(
+              "SELECT GROUP_CONCAT(TABLE_NAME) FROM information_schema.TABLES WHERE TABLE_SCHEMA = "
+              "'rewind_test_stress' AND TABLE_NAME NOT IN (SELECT table_name FROM "
+              "rewind_test_stress.rewind_stress_tables)")
+             .value()
+             .value_or("");
   EXPECT_TRUE(c->Execute("DROP DATABASE rewind_test_stress").ok());
 }
 
@@ -211,13 +299,19 @@ TEST(Stress, RefusesADatabaseItDidNotCreate) {
   ASSERT_TRUE(c);
   ASSERT_TRUE(c->Execute("CREATE TABLE precious (id INT PRIMARY KEY)").ok());
   ASSERT_TRUE(c->Execute("INSERT INTO precious VALUES (1)").ok());
-  Outcome run = RunRewind({"stress", "--quick", "--only", "1", "--stress-database", "rewind_test_not_stress", "--out",
-                           ::testing::TempDir() + "/stress-refused"},
-                          Env(ServerOptions()));
+  Outcome run =
+      RunRewind({"stress", "--quick", "--only", "1", "--stress-database", "rewind_test_not_stress",
+                 "--out", ::testing::TempDir() + "/stress-refused"},
+                Env(ServerOptions()));
   EXPECT_EQ(run.code, 1);
-  EXPECT_NE(run.err.find("holds tables that rewind stress did not create (precious)"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("holds tables that rewind stress did not create (precious)"),
+            std::string::npos)
+      << run.err;
   EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM precious"), 1);
-  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'rewind_test_not_stress'"), 1);
+  EXPECT_EQ(Count(*c,
+                  "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = "
+                  "'rewind_test_not_stress'"),
+            1);
 }
 
 // Once stress has worked in a database (its own bookkeeping is there), a table someone else
@@ -227,8 +321,14 @@ TEST(Stress, RefusesADatabaseWithAUserTableEvenWhereItHasWorkedBefore) {
   auto admin = Connect(server);
   ASSERT_TRUE(admin);
   ASSERT_TRUE(admin->Execute("DROP DATABASE IF EXISTS rewind_test_stress_again").ok());
-  const std::vector<std::string> args = {"stress", "--quick", "--only", "1", "--stress-database",
-                                         "rewind_test_stress_again", "--out", ::testing::TempDir() + "/stress-again"};
+  const std::vector<std::string> args = {"stress",
+                                         "--quick",
+                                         "--only",
+                                         "1",
+                                         "--stress-database",
+                                         "rewind_test_stress_again",
+                                         "--out",
+                                         ::testing::TempDir() + "/stress-again"};
   std::vector<std::string> keep = args;
   keep.push_back("--keep");
   Outcome first = RunRewind(keep, Env(server));
@@ -237,7 +337,9 @@ TEST(Stress, RefusesADatabaseWithAUserTableEvenWhereItHasWorkedBefore) {
   db.database = "rewind_test_stress_again";
   auto c = Connect(db);
   ASSERT_TRUE(c);
-  const std::string tables = "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'rewind_test_stress_again'";
+  const std::string tables =
+      "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = "
+      "'rewind_test_stress_again'";
   const int64_t own = Count(*c, tables);
   ASSERT_GT(own, 0);
   ASSERT_TRUE(c->Execute("CREATE TABLE precious (id INT PRIMARY KEY)").ok());
@@ -260,8 +362,8 @@ TEST(Stress, DropsOnlyTheTablesItCreated) {
   const std::string pause = PauseFile("stress_own");
   std::vector<std::string> env = Env(server);
   env.push_back("REWIND_FAULT=stress-prepared@" + pause);
-  Subprocess run(Rewind({"stress", "--quick", "--only", "1", "--stress-database", "rewind_test_stress_own", "--out",
-                         ::testing::TempDir() + "/stress-own"}),
+  Subprocess run(Rewind({"stress", "--quick", "--only", "1", "--stress-database",
+                         "rewind_test_stress_own", "--out", ::testing::TempDir() + "/stress-own"}),
                  env);
   ASSERT_TRUE(run.WaitFor("fault point", 60)) << run.err();
   ConnectionOptions db = server;
@@ -273,11 +375,86 @@ TEST(Stress, DropsOnlyTheTablesItCreated) {
   Release(pause);
   EXPECT_EQ(run.Wait(), 0) << run.err();
   EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM precious"), 1);
-  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = "
-                      "'rewind_test_stress_own' AND TABLE_NAME <> 'precious'"), 0)
-      << c->QueryValue("SELECT GROUP_CONCAT(TABLE_NAME) FROM information_schema.TABLES WHERE TABLE_SCHEMA = "
-                       "'rewind_test_stress_own'").value().value_or("");
+  EXPECT_EQ(Count(*c,
+                  "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = "
+                  "'rewind_test_stress_own' AND TABLE_NAME <> 'precious'"),
+            0)
+      << c->QueryValue(
+              "SELECT GROUP_CONCAT(TABLE_NAME) FROM information_schema.TABLES WHERE TABLE_SCHEMA = "
+              "'rewind_test_stress_own'")
+             .value()
+             .value_or("");
   EXPECT_TRUE(admin->Execute("DROP DATABASE rewind_test_stress_own").ok());
+}
+
+// A command's events are one transaction: stopped dead between writing an order's events
+// and committing them, rewind leaves none of them (the server rolls back what was written).
+TEST(Stress, ACommandStoppedBeforeItsCommitLeavesNoneOfItsEvents) {
+  const ConnectionOptions server = ServerOptions();
+  auto admin = Connect(server);
+  ASSERT_TRUE(admin);
+  ASSERT_TRUE(admin->Execute("DROP DATABASE IF EXISTS rewind_test_stress_atomic").ok());
+  std::vector<std::string> env = Env(server);
+  env.push_back(
+      "REWIND_FAULT=stress-append-uncommitted");  // the first command's, then sleeps until killed
+  Subprocess run(
+      Rewind({"stress", "--quick", "--only", "4", "--repeat", "1", "--stress-database",
+              "rewind_test_stress_atomic", "--out", ::testing::TempDir() + "/stress-atomic"}),
+      env);
+  ASSERT_TRUE(run.WaitFor("fault point", 60)) << run.err();
+  ConnectionOptions db = server;
+  db.database = "rewind_test_stress_atomic";
+  auto c = Connect(db);
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(c->Execute("SET SESSION TRANSACTION ISOLATION LEVEL READ UNCOMMITTED").ok());
+  const std::string events = "SELECT COUNT(*) FROM es_events WHERE stream LIKE 'q4-%'";
+  EXPECT_EQ(Count(*c, events), 11);  // the whole order written, not committed
+  const std::string theirs =
+      "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = 'rewind_test_stress_atomic' "
+      "AND ID <> "
+      "CONNECTION_ID()";
+  run.Signal(SIGKILL);
+  run.Wait();
+  // The server notices the dead client's connections and rolls their transaction back.
+  for (int i = 0; i < 600 && Count(*c, theirs) > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_EQ(Count(*c, theirs), 0);
+  EXPECT_EQ(Count(*c, events), 0);
+  EXPECT_TRUE(admin->Execute("DROP DATABASE rewind_test_stress_atomic").ok());
+}
+
+// The writers connect before the clock starts: where the clock is about to start (the fault
+// point just before it), all ten writers of a case have their connections open, and not one
+// event of the case is written yet.
+TEST(Stress, WritersAreConnectedBeforeTheClockStarts) {
+  const ConnectionOptions server = ServerOptions();
+  auto admin = Connect(server);
+  ASSERT_TRUE(admin);
+  ASSERT_TRUE(admin->Execute("DROP DATABASE IF EXISTS rewind_test_stress_barrier").ok());
+  const std::string pause = PauseFile("stress_barrier");
+  std::vector<std::string> env = Env(server);
+  env.push_back("REWIND_FAULT=stress-writers-ready:2@" + pause);  // the second case: 10 writers
+  Subprocess run(
+      Rewind({"stress", "--quick", "--only", "4", "--repeat", "1", "--stress-database",
+              "rewind_test_stress_barrier", "--out", ::testing::TempDir() + "/stress-barrier"}),
+      env);
+  ASSERT_TRUE(run.WaitFor("fault point", 60)) << run.err();
+  EXPECT_NE(run.err().find("distinct_1 "), std::string::npos)
+      << run.err();  // the first case is done
+  ConnectionOptions db = server;
+  db.database = "rewind_test_stress_barrier";
+  auto c = Connect(db);
+  ASSERT_TRUE(c);
+  // Ten writers and stress's own connection to its database, besides this one.
+  EXPECT_GE(Count(*c,
+                  "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = "
+                  "'rewind_test_stress_barrier' "
+                  "AND ID <> CONNECTION_ID()"),
+            11);
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM es_events WHERE stream LIKE 'q4-distinct\\_10-%'"), 0);
+  Release(pause);
+  EXPECT_EQ(run.Wait(), 0) << run.err();
+  EXPECT_TRUE(admin->Execute("DROP DATABASE IF EXISTS rewind_test_stress_barrier").ok());
 }
 
 }  // namespace

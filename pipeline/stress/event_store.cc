@@ -7,6 +7,7 @@
 
 #include <chrono>
 
+#include "errors/fault.h"
 #include "projectors/declared.h"
 
 namespace rw {
@@ -14,25 +15,31 @@ namespace rw {
 Status EventStore::Create() {
   if (Status s = c_.Execute(fmt::format(
           "CREATE TABLE IF NOT EXISTS {} (position BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, "
-          "stream VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, version INT NOT NULL, "
-          "type VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, payload LONGTEXT NOT NULL, "
-          "created_at DATETIME(6) NOT NULL DEFAULT NOW(6), UNIQUE KEY stream_version (stream, version)) "
+          "stream VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, version INT NOT "
+          "NULL, "
+          "type VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, payload LONGTEXT NOT "
+          "NULL, "
+          "created_at DATETIME(6) NOT NULL DEFAULT NOW(6), UNIQUE KEY stream_version (stream, "
+          "version)) "
           "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
           QuoteIdentifier(t_.events)));
       !s.ok()) {
     return s;
   }
-  return c_.Execute(fmt::format(
-      "CREATE TABLE IF NOT EXISTS {} (stream VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, "
-      "version INT NOT NULL, state LONGTEXT NOT NULL, created_at DATETIME(6) NOT NULL DEFAULT NOW(6), "
-      "PRIMARY KEY (stream, version)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
-      QuoteIdentifier(t_.snapshots)));
+  return c_.Execute(
+      fmt::format("CREATE TABLE IF NOT EXISTS {} (stream VARCHAR(64) CHARACTER SET ascii COLLATE "
+                  "ascii_bin NOT NULL, "
+                  "version INT NOT NULL, state LONGTEXT NOT NULL, created_at DATETIME(6) NOT NULL "
+                  "DEFAULT NOW(6), "
+                  "PRIMARY KEY (stream, version)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
+                  QuoteIdentifier(t_.snapshots)));
 }
 
 Result<AppendOutcome> EventStore::Append(const std::string& stream, int64_t expected_version,
                                          const std::vector<NewEvent>& events) {
   if (events.empty()) return AppendOutcome::kAppended;
-  std::string sql = fmt::format("INSERT INTO {} (stream, version, type, payload) VALUES ", QuoteIdentifier(t_.events));
+  std::string sql = fmt::format("INSERT INTO {} (stream, version, type, payload) VALUES ",
+                                QuoteIdentifier(t_.events));
   for (size_t i = 0; i < events.size(); ++i) {
     sql += i ? ",(" : "(";
     c_.AppendQuoted(sql, stream);
@@ -42,37 +49,49 @@ Result<AppendOutcome> EventStore::Append(const std::string& stream, int64_t expe
     c_.AppendQuoted(sql, events[i].payload);
     sql += ')';
   }
-  // One statement, autocommitted: one transaction, all or nothing.
+  // One transaction: every event of the command, or none.
+  if (Status s = c_.Execute("START TRANSACTION"); !s.ok())
+    return s.With(fmt::format("appending to stream {}", stream));
   Status s = c_.Execute(sql);
-  if (s.ok()) return AppendOutcome::kAppended;
+  if (s.ok()) {
+    FaultPoint("stress-append-uncommitted");  // the events written, not yet committed
+    s = c_.Execute("COMMIT");
+    if (s.ok()) return AppendOutcome::kAppended;
+  }
   const unsigned err = mysql_errno(c_.raw());
+  (void)c_.Execute("ROLLBACK");
   if (err == ER_DUP_ENTRY) return AppendOutcome::kConflict;
   if (err == ER_LOCK_DEADLOCK) return AppendOutcome::kDeadlock;
   return s.With(fmt::format("appending to stream {}", stream));
 }
 
 Result<int64_t> EventStore::Version(const std::string& stream) {
-  Result<std::optional<std::string>> v = c_.QueryValue(fmt::format(
-      "SELECT COALESCE(MAX(version), 0) FROM {} WHERE stream = {}", QuoteIdentifier(t_.events), c_.Quote(stream)));
+  Result<std::optional<std::string>> v =
+      c_.QueryValue(fmt::format("SELECT COALESCE(MAX(version), 0) FROM {} WHERE stream = {}",
+                                QuoteIdentifier(t_.events), c_.Quote(stream)));
   if (!v.ok()) return v.status();
   return *v ? std::stoll(**v) : 0;
 }
 
-Status EventStore::ReadStream(const std::string& stream, int64_t from_version, std::vector<StreamEvent>& out) {
-  return c_.Stream(fmt::format("SELECT version, type, payload FROM {} WHERE stream = {} AND version >= {} ORDER BY version",
+Status EventStore::ReadStream(const std::string& stream, int64_t from_version,
+                              std::vector<StreamEvent>& out) {
+  return c_.Stream(fmt::format("SELECT version, type, payload FROM {} WHERE stream = {} AND "
+                               "version >= {} ORDER BY version",
                                QuoteIdentifier(t_.events), c_.Quote(stream), from_version),
                    [&](char** v, unsigned long* len) {
                      // Room for simdjson's padding: decoding then parses the payload in place.
                      std::string payload;
                      payload.reserve(len[2] + simdjson::SIMDJSON_PADDING);
                      payload.assign(v[2], len[2]);
-                     out.push_back(StreamEvent{std::strtoll(v[0], nullptr, 10), std::string(v[1], len[1]),
-                                               std::move(payload)});
+                     out.push_back(StreamEvent{std::strtoll(v[0], nullptr, 10),
+                                               std::string(v[1], len[1]), std::move(payload)});
                    });
 }
 
-Status EventStore::SaveSnapshot(const std::string& stream, int64_t version, const std::string& state_json) {
-  std::string sql = fmt::format("INSERT INTO {} (stream, version, state) VALUES (", QuoteIdentifier(t_.snapshots));
+Status EventStore::SaveSnapshot(const std::string& stream, int64_t version,
+                                const std::string& state_json) {
+  std::string sql = fmt::format("INSERT INTO {} (stream, version, state) VALUES (",
+                                QuoteIdentifier(t_.snapshots));
   c_.AppendQuoted(sql, stream);
   sql += fmt::format(",{},", version);
   c_.AppendQuoted(sql, state_json);
@@ -81,14 +100,16 @@ Status EventStore::SaveSnapshot(const std::string& stream, int64_t version, cons
 }
 
 Result<std::optional<Snapshot>> EventStore::LoadLatestSnapshot(const std::string& stream) {
-  Result<Rows> r = c_.Query(fmt::format("SELECT version, state FROM {} WHERE stream = {} ORDER BY version DESC LIMIT 1",
-                                        QuoteIdentifier(t_.snapshots), c_.Quote(stream)));
+  Result<Rows> r = c_.Query(
+      fmt::format("SELECT version, state FROM {} WHERE stream = {} ORDER BY version DESC LIMIT 1",
+                  QuoteIdentifier(t_.snapshots), c_.Quote(stream)));
   if (!r.ok()) return r.status();
   if (r->rows.empty()) return std::optional<Snapshot>();
   return std::optional<Snapshot>(Snapshot{std::stoll(*r->rows[0][0]), *r->rows[0][1]});
 }
 
-Result<order::State> LoadOrder(EventStore& es, const std::string& stream, bool use_snapshot, LoadTimes* times) {
+Result<order::State> LoadOrder(EventStore& es, const std::string& stream, bool use_snapshot,
+                               LoadTimes* times) {
   using Clock = std::chrono::steady_clock;
   const auto ms = [](Clock::time_point a, Clock::time_point b) {
     return std::chrono::duration<double, std::milli>(b - a).count();
@@ -103,6 +124,7 @@ Result<order::State> LoadOrder(EventStore& es, const std::string& stream, bool u
     snapshot = *snap;
     if (snapshot) from = snapshot->version + 1;
   }
+  const auto t_snapshot = Clock::now();
   std::vector<StreamEvent> events;
   if (Status s = es.ReadStream(stream, from, events); !s.ok()) return s;
   const auto t1 = Clock::now();
@@ -121,7 +143,8 @@ Result<order::State> LoadOrder(EventStore& es, const std::string& stream, bool u
   const auto t2 = Clock::now();
   for (const order::Event& e : decoded) order::Fold(state, e);
   const auto t3 = Clock::now();
-  if (times != nullptr) *times = LoadTimes{ms(t0, t1), ms(t1, t2), ms(t2, t3), ms(t0, t3)};
+  if (times != nullptr)
+    *times = LoadTimes{ms(t0, t1), ms(t1, t2), ms(t2, t3), ms(t0, t3), ms(t0, t_snapshot)};
   return state;
 }
 
@@ -142,7 +165,8 @@ simdjson::padded_string_view Padded(const std::string& text) {
 }
 
 std::string_view Trim(std::string_view t) {
-  while (!t.empty() && (t.back() == ' ' || t.back() == '\n' || t.back() == ',' || t.back() == '}')) t.remove_suffix(1);
+  while (!t.empty() && (t.back() == ' ' || t.back() == '\n' || t.back() == ',' || t.back() == '}'))
+    t.remove_suffix(1);
   return t;
 }
 
@@ -152,7 +176,8 @@ Result<order::Event> DecodeOrderEvent(const std::string& type, const std::string
   thread_local simdjson::ondemand::parser parser;
   order::Event e;
   e.kind = order::KindOf(type);
-  if (e.kind == order::Kind::kUnknown) return Status::InvalidInput(fmt::format("unknown event type '{}'", type));
+  if (e.kind == order::Kind::kUnknown)
+    return Status::InvalidInput(fmt::format("unknown event type '{}'", type));
   simdjson::ondemand::document doc;
   object obj;
   if (parser.iterate(Padded(payload)).get(doc) || doc.get_object().get(obj)) {
@@ -165,20 +190,24 @@ Result<order::Event> DecodeOrderEvent(const std::string& type, const std::string
     std::string_view text;
     if (key == "customer") {
       object customer;
-      if (value.get_object().get(customer)) return Status::InvalidInput("customer is not an object");
+      if (value.get_object().get(customer))
+        return Status::InvalidInput("customer is not an object");
       for (auto cf : customer) {
         std::string_view ck;
         if (cf.unescaped_key().get(ck)) return Status::InvalidInput("customer is not valid JSON");
         if (ck == "id") {
-          if (cf.value().get_string().get(text)) return Status::InvalidInput("customer.id is not a string");
+          if (cf.value().get_string().get(text))
+            return Status::InvalidInput("customer.id is not a string");
           e.customer = text;
         }
       }
     } else if (key == "sku" || key == "at" || key == "note") {
-      if (value.get_string().get(text)) return Status::InvalidInput(fmt::format("'{}' is not a string", key));
+      if (value.get_string().get(text))
+        return Status::InvalidInput(fmt::format("'{}' is not a string", key));
       (key == "sku" ? e.sku : key == "at" ? e.at : e.note) = text;
     } else if (key == "quantity") {
-      if (value.get_int64().get(e.quantity)) return Status::InvalidInput("quantity is not an integer");
+      if (value.get_int64().get(e.quantity))
+        return Status::InvalidInput("quantity is not an integer");
     } else if ((key == "lineTotal" && e.kind == order::Kind::kItemAdded) ||
                (key == "amount" && e.kind == order::Kind::kDiscountApplied)) {
       __int128 cents = 0;  // an exact amount in cents, as declared read models sum decimals
@@ -204,16 +233,24 @@ Result<order::State> DecodeOrderSnapshot(const std::string& json_text) {
     if (field.unescaped_key().get(key)) return Status::InvalidInput("snapshot is not valid JSON");
     auto value = field.value();
     bool bad = false;
-    if (key == "version") bad = value.get_int64().get(s.version);
-    else if (key == "items") bad = value.get_int64().get(s.items);
-    else if (key == "quantity") bad = value.get_int64().get(s.quantity);
-    else if (key == "totalCents") bad = value.get_int64().get(s.total_cents);
-    else if (key == "discountCents") bad = value.get_int64().get(s.discount_cents);
+    if (key == "version")
+      bad = value.get_int64().get(s.version);
+    else if (key == "items")
+      bad = value.get_int64().get(s.items);
+    else if (key == "quantity")
+      bad = value.get_int64().get(s.quantity);
+    else if (key == "totalCents")
+      bad = value.get_int64().get(s.total_cents);
+    else if (key == "discountCents")
+      bad = value.get_int64().get(s.discount_cents);
     else if (key == "status" || key == "customer" || key == "confirmedAt") {
       bad = value.get_string().get(text);
-      if (!bad) (key == "status" ? s.status : key == "customer" ? s.customer : s.confirmed_at) = text;
+      if (!bad)
+        (key == "status" ? s.status : key == "customer" ? s.customer : s.confirmed_at) = text;
     }
-    if (bad) return Status::InvalidInput(fmt::format("snapshot field '{}' is not what a snapshot holds", key));
+    if (bad)
+      return Status::InvalidInput(
+          fmt::format("snapshot field '{}' is not what a snapshot holds", key));
   }
   return s;
 }

@@ -6,11 +6,13 @@
 //                UNIQUE (stream, version)
 //   <snapshots>  (stream, version) PRIMARY KEY, state (JSON), created_at
 //
-// Append(stream, expected_version, events) writes versions expected+1.. in one transaction.
+// Append(stream, expected_version, events) writes versions expected+1.. in one transaction
+// (START TRANSACTION, one multi-row INSERT, COMMIT): a command's events all, or none (the
+// fault point stress-append-uncommitted sits between the INSERT and the COMMIT).
 // Optimistic concurrency comes from the unique key, never from a read-then-write: when
 // another writer got a version first, the insert fails with a duplicate key (1062) and
 // Append returns kConflict; a deadlock (1213) between writers of one stream is kDeadlock.
-// Both roll back and leave nothing; the caller re-reads the stream and retries.
+// Both roll back and leave nothing; the caller reloads the aggregate and re-runs its command.
 //
 // Thread safety: an EventStore uses one connection: one thread at a time. Writers on
 // other threads use their own EventStore (and connection).
@@ -51,7 +53,8 @@ enum class AppendOutcome { kAppended, kConflict, kDeadlock };
 
 class EventStore {
  public:
-  EventStore(Connection& connection, EventStoreTables tables) : c_(connection), t_(std::move(tables)) {}
+  EventStore(Connection& connection, EventStoreTables tables)
+      : c_(connection), t_(std::move(tables)) {}
 
   // CREATE TABLE IF NOT EXISTS for both tables.
   Status Create();
@@ -76,11 +79,12 @@ class EventStore {
 // Where an Order load's time went, in milliseconds.
 struct LoadTimes {
   double fetch = 0, decode = 0, fold = 0, total = 0;
+  double snapshot_fetch = 0;  // of `fetch`: the snapshot's read alone (0 without one)
 };
 
 // Rehydrates an Order: from its latest snapshot and the events after it (use_snapshot), or
 // from its first event. `times` (optional) receives fetch (snapshot and events read),
-// decode (JSON, snapshot included) and fold.
+// decode (JSON, snapshot included) and fold, and of fetch the snapshot's read alone.
 Result<order::State> LoadOrder(EventStore& store, const std::string& stream, bool use_snapshot,
                                LoadTimes* times = nullptr);
 

@@ -15,12 +15,18 @@ Kind KindOf(std::string_view type) {
 
 const char* TypeName(Kind k) {
   switch (k) {
-    case Kind::kCreated: return kCreated;
-    case Kind::kItemAdded: return kItemAdded;
-    case Kind::kDiscountApplied: return kDiscountApplied;
-    case Kind::kConfirmed: return kConfirmed;
-    case Kind::kNoteAdded: return kNoteAdded;
-    case Kind::kUnknown: break;
+    case Kind::kCreated:
+      return kCreated;
+    case Kind::kItemAdded:
+      return kItemAdded;
+    case Kind::kDiscountApplied:
+      return kDiscountApplied;
+    case Kind::kConfirmed:
+      return kConfirmed;
+    case Kind::kNoteAdded:
+      return kNoteAdded;
+    case Kind::kUnknown:
+      break;
   }
   return "Unknown";
 }
@@ -37,13 +43,16 @@ void Fold(State& s, const Event& e) {
       s.quantity += e.quantity;
       s.total_cents += e.cents;
       break;
-    case Kind::kDiscountApplied: s.discount_cents += e.cents; break;
+    case Kind::kDiscountApplied:
+      s.discount_cents += e.cents;
+      break;
     case Kind::kConfirmed:
       s.status = "confirmed";
       if (s.confirmed_at.empty()) s.confirmed_at = e.at;
       break;
     case Kind::kNoteAdded:
-    case Kind::kUnknown: break;
+    case Kind::kUnknown:
+      break;
   }
 }
 
@@ -58,7 +67,7 @@ uint64_t Mix(uint64_t x) {
 }  // namespace
 
 Event Generate(const std::string& stream, int64_t n, int64_t confirm_at) {
-  const uint64_t h = Mix(std::hash<std::string>{}(stream) * 31 + static_cast<uint64_t>(n));
+  const uint64_t h = Mix(std::hash<std::string>{}(stream)*31 + static_cast<uint64_t>(n));
   Event e;
   const int day = 1 + static_cast<int>(h % 28), minute = static_cast<int>(n % 60);
   if (n == 1) {
@@ -68,7 +77,7 @@ Event Generate(const std::string& stream, int64_t n, int64_t confirm_at) {
   } else if (n == confirm_at) {
     e.kind = Kind::kConfirmed;
     e.at = fmt::format("2024-03-{:02d}T18:{:02d}:00", day, minute);
-  } else if (h % 10 < 6) {
+  } else if (h % 10 < 5) {
     e.kind = Kind::kItemAdded;
     e.sku = fmt::format("SKU-{:04d}", h % 997);
     e.quantity = 1 + static_cast<int64_t>(h % 5);
@@ -78,7 +87,8 @@ Event Generate(const std::string& stream, int64_t n, int64_t confirm_at) {
     e.cents = 50 + static_cast<int64_t>(h % 1000);
   } else {
     e.kind = Kind::kNoteAdded;
-    e.note = fmt::format("Please leave the parcel with the neighbour at number {} if nobody answers.", h % 100);
+    e.note = fmt::format(
+        "Please leave the parcel with the neighbour at number {} if nobody answers.", h % 100);
   }
   return e;
 }
@@ -86,18 +96,22 @@ Event Generate(const std::string& stream, int64_t n, int64_t confirm_at) {
 std::string Payload(const std::string& stream, const Event& e) {
   switch (e.kind) {
     case Kind::kCreated:
-      return fmt::format(R"({{"orderId":"{}","status":"created","customer":{{"id":"{}","segment":"retail"}},"at":"{}","currency":"EUR"}})",
-                         stream, e.customer, e.at);
+      return fmt::format(
+          R"({{"orderId":"{}","status":"created","customer":{{"id":"{}","segment":"retail"}},"at":"{}","currency":"EUR"}})",
+          stream, e.customer, e.at);
     case Kind::kItemAdded:
-      return fmt::format(R"({{"orderId":"{}","sku":"{}","quantity":{},"unitPrice":{},"lineTotal":{}}})", stream, e.sku,
-                         e.quantity, Money(e.cents / e.quantity), Money(e.cents));
+      return fmt::format(
+          R"({{"orderId":"{}","sku":"{}","quantity":{},"unitPrice":{},"lineTotal":{}}})", stream,
+          e.sku, e.quantity, Money(e.cents / e.quantity), Money(e.cents));
     case Kind::kDiscountApplied:
-      return fmt::format(R"({{"orderId":"{}","code":"SPRING","amount":{}}})", stream, Money(e.cents));
+      return fmt::format(R"({{"orderId":"{}","code":"SPRING","amount":{}}})", stream,
+                         Money(e.cents));
     case Kind::kConfirmed:
       return fmt::format(R"({{"orderId":"{}","status":"confirmed","at":"{}"}})", stream, e.at);
     case Kind::kNoteAdded:
       return fmt::format(R"({{"orderId":"{}","note":"{}"}})", stream, e.note);
-    case Kind::kUnknown: break;
+    case Kind::kUnknown:
+      break;
   }
   return "{}";
 }
@@ -105,7 +119,8 @@ std::string Payload(const std::string& stream, const Event& e) {
 std::string SnapshotJson(const State& s) {
   return fmt::format(
       R"({{"version":{},"status":"{}","customer":"{}","items":{},"quantity":{},"totalCents":{},"discountCents":{},"confirmedAt":"{}"}})",
-      s.version, s.status, s.customer, s.items, s.quantity, s.total_cents, s.discount_cents, s.confirmed_at);
+      s.version, s.status, s.customer, s.items, s.quantity, s.total_cents, s.discount_cents,
+      s.confirmed_at);
 }
 
 }  // namespace rw::order

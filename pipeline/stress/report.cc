@@ -7,6 +7,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <thread>
 
@@ -17,52 +18,52 @@ void StressResults::Add(const std::string& q, const std::string& c, const std::s
   rows_.push_back({q, c, m, v, unit});
 }
 
-std::optional<double> StressResults::Get(const std::string& q, const std::string& c, const std::string& m) const {
+std::optional<double> StressResults::Get(const std::string& q, const std::string& c,
+                                         const std::string& m) const {
   for (const StressRow& r : rows_) {
     if (r.question == q && r.case_name == c && r.metric == m) return r.value;
   }
   return std::nullopt;
 }
 
+const char* const kArticle = "How Fast Can You Replay 100,000 Events? I Measured It.";
+
 namespace {
 
-// A figure as a person reads it: whole above 100, three significant digits below.
-std::string Number(double v) { return std::fabs(v) >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.3g}", v); }
+// A figure as a person reads it: whole above 100 (with thousands separators), three
+// significant digits below.
+std::string Number(double v) {
+  if (std::fabs(v) < 100) return fmt::format("{:.3g}", v);
+  std::string digits = fmt::format("{:.0f}", std::fabs(v)), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return (v < 0 ? "-" : "") + out;
+}
+
+// `v` rounded down to two significant digits (an advice's round figure).
+double RoundDown2(double v) {
+  if (v <= 0) return 0;
+  const double scale = std::pow(10.0, std::floor(std::log10(v)) - 1);
+  return std::floor(v / scale) * scale;
+}
+
+// "ours / article = r (2.3x faster)" for a time (lower is better) or a rate (higher is).
+std::string Ratio(double ours, double article, bool lower_is_better) {
+  if (article <= 0 || ours <= 0) return "ratio n/a";
+  const double r = ours / article;
+  const bool better = lower_is_better ? r < 1 : r > 1;
+  const double factor = r >= 1 ? r : 1 / r;
+  return fmt::format(
+      "ours / article = {:.3g} ({:.3g}x {})", r, factor,
+      lower_is_better ? (better ? "faster" : "slower") : (better ? "higher" : "lower"));
+}
 
 class Report {
  public:
   Report(std::string out_dir, const StressResults& results, const StressContext& ctx)
-      : out_dir_(std::move(out_dir)),
-        results_(results),
-        ctx_(ctx),
-        quick_(ctx.quick),
-        rows_(results.rows()),
-        problems_(ctx.problems),
-        consistent_(ctx.consistent),
-        crossover_note_(ctx.crossover_note),
-        durability_(ctx.durability) {}
-
-
-  struct Published {
-    std::string question, case_name, metric, text;
-    double value;  // 0: no single figure
-    int better;  // -1: lower is better, 1: higher is better, 0: neither (a property, not a score)
-  };
-
-  static std::vector<Published> PublishedFigures() {
-    return {
-        {"aggregate_load", "50", "p50", "1.2 ms", 1.2, -1},
-        {"aggregate_load", "10000", "p50", "847 ms", 847, -1},
-        {"snapshot", "crossover", "events", "about 300 events", 300, 0},
-        {"snapshot", "5000", "snapshot_fetch_p50", "2-4 ms", 3, -1},
-        {"snapshot", "every_10", "per_snapshot", "3.8 ms per snapshot", 3.8, -1},
-        {"projection_rebuild", "100000/single", "seconds", "8.7 s", 8.7, -1},
-        {"projection_rebuild", "100000/batched", "seconds", "3.1 s", 3.1, -1},
-        {"projection_rebuild", "100000/filtered_server", "speedup_vs_client", "4.5x faster than client-side", 4.5, 1},
-        {"concurrent_append", "distinct_100", "events_per_s", "about 45,000 events/s (ceiling)", 45000, 1},
-        {"concurrent_append", "same_stream_10", "events_per_s", "about 1,200 events/s", 1200, 1},
-    };
-  }
+      : out_dir_(std::move(out_dir)), results_(results), ctx_(ctx), rows_(results.rows()) {}
 
   static std::string Machine() {
     std::string model = "?", mem = "?";
@@ -83,7 +84,7 @@ class Report {
     return fmt::format("{} CPU(s) ({}), {} RAM", std::thread::hardware_concurrency(), model, mem);
   }
 
-  // Writes report.md, results.csv and the PNGs; prints the tables. False when the files
+  // Writes report.md, results.csv and the PNGs; prints the summary. False when the files
   // could not be written.
   bool Write(std::FILE* out, const Status& status) {
     namespace fs = std::filesystem;
@@ -97,7 +98,10 @@ class Report {
     {
       std::ofstream csv(dir / "results.csv");
       csv << "question,case,metric,value,unit\n";
-      for (const StressRow& r : rows_) csv << fmt::format("{},{},{},{:.6g},{}\n", r.question, r.case_name, r.metric, r.value, r.unit);
+      for (const StressRow& r : rows_) {
+        csv << fmt::format("{},{},{},{:.6g},{}\n", r.question, r.case_name, r.metric, r.value,
+                           r.unit);
+      }
       if (!csv) {
         fmt::print(stderr, "rewind stress: cannot write {}\n", (dir / "results.csv").string());
         return false;
@@ -107,30 +111,46 @@ class Report {
     const std::time_t now = std::time(nullptr);
     char date[32];
     std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
-    md += fmt::format("# rewind stress ({})\n\n", quick_ ? "--quick" : "full run");
-    md += fmt::format("- date: {}\n- machine: {}\n- server: {}\n", date, Machine(), ctx_.server_settings);
-    md += "- published figures: a stress test of EventStoreDB + PostgreSQL on 4 cores, 8 GB, SSD, Docker\n";
-    if (!status.ok()) md += fmt::format("\n**The run stopped early: {}**\n", status.message());
-    for (const std::string& p : problems_) md += fmt::format("\n**{}**\n", p);
-    md += "\n## Ours beside the published figures\n\n| question | case | ours | published | ours / published |\n|---|---|---|---|---|\n";
-    std::string table_text;
-    for (const Published& p : PublishedFigures()) {
-      std::optional<double> ours = Get(p.question, p.case_name, p.metric);
-      if (!ours) continue;
-      const double ratio = p.value > 0 ? *ours / p.value : 0;
-      const std::string unit = p.metric == "events_per_s" ? "events/s" : p.metric == "events" ? "events"
-                               : p.metric == "seconds"    ? "s"
-                               : p.metric == "speedup_vs_client" ? "x" : "ms";
-      md += fmt::format("| {} | {} {} | {} {} | {} | {:.3g}x{} |\n", p.question, p.case_name, p.metric, Number(*ours), unit,
-                        p.text, ratio,
-                        (p.better < 0 && ratio > 1) || (p.better > 0 && ratio < 1) ? " (slower; see below)" : "");
-      table_text += fmt::format("  {:<20} {:<40} ours {:>10} {:<8} published {:<34} ratio {:.3g}\n", p.question,
-                                p.case_name + " " + p.metric, Number(*ours), unit, p.text, ratio);
+    md += fmt::format("# rewind stress ({})\n\n", ctx_.quick ? "--quick" : "full run");
+    const std::vector<std::string> summary = Summary();
+    md += "## Summary\n\n";
+    for (const std::string& line : summary) md += line + "\n";
+    md += fmt::format(
+        "\nThe article: \"{}\" (EventStoreDB + PostgreSQL; 4 cores, 8 GB, SSD, Docker). Each point "
+        "here ran {} "
+        "time(s): the median is shown, [min-max] beside it.\n\n",
+        kArticle, ctx_.repeat);
+    md += fmt::format("- date: {}\n- machine: {}\n- server: {}\n", date, Machine(),
+                      ctx_.server_settings);
+    if (auto c = Get("commit", "autocommit_insert", "p50")) {
+      md += fmt::format(
+          "- commit (flush) latency, measured first: one autocommitted insert takes {} ms at p50 "
+          "(p99 {} ms); a round trip without a write {} ms. Every write figure below is bounded by "
+          "it.\n",
+          Spread("commit", "autocommit_insert", "p50"),
+          Number(Get("commit", "autocommit_insert", "p99").value_or(0)),
+          Spread("commit", "round_trip", "p50"));
+      if (auto end = Get("commit", "autocommit_insert_end", "p50")) {
+        md += fmt::format(
+            "- measured again at the end: {} ms at p50. {}\n",
+            Spread("commit", "autocommit_insert_end", "p50"),
+            *end > 2 * *c || *c > 2 * *end
+                ? "The disk's flush latency changed during the run (other work on this machine "
+                  "shares it): figures that commit are only as steady as it."
+                : "Steady through the run.");
+      }
     }
-    md += "\n## Every measurement\n\n| question | case | metric | value | unit |\n|---|---|---|---|---|\n";
-    for (const StressRow& r : rows_) md += fmt::format("| {} | {} | {} | {} | {} |\n", r.question, r.case_name, r.metric, Number(r.value), r.unit);
-    md += "\n## Reading it\n\n";
-    md += Explanations();
+    if (!status.ok()) md += fmt::format("\n**The run stopped early: {}**\n", status.message());
+    for (const std::string& p : ctx_.problems) md += fmt::format("\n**{}**\n", p);
+    md += "\n## Decisions\n\n" + Decisions();
+    md += "\n## Beside the article\n\n" + Beside();
+    md +=
+        "\n## Every measurement\n\n| question | case | metric | value | unit "
+        "|\n|---|---|---|---|---|\n";
+    for (const StressRow& r : rows_) {
+      md += fmt::format("| {} | {} | {} | {} | {} |\n", r.question, r.case_name, r.metric,
+                        Number(r.value), r.unit);
+    }
     const std::vector<std::string> pngs = Plots(dir);
     if (!pngs.empty()) {
       md += "\n## Plots\n\n";
@@ -144,169 +164,607 @@ class Report {
         return false;
       }
     }
-    fmt::print(out, "rewind stress: ours beside the published EventStoreDB + PostgreSQL figures\n{}", table_text);
-    fmt::print(out, "check: {}\n", consistent_ ? "no acknowledged append lost or duplicated; the rebuilds agree"
-                                               : "PROBLEMS (see report.md)");
-    fmt::print(out, "report: {} (results.csv, {} plot(s))\n", (dir / "report.md").string(), pngs.size());
+    fmt::print(out, "rewind stress: this server beside the article \"{}\"\n", kArticle);
+    for (const std::string& line : summary) fmt::print(out, "{}\n", line);
+    fmt::print(out, "check: {}\n",
+               ctx_.consistent ? "no acknowledged append lost or duplicated; the rebuilds agree"
+                               : "PROBLEMS (see report.md)");
+    fmt::print(out, "report: {} (results.csv, {} plot(s))\n", (dir / "report.md").string(),
+               pngs.size());
     return true;
   }
 
-  std::string Explanations() {
-    std::string s;
+ private:
+  std::optional<double> Get(const std::string& q, const std::string& c,
+                            const std::string& m) const {
+    return results_.Get(q, c, m);
+  }
+  // "median [min-max]" of a repeated point (the median alone when it ran once).
+  std::string Spread(const std::string& q, const std::string& c, const std::string& m) const {
+    const std::optional<double> v = Get(q, c, m), lo = Get(q, c, m + "_min"),
+                                hi = Get(q, c, m + "_max");
+    if (!v) return "?";
+    if (!lo || !hi || *lo == *hi) return Number(*v);
+    return fmt::format("{} [{}-{}]", Number(*v), Number(*lo), Number(*hi));
+  }
+
+  // The measured volumes of question 3, in order.
+  std::vector<int64_t> Volumes() const {
+    std::set<int64_t> v;
+    for (const StressRow& r : rows_) {
+      if (r.question == "projection_rebuild")
+        v.insert(std::stoll(r.case_name.substr(0, r.case_name.find('/'))));
+    }
+    return {v.begin(), v.end()};
+  }
+  // Writer counts measured in question 4 for `kind` (distinct, one_stream).
+  std::vector<int> Writers(const std::string& kind) const {
+    std::set<int> w;
+    for (const StressRow& r : rows_) {
+      if (r.question == "concurrent_append" && r.metric == "writers" &&
+          r.case_name.rfind(kind + "_", 0) == 0) {
+        w.insert(static_cast<int>(r.value));
+      }
+    }
+    return {w.begin(), w.end()};
+  }
+  // The writer count with the most events/s of `kind`.
+  std::optional<int> BestWriters(const std::string& kind) const {
+    std::optional<int> best;
+    double rate = -1;
+    for (int w : Writers(kind)) {
+      const double r =
+          Get("concurrent_append", fmt::format("{}_{}", kind, w), "events_per_s").value_or(0);
+      if (r > rate) rate = r, best = w;
+    }
+    return best;
+  }
+
+  // The longest stream whose p99 load fits in `budget` ms, from question 1's curve:
+  // interpolated between the measured lengths around it, or beyond the longest measured at
+  // that length's p99 per event (load time grows linearly). `extrapolated` says which.
+  double LengthWithin(double budget, bool& extrapolated) const {
+    std::vector<std::pair<double, double>> points;  // (events, p99 ms)
+    for (int64_t n : {10, 50, 100, 500, 1000, 5000, 10000}) {
+      if (auto v = Get("aggregate_load", std::to_string(n), "p99")) {
+        points.emplace_back(static_cast<double>(n), *v);
+      }
+    }
+    extrapolated = false;
+    if (points.empty() || budget <= 0) return 0;
+    for (size_t i = 0; i < points.size(); ++i) {
+      if (points[i].second <= budget) continue;
+      if (i == 0) return points[0].first * budget / points[0].second;
+      const auto [n0, t0] = points[i - 1];
+      const auto [n1, t1] = points[i];
+      return n0 + (budget - t0) * (n1 - n0) / (t1 - t0);
+    }
+    extrapolated = true;
+    return points.back().first * budget / points.back().second;
+  }
+
+  // The one-stream case the summary quotes: 10 writers contending (or the most measured).
+  std::optional<int> OneStreamWriters() const {
+    const std::vector<int> w = Writers("one_stream");
+    if (w.empty()) return std::nullopt;
+    if (std::find(w.begin(), w.end(), 10) != w.end()) return 10;
+    return w.back();
+  }
+
+  // The five lines: the four answers for this server, the article's figure beside each,
+  // and the ratio.
+  std::vector<std::string> Summary() const {
+    std::vector<std::string> s;
     if (auto p50 = Get("aggregate_load", "10000", "p50")) {
-      s += fmt::format("- **Aggregate load.** A 10,000-event Order loads in {:.1f} ms at p50 (fetch {:.1f}, decode {:.1f}, "
-                       "fold {:.2f} ms): one indexed range read of (stream, version) and one simdjson pass; the "
-                       "published 847 ms reads event by event through a client and a container.\n",
-                       *p50, Get("aggregate_load", "10000", "fetch_p50").value_or(0),
-                       Get("aggregate_load", "10000", "decode_p50").value_or(0),
-                       Get("aggregate_load", "10000", "fold_p50").value_or(0));
+      s.push_back(fmt::format(
+          "1. Aggregate load: a 10,000-event aggregate loads in {} ms (p50) on this server; the "
+          "article: 847 ms; {}.",
+          Number(*p50), Ratio(*p50, 847, true)));
+    } else {
+      s.push_back("1. Aggregate load: not measured in this run (--only).");
     }
     if (auto x = Get("snapshot", "crossover", "events")) {
-      s += fmt::format("- **Snapshots.** Full replay costs more than snapshot + tail from about {:.0f} events ({}); "
-                       "below, the extra round trip for the snapshot costs more than the events it saves. Because "
-                       "loads are cheap here, the crossover sits where one round trip equals the replay of that many "
-                       "events.\n",
-                       *x, crossover_note_);
+      s.push_back(fmt::format(
+          "2. Snapshots: snapshot + 50 events beats a full replay from about {} events here; the "
+          "article: about 300 events; ours / article = {:.3g}.",
+          Number(*x), *x / 300));
+    } else {
+      s.push_back("2. Snapshots: not measured in this run (--only).");
     }
-    if (auto single = Get("projection_rebuild", "100000/single", "events_per_s")) {
-      const std::string v = "100000";
-      s += fmt::format("- **Projection rebuild.** At {} events: one save per event {:.0f} events/s, batches of 50 {:.0f}, "
-                       "rewind's pipeline {:.0f} ({:.1f}x one save per event): the pipeline aggregates in memory and "
-                       "writes each order once. Server-side filtering is {:.1f}x faster than client-side for a "
-                       "projection of one event type in five.\n",
-                       v, *single, Get("projection_rebuild", v + "/batched", "events_per_s").value_or(0),
-                       Get("projection_rebuild", v + "/pipeline", "events_per_s").value_or(0),
-                       Get("projection_rebuild", v + "/pipeline", "events_per_s").value_or(0) / *single,
-                       Get("projection_rebuild", v + "/filtered_server", "events_per_s").value_or(0) /
-                           std::max(1.0, Get("projection_rebuild", v + "/filtered_client", "events_per_s").value_or(1)));
+    const std::vector<int64_t> volumes = Volumes();
+    if (!volumes.empty()) {
+      const int64_t v = std::find(volumes.begin(), volumes.end(), 100000) != volumes.end()
+                            ? 100000
+                            : volumes.back();
+      const std::string c = std::to_string(v);
+      const double single = Get("projection_rebuild", c + "/single", "seconds").value_or(0);
+      const double batched = Get("projection_rebuild", c + "/batched", "seconds").value_or(0);
+      const double pipeline = Get("projection_rebuild", c + "/pipeline", "seconds").value_or(0);
+      if (v == 100000) {
+        s.push_back(fmt::format(
+            "3. Rebuild: 100,000 events take {} s with one save per event, {} s in batches of 50, "
+            "{} s with rewind; the article: 8.7 s single, 3.1 s batched; single {}, batched {}, "
+            "rewind vs the article's batched {}.",
+            Number(single), Number(batched), Number(pipeline), Ratio(single, 8.7, true),
+            Ratio(batched, 3.1, true), Ratio(pipeline, 3.1, true)));
+      } else {  // --quick: rates, as the volumes differ
+        const double vd = static_cast<double>(v);
+        s.push_back(fmt::format(
+            "3. Rebuild: {} events (--quick; the article measured 100,000) take {} s with one save "
+            "per event, {} s in batches of 50, {} s with rewind; the article: 8.7 s single, 3.1 s "
+            "batched per 100,000; per event, single {}, batched {}, rewind vs batched {}.",
+            Number(vd), Number(single), Number(batched), Number(pipeline),
+            Ratio(single / vd, 8.7 / 1e5, true), Ratio(batched / vd, 3.1 / 1e5, true),
+            Ratio(pipeline / vd, 3.1 / 1e5, true)));
+      }
+    } else {
+      s.push_back("3. Rebuild: not measured in this run (--only).");
     }
-    if (auto one = Get("concurrent_append", "distinct_1", "events_per_s")) {
-      const double ten = Get("concurrent_append", "distinct_10", "events_per_s").value_or(0);
-      const double hundred = Get("concurrent_append", "distinct_100", "events_per_s").value_or(0);
-      s += fmt::format(
-          "- **Appends.** Every append is its own durable transaction ({}). One writer: {:.0f} appends/s, "
-          "each waiting for its own log flush. 10 writers on distinct streams: {:.0f} events/s ({:.1f}x), 100: "
-          "{:.0f} ({:.1f}x): group commit shares each log flush among the writers waiting, until the server's "
-          "commit rate on this machine, about {:.0f} commits/s here, where more writers only wait longer (p99 "
-          "{:.1f} ms at 100). 10 writers on one stream: {:.0f} events/s with {:.0f} conflicts and {:.0f} deadlocks "
-          "retried: the appends of one stream serialise on its unique (stream, version) key, and each conflict "
-          "costs a re-read and a retry.\n",
-          durability_, *one, ten, ten / *one, hundred, hundred / *one, std::max(ten, hundred),
-          Get("concurrent_append", "distinct_100", "p99").value_or(0),
-          Get("concurrent_append", "same_stream_10", "events_per_s").value_or(0),
-          Get("concurrent_append", "same_stream_10", "conflicts").value_or(0),
-          Get("concurrent_append", "same_stream_10", "deadlocks").value_or(0));
-      s += "- Where ours is slower than a published figure, the line above says why; the machine differs too: "
-           "two cores shared by the server and every client thread (the published run had four), and each "
-           "append a durable commit on this machine's disk.\n";
+    if (auto best = BestWriters("distinct")) {
+      const double rate =
+          Get("concurrent_append", fmt::format("distinct_{}", *best), "events_per_s").value_or(0);
+      s.push_back(fmt::format(
+          "4. Appends, distinct streams: at most {} events/s (with {} writer(s), commands of 11 "
+          "events in one transaction); the article: about 45,000 events/s; {}.",
+          Number(rate), *best, Ratio(rate, 45000, false)));
+    } else {
+      s.push_back("4. Appends, distinct streams: not measured in this run (--only).");
+    }
+    if (std::optional<int> w = OneStreamWriters()) {
+      const std::string c = fmt::format("one_stream_{}", *w);
+      const double rate = Get("concurrent_append", c, "events_per_s").value_or(0);
+      s.push_back(fmt::format(
+          "5. Appends, one stream: {} events/s with {} writers ({} conflicts retried, {} of {} "
+          "commands given up); the article: about 1,200 events/s; {}.",
+          Number(rate), *w, Number(Get("concurrent_append", c, "conflicts").value_or(0)),
+          Number(Get("concurrent_append", c, "give_ups").value_or(0)),
+          Number(Get("concurrent_append", c, "commands").value_or(0)), Ratio(rate, 1200, false)));
+    } else {
+      s.push_back("5. Appends, one stream: not measured in this run (--only).");
     }
     return s;
   }
 
-  // One PNG per question with gnuplot (scripts/setup installs it). Returns the file names.
-  std::vector<std::string> Plots(const std::filesystem::path& dir) {
-    std::vector<std::string> made;
-    if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
-      fmt::print(stderr, "rewind stress: gnuplot is not installed (scripts/setup installs it): no plots\n");
-      return made;
-    }
-    auto data = [&](const std::string& name, const std::string& text) {
-      std::ofstream(dir / name) << text;
-    };
-    std::string q1, q2, q3, q4, script;
-    for (const char* n : {"10", "50", "100", "500", "1000", "5000", "10000"}) {
-      if (auto p50 = Get("aggregate_load", n, "p50")) {
-        q1 += fmt::format("{} {} {} {}\n", n, *p50, Get("aggregate_load", n, "p95").value_or(0),
-                          Get("aggregate_load", n, "p99").value_or(0));
+  std::string Decisions() const {
+    std::string s;
+    const double budget = ctx_.budget_ms;
+    if (Get("aggregate_load", "10000", "p99")) {
+      bool extrapolated = false, k_extrapolated = false;
+      const double n_max = LengthWithin(budget, extrapolated);
+      const double fetch = Get("snapshot", "5000", "snapshot_fetch_p50").value_or(0);
+      const double k = LengthWithin(budget - fetch, k_extrapolated);
+      s += fmt::format(
+          "- **Snapshots, with a {0} ms budget** (--budget-ms): aggregates of up to {1} events "
+          "load "
+          "without a snapshot; above it, snapshot every {2} events (a load then reads one "
+          "snapshot, "
+          "{3} ms here, and at most {2} events). From this run's p99 load times ({4} ms at 10,000 "
+          "events){5}.\n",
+          budget, Number(RoundDown2(n_max)), Number(RoundDown2(k)), Number(fetch),
+          Number(Get("aggregate_load", "10000", "p99").value_or(0)),
+          extrapolated ? "; beyond 10,000 events, the longest measured, extrapolated linearly"
+                       : "");
+      if (auto per = Get("snapshot", "every_10", "per_snapshot"); per && k >= 1) {
+        s += fmt::format(
+            "  Snapshotting every {} events costs {} ms per command in writes (one {} ms save "
+            "every {} "
+            "commands of one event).\n",
+            Number(RoundDown2(k)), Number(*per / RoundDown2(k)), Number(*per),
+            Number(RoundDown2(k)));
+      }
+      if (auto x = Get("snapshot", "crossover", "events")) {
+        s += fmt::format(
+            "  A snapshot pays for itself in load time from about {} events, but that saves less "
+            "than the budget notices: a full load of 1,000 events takes {} ms (p50).\n",
+            Number(*x), Number(Get("aggregate_load", "1000", "p50").value_or(0)));
       }
     }
-    for (const char* n : {"10", "50", "100", "200", "300", "500", "1000", "2000", "5000"}) {
-      if (auto f = Get("snapshot", n, "full_p50")) q2 += fmt::format("{} {} {}\n", n, *f, Get("snapshot", n, "snapshot_p50").value_or(0));
+    {
+      const auto per_event = [&](const char* n) {
+        return Get("aggregate_load", n, "p50").value_or(0) / std::stod(n) * 1000;
+      };
+      const double a = per_event("1000"), b = per_event("10000");
+      if (a > 0 && b > 0) {
+        const bool flat = b / a < 1.25 && b / a > 0.8;
+        s += fmt::format(
+            "- **Load cost per event** (p50): {} µs at 1,000 events, {} µs at 10,000: {}. The "
+            "article's two figures "
+            "(1.2 ms at 50 events, 847 ms at 10,000) are 24 µs and 85 µs per event.\n",
+            Number(a), Number(b),
+            flat ? "flat, so load time grows linearly with the stream's length"
+                 : (b > a ? "growing, so load time grows faster than the stream"
+                          : "falling with length"));
+      }
     }
-    std::set<std::string> volumes;
+    for (int every : {10, 100}) {
+      const std::string c = fmt::format("every_{}", every);
+      if (auto w = Get("snapshot", c, "write_per_command")) {
+        const double cmd = Get("snapshot", c, "command").value_or(0);
+        s += fmt::format(
+            "- **Snapshot every {} events** costs {} ms per command in writes ({} ms per snapshot "
+            "saved; "
+            "{:.1f} % of a {} ms command that loads, appends one event and commits).\n",
+            every, Spread("snapshot", c, "write_per_command"),
+            Spread("snapshot", c, "per_snapshot"), cmd > 0 ? *w / cmd * 100 : 0, Number(cmd));
+      }
+    }
+    const std::vector<int64_t> volumes = Volumes();
+    if (!volumes.empty()) {
+      s += "- **Recovery window** (rebuilding OrderSummary from nothing, 100 events per order; "
+           "single saves "
+           "ran once per volume):\n";
+      for (int64_t v : volumes) {
+        const std::string c = std::to_string(v);
+        s += fmt::format(
+            "  - rebuilding {} events takes {} s with single saves, {} s with batches of 50, {} s "
+            "with "
+            "rewind{}.\n",
+            Number(static_cast<double>(v)), Spread("projection_rebuild", c + "/single", "seconds"),
+            Spread("projection_rebuild", c + "/batched", "seconds"),
+            Spread("projection_rebuild", c + "/pipeline", "seconds"),
+            Get("projection_rebuild", c + "/single", "estimated")
+                ? " (single saves estimated from the 100,000-event run: a commit per event)"
+                : "");
+      }
+    }
     for (const StressRow& r : rows_) {
-      if (r.question == "projection_rebuild") volumes.insert(r.case_name.substr(0, r.case_name.find('/')));
+      if (r.question != "parallel_projections" || r.metric != "one_by_one_seconds") continue;
+      const std::string& c = r.case_name;  // "<volume>/<k>_models"
+      const std::string volume = c.substr(0, c.find('/'));
+      const std::string k = c.substr(c.find('/') + 1, c.find('_') - c.find('/') - 1);
+      const double seq = r.value,
+                   par = Get("parallel_projections", c, "at_once_seconds").value_or(0);
+      s += fmt::format(
+          "- **Parallel projections**: {} read models of {} events (OrderSummary in batches of 50, "
+          "each its own "
+          "table) take {} s one after the other and {} s at once, each on its own connection: "
+          "{:.2f}x{}.\n",
+          k, Number(std::stod(volume)), Spread("parallel_projections", c, "one_by_one_seconds"),
+          Spread("parallel_projections", c, "at_once_seconds"), par > 0 ? seq / par : 0,
+          par > 0 && seq / par < 1.5 ? " (the server and the rebuilders share this machine's cores)"
+                                     : "");
     }
-    for (const std::string& v : volumes) {
-      q3 += v;
-      for (const char* m : {"single", "batched", "pipeline", "filtered_server", "filtered_client"}) {
-        q3 += fmt::format(" {}", Get("projection_rebuild", v + "/" + m, "events_per_s").value_or(0));
+    if (auto alone = Get("append_during_rebuild", "no_rebuild_10", "p99")) {
+      s += fmt::format(
+          "- **Appends during a rebuild**: 10 writers' commands take {} ms at p50 and {} ms at p99 "
+          "alone, {} and {} "
+          "ms while rewind rebuilds OrderSummary over {} events ({} rebuilds while they wrote).\n",
+          Spread("append_during_rebuild", "no_rebuild_10", "p50"),
+          Spread("append_during_rebuild", "no_rebuild_10", "p99"),
+          Spread("append_during_rebuild", "during_rebuild_10", "p50"),
+          Spread("append_during_rebuild", "during_rebuild_10", "p99"),
+          Number(Get("append_during_rebuild", "during_rebuild_10", "rebuild_events").value_or(0)),
+          Number(Get("append_during_rebuild", "during_rebuild_10", "rebuilds").value_or(0)));
+    }
+    if (ctx_.quick) {
+      const double loads = Get("aggregate_load", "10000", "loads").value_or(0);
+      if (loads > 0) {
+        const auto from_top = [&](double p) {
+          const int k = static_cast<int>(loads - std::ceil(p / 100 * loads) + 1);
+          if (k == 1) return std::string("slowest");
+          return fmt::format("{}{} slowest", k, k == 2 ? "nd" : k == 3 ? "rd" : "th");
+        };
+        s += fmt::format(
+            "- **--quick**: p95 and p99 come from {} loads per length, so p95 is the {} load and "
+            "p99 the {}; run without --quick for 100 loads per round.\n",
+            Number(loads), from_top(95), from_top(99));
       }
-      q3 += "\n";
     }
-    for (const char* w : {"1", "10", "100"}) {
-      if (auto e = Get("concurrent_append", std::string("distinct_") + w, "events_per_s")) q4 += fmt::format("{} {}\n", w, *e);
-    }
-    const std::string out = dir.string();
-    script += "set terminal pngcairo size 900,560 noenhanced\nset grid\nset key left top\n";
-    if (!q1.empty()) {
-      data("q1.dat", q1);
-      script += fmt::format(
-          "set output '{0}/q1_aggregate_load.png'\nset title 'Q1: aggregate load time vs stream length'\n"
-          "set logscale xy\nset xlabel 'events in the stream'\nset ylabel 'ms'\n"
-          "plot '{0}/q1.dat' u 1:2 w lp t 'p50', '' u 1:3 w lp t 'p95', '' u 1:4 w lp t 'p99', "
-          "'-' u 1:2 w p pt 7 ps 1.5 t 'published (EventStoreDB)'\n50 1.2\n10000 847\ne\nunset logscale\n",
-          out);
-      made.push_back("q1_aggregate_load.png");
-    }
-    if (!q2.empty()) {
-      data("q2.dat", q2);
-      script += fmt::format(
-          "set output '{0}/q2_snapshot.png'\nset title 'Q2: full replay vs snapshot + tail (crossover {1:.0f} events)'\n"
-          "set logscale xy\nset xlabel 'events in the stream'\nset ylabel 'ms (p50)'\nset arrow 1 from {1:.0f}, graph 0 to {1:.0f}, graph 1 nohead dt 2\n"
-          "plot '{0}/q2.dat' u 1:2 w lp t 'full replay', '' u 1:3 w lp t 'snapshot + tail'\nunset arrow 1\nunset logscale\n",
-          out, Get("snapshot", "crossover", "events").value_or(1));
-      made.push_back("q2_snapshot.png");
-    }
-    if (!q3.empty()) {
-      data("q3.dat", q3);
-      script += fmt::format(
-          "set output '{0}/q3_projection_rebuild.png'\nset title 'Q3: projection rebuild, events/s by method and volume'\n"
-          "set logscale xy\nset xlabel 'events'\nset ylabel 'events/s'\n"
-          "plot '{0}/q3.dat' u 1:2 w lp t 'one save per event', '' u 1:3 w lp t 'batches of 50', '' u 1:4 w lp t "
-          "'rewind pipeline', '' u 1:5 w lp t 'one type, filtered in the server', '' u 1:6 w lp t 'one type, filtered in "
-          "the client'\nunset logscale\n",
-          out);
-      made.push_back("q3_projection_rebuild.png");
-    }
-    if (!q4.empty()) {
-      data("q4.dat", q4);
-      script += fmt::format(
-          "set output '{0}/q4_concurrent_append.png'\nset title 'Q4: appends by concurrent writers (same stream: {1:.0f} events/s)'\n"
-          "set logscale x\nset xlabel 'writers (distinct streams)'\nset ylabel 'events/s'\nset yrange [0:*]\n"
-          "plot '{0}/q4.dat' u 1:2 w lp t 'rewind on MariaDB', 45000 dt 2 t 'published ceiling (45,000)', 1200 dt 3 t "
-          "'published, one stream (1,200)'\n",
-          out, Get("concurrent_append", "same_stream_10", "events_per_s").value_or(0));
-      made.push_back("q4_concurrent_append.png");
-    }
-    data("plots.gp", script);
-    const std::string cmd = fmt::format("gnuplot '{}/plots.gp' 2>'{}/gnuplot.log'", out, out);
-    if (std::system(cmd.c_str()) != 0) {
-      fmt::print(stderr, "rewind stress: gnuplot failed (see {}/gnuplot.log): no plots\n", out);
-      made.clear();
-    }
-    return made;
+    return s;
   }
 
- private:
-  std::optional<double> Get(const std::string& q, const std::string& c, const std::string& m) const {
-    return results_.Get(q, c, m);
+  // The commit latency of this run, in words: "X ms (measured first; Y at the end)".
+  std::string CommitWords() const {
+    const double start = Get("commit", "autocommit_insert", "p50").value_or(0);
+    if (auto end = Get("commit", "autocommit_insert_end", "p50")) {
+      return fmt::format("{} to {} ms (the commit latency measured first and at the end)",
+                         Number(start), Number(*end));
+    }
+    return fmt::format("{} ms (the commit latency measured first)", Number(start));
   }
+
+  // Why `statements` autocommitted statements per 100,000 events take what they take: how
+  // much of it the commits account for at the measured latency, and what the rest is.
+  std::string StatementWords(double statements, const std::string& what) const {
+    const double commit = Get("commit", "autocommit_insert", "p50").value_or(0);
+    return fmt::format(
+        "{} is {} statements and durable commits per 100,000 events (notes are skipped): at {}, "
+        "the commits "
+        "alone are about {} s; the rest is each statement's round trip, parse and upsert on the "
+        "two cores the "
+        "server shares with this client.",
+        what, Number(statements), CommitWords(), Number(statements * commit / 1000));
+  }
+
+  // Where a load's time went, as the reason a load is slower.
+  std::string LoadParts(const std::string& n) const {
+    return fmt::format(
+        "of the load, {} ms is the fetch (the server reading and sending the rows), {} ms "
+        "the JSON decode and {} ms the fold.",
+        Number(Get("aggregate_load", n, "fetch_p50").value_or(0)),
+        Number(Get("aggregate_load", n, "decode_p50").value_or(0)),
+        Number(Get("aggregate_load", n, "fold_p50").value_or(0)));
+  }
+
+  // The article's figures beside ours, each "slower" row with its reason.
+  std::string Beside() const {
+    struct Row {
+      std::string question, case_name, metric, unit, article_text;
+      double article;
+      bool lower_is_better;
+      std::function<std::string()> why_slower;
+    };
+    const double commit = Get("commit", "autocommit_insert", "p50").value_or(0);
+    const std::vector<Row> table = {
+        {"aggregate_load", "50", "p50", "ms", "1.2 ms", 1.2, true,
+         [this] { return LoadParts("50"); }},
+        {"aggregate_load", "10000", "p50", "ms", "847 ms", 847, true,
+         [this] { return LoadParts("10000"); }},
+        {"snapshot", "5000", "snapshot_fetch_p50", "ms", "2-4 ms", 3, true,
+         [this] {
+           return fmt::format(
+               "a snapshot read is one indexed row over one round trip, and a round trip takes {} "
+               "ms here.",
+               Number(Get("commit", "round_trip", "p50").value_or(0)));
+         }},
+        {"snapshot", "every_10", "per_snapshot", "ms", "3.8 ms per snapshot", 3.8, true,
+         [commit] {
+           return fmt::format(
+               "a snapshot save is one durable commit, and a commit takes {} ms here.",
+               Number(commit));
+         }},
+        {"projection_rebuild", "100000/single", "seconds", "s", "8.7 s", 8.7, true,
+         [this] { return StatementWords(72000, "one save per event"); }},
+        {"projection_rebuild", "100000/batched", "seconds", "s", "3.1 s", 3.1, true,
+         [this] { return StatementWords(1440, "batches of 50 (each a 50-row upsert)"); }},
+        {"projection_rebuild", "100000/filtered_server", "speedup_vs_client", "x",
+         "4.5x faster than client-side", 4.5, false,
+         [] {
+           return std::string(
+               "on a local socket a row the client skips costs little to send, so filtering in the "
+               "server saves less than over a network.");
+         }},
+    };
+    std::string md = "| case | ours | the article | ratio | why slower |\n|---|---|---|---|---|\n";
+    const std::vector<int64_t> volumes = Volumes();
+    for (const Row& r : table) {
+      std::optional<double> ours = Get(r.question, r.case_name, r.metric);
+      std::string shown = Spread(r.question, r.case_name, r.metric), name = r.case_name;
+      if (!ours && r.metric == "seconds" && !volumes.empty()) {  // --quick: per 100,000 events
+        const std::string method = r.case_name.substr(r.case_name.find('/') + 1);
+        const double v = static_cast<double>(volumes.back());
+        if (auto at = Get(r.question, fmt::format("{}/{}", volumes.back(), method), r.metric)) {
+          ours = *at * 100000 / v;
+          shown = Number(*ours);
+          name = fmt::format("{} per 100,000 events (measured at {})", method, Number(v));
+        }
+      }
+      if (!ours) continue;
+      const double ratio = *ours / r.article;
+      const bool slower = r.lower_is_better ? ratio > 1 : ratio < 1;
+      md += fmt::format("| {} {} {} | {} {} | {} | {:.3g} | {} |\n", r.question, name, r.metric,
+                        shown, r.unit, r.article_text, ratio, slower ? r.why_slower() : "");
+    }
+    if (auto best = BestWriters("distinct")) {
+      const std::string c = fmt::format("distinct_{}", *best);
+      const double rate = Get("concurrent_append", c, "events_per_s").value_or(0);
+      md += fmt::format(
+          "| concurrent_append distinct streams, best ({} writers) | {} events/s | about 45,000 "
+          "events/s | "
+          "{:.3g} | {} |\n",
+          *best, Spread("concurrent_append", c, "events_per_s"), rate / 45000,
+          rate < 45000
+              ? fmt::format("every command is a durable commit, at {} each, and the server and "
+                            "all {} writers share two cores.",
+                            CommitWords(), *best)
+              : "");
+    }
+    if (std::optional<int> best = OneStreamWriters()) {
+      const std::string c = fmt::format("one_stream_{}", *best);
+      const double rate = Get("concurrent_append", c, "events_per_s").value_or(0);
+      md += fmt::format(
+          "| concurrent_append one stream ({} writers) | {} events/s | about 1,200 events/s "
+          "| {:.3g} "
+          "| {} |\n",
+          *best, Spread("concurrent_append", c, "events_per_s"), rate / 1200,
+          rate < 1200
+              ? "every conflict costs a reload of the whole stream and a backoff before the retry."
+              : "");
+    }
+    md +=
+        "\n| writers | distinct: events/s | command p50 / p99 ms | one stream: events/s | command "
+        "p50 / p99 ms | "
+        "commands | conflicts | retries | given up |\n|---|---|---|---|---|---|---|---|---|\n";
+    for (int w : Writers("distinct")) {
+      const std::string d = fmt::format("distinct_{}", w), o = fmt::format("one_stream_{}", w);
+      md += fmt::format("| {} | {} | {} / {} | {} | {} / {} | {} | {} | {} | {} |\n", w,
+                        Spread("concurrent_append", d, "events_per_s"),
+                        Number(Get("concurrent_append", d, "p50").value_or(0)),
+                        Number(Get("concurrent_append", d, "p99").value_or(0)),
+                        Spread("concurrent_append", o, "events_per_s"),
+                        Number(Get("concurrent_append", o, "p50").value_or(0)),
+                        Number(Get("concurrent_append", o, "p99").value_or(0)),
+                        Number(Get("concurrent_append", o, "commands").value_or(0)),
+                        Number(Get("concurrent_append", o, "conflicts").value_or(0)),
+                        Number(Get("concurrent_append", o, "retries").value_or(0)),
+                        Number(Get("concurrent_append", o, "give_ups").value_or(0)));
+    }
+    md +=
+        "\nWriters connect, then wait at a barrier; the clock starts when all are there. A command "
+        "appends its "
+        "events in one transaction (distinct streams: a new order of 11 events; one stream: the "
+        "order reloaded and a "
+        "line of 2 events added, a conflict reloading the order and re-running the command after a "
+        "jittered "
+        "backoff, up to 10 attempts). Latencies are per command, retries included.\n";
+    return md;
+  }
+
+  // One PNG per question with gnuplot (scripts/setup installs it). Returns the file names.
+  std::vector<std::string> Plots(const std::filesystem::path& dir) const;
+
   const std::string out_dir_;
   const StressResults& results_;
   const StressContext& ctx_;
-  const bool quick_;
   const std::vector<StressRow>& rows_;
-  const std::vector<std::string>& problems_;
-  const bool consistent_;
-  const std::string& crossover_note_;
-  const std::string& durability_;
 };
+
+std::vector<std::string> Report::Plots(const std::filesystem::path& dir) const {
+  std::vector<std::string> made;
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
+    fmt::print(stderr,
+               "rewind stress: gnuplot is not installed (scripts/setup installs it): no plots\n");
+    return made;
+  }
+  const auto data = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir / name) << text;
+  };
+  // "median min max" of a repeated point (the median three times when it ran once).
+  const auto spread = [&](const std::string& q, const std::string& c, const std::string& m) {
+    const double v = Get(q, c, m).value_or(0);
+    return fmt::format("{} {} {}", v, Get(q, c, m + "_min").value_or(v),
+                       Get(q, c, m + "_max").value_or(v));
+  };
+  const std::string out = dir.string();
+  std::string script =
+      "set terminal pngcairo size 1000,620 noenhanced font ',11'\nset grid\nset key outside right "
+      "top box\n"
+      "set format y '%.10g'\nset format x '%.10g'\nset rmargin 34\n";
+  std::string q1;
+  for (const char* n : {"10", "50", "100", "500", "1000", "5000", "10000"}) {
+    if (Get("aggregate_load", n, "p50")) {
+      q1 += fmt::format("{} {} {}\n", n, spread("aggregate_load", n, "p50"),
+                        Get("aggregate_load", n, "p99").value_or(0));
+    }
+  }
+  if (!q1.empty()) {
+    data("q1.dat", q1);
+    script += fmt::format(
+        "set output '{0}/q1_aggregate_load.png'\nset title 'Q1: how long does an aggregate take to "
+        "load as its stream "
+        "grows?'\nset logscale xy\nset xrange [5:20000]\nset yrange [0.01:5000]\nset xlabel "
+        "'events in the stream (log)'\n"
+        "set ylabel 'load time, ms (log)'\n"
+        "set label 1 'article: 1.2 ms at 50' at 50,1.2 offset 1,0.8\nset label 2 'article: 847 ms "
+        "at 10,000' at "
+        "10000,847 right offset -1,0.8\n"
+        "plot '{0}/q1.dat' u 1:2:3:4 w yerrorlines lw 2 t 'p50 (min-max of runs)', '' u 1:5 w lp "
+        "dt 2 t 'p99', "
+        "'-' u 1:2 w p pt 7 ps 2 lc rgb 'red' t 'the article (EventStoreDB)', {1} w l dt 3 lc rgb "
+        "'gray40' t "
+        "'budget {1} ms'\n50 1.2\n10000 847\ne\nunset label 1\nunset label 2\nunset logscale\nset "
+        "xrange [*:*]\nset "
+        "yrange [*:*]\n",
+        out, ctx_.budget_ms);
+    made.push_back("q1_aggregate_load.png");
+  }
+  std::string q2;
+  for (const char* n : {"60", "80", "100", "150", "200", "300", "500", "1000", "2000", "5000"}) {
+    if (Get("snapshot", n, "full_p50")) {
+      q2 += fmt::format("{} {} {} {}\n", n, spread("snapshot", n, "full_p50"),
+                        spread("snapshot", n, "snapshot_p50"),
+                        Get("snapshot", n, "snapshot_fetch_p50").value_or(0));
+    }
+  }
+  if (!q2.empty()) {
+    data("q2.dat", q2);
+    const double x = Get("snapshot", "crossover", "events").value_or(1);
+    script += fmt::format(
+        "set output '{0}/q2_snapshot.png'\nset title 'Q2: from what length does a snapshot beat a "
+        "full replay?'\n"
+        "set logscale xy\nset xrange [40:8000]\nset xlabel 'events in the stream (log)'\nset "
+        "ylabel 'load time, ms "
+        "(p50, log)'\n"
+        "set arrow 1 from {1:.0f}, graph 0 to {1:.0f}, graph 1 nohead dt 2 lc rgb 'black'\n"
+        "set label 1 'crossover here: {1:.0f}' at {1:.0f}, graph 0.93 left offset 0.5,0\n"
+        "set arrow 2 from 300, graph 0 to 300, graph 1 nohead dt 3 lc rgb 'red'\n"
+        "set label 2 'article: about 300' at 300, graph 0.75 left offset 0.5,0 tc rgb 'red'\n"
+        "set label 3 'article: snapshot read 2-4 ms' at 5000,2 right offset -1,-1 tc rgb 'red'\n"
+        "plot '{0}/q2.dat' u 1:2:3:4 w yerrorlines lw 2 t 'full replay', '' u 1:5:6:7 w "
+        "yerrorlines lw 2 t 'snapshot "
+        "+ 50 events', '' u 1:8 w lp dt 2 t 'the snapshot read alone', '-' u 1:2:3:4 w yerrorbars "
+        "pt 7 ps 1.5 lc rgb "
+        "'red' t 'the article'\n5000 3 2 4\ne\n"
+        "unset arrow 1\nunset arrow 2\nunset label 1\nunset label 2\nunset label 3\nunset "
+        "logscale\nset xrange [*:*]\n",
+        out, x);
+    made.push_back("q2_snapshot.png");
+  }
+  std::string q3;
+  for (int64_t v : Volumes()) {
+    const std::string c = std::to_string(v);
+    q3 += c;
+    const bool estimated = Get("projection_rebuild", c + "/single", "estimated").has_value();
+    for (const char* m : {"single", "batched", "pipeline", "filtered_server", "filtered_client"}) {
+      q3 += " " + (estimated && std::string(m) == "single"
+                       ? std::string("NaN NaN NaN")
+                       : spread("projection_rebuild", c + "/" + m, "seconds"));
+    }
+    q3 += estimated ? fmt::format(" {}\n",
+                                  Get("projection_rebuild", c + "/single", "seconds").value_or(0))
+                    : std::string(" NaN\n");
+  }
+  if (!q3.empty()) {
+    data("q3.dat", q3);
+    script += fmt::format(
+        "set output '{0}/q3_projection_rebuild.png'\nset title 'Q3: how long does rebuilding a "
+        "projection take (the "
+        "recovery window)?'\nset logscale xy\nset xrange [{1}:{2}]\nset yrange [*:*]\nset xlabel "
+        "'events rebuilt (log)'\n"
+        "set ylabel 'seconds (log)'\n"
+        "set label 1 'article: 8.7 s single' at 100000,8.7 right offset -1,0 tc rgb 'red'\n"
+        "set label 2 'article: 3.1 s batched' at 100000,3.1 right offset -1,0 tc rgb 'red'\n"
+        "plot '{0}/q3.dat' u 1:2:3:4 w yerrorlines lw 2 t 'one save per event', '' u 1:5:6:7 w "
+        "yerrorlines lw 2 t "
+        "'batches of 50', '' u 1:8:9:10 w yerrorlines lw 2 t 'rewind pipeline', '' u 1:11:12:13 w "
+        "yerrorlines t 'one "
+        "type (20 %), server filter', '' u 1:14:15:16 w yerrorlines t 'one type (20 %), client "
+        "filter', '' u 1:17 w lp dt 2 lc 1 t 'one save per event, estimated', '-' u 1:2 w "
+        "p pt 7 ps 2 lc rgb 'red' t 'the article, 100,000 events'\n100000 8.7\n100000 3.1\ne\n"
+        "unset label 1\nunset label 2\nunset logscale\nset xrange [*:*]\n",
+        out, static_cast<double>(Volumes().front()) / 2,
+        static_cast<double>(std::max<int64_t>(Volumes().back(), 100000)) * 2);
+    made.push_back("q3_projection_rebuild.png");
+  }
+  std::string q4;
+  for (int w : Writers("distinct")) {
+    q4 += fmt::format(
+        "{} {} {}\n", w, spread("concurrent_append", fmt::format("distinct_{}", w), "events_per_s"),
+        Get("concurrent_append", fmt::format("one_stream_{}", w), "events_per_s")
+            ? spread("concurrent_append", fmt::format("one_stream_{}", w), "events_per_s")
+            : "NaN NaN NaN");
+  }
+  if (!q4.empty()) {
+    data("q4.dat", q4);
+    script += fmt::format(
+        "set output '{0}/q4_concurrent_append.png'\nset title 'Q4: how many events per second can "
+        "concurrent writers "
+        "append?'\nset logscale xy\nset xrange [0.8:130]\nset yrange [10:100000]\nset xlabel "
+        "'writers (log)'\n"
+        "set ylabel 'events appended per second (log)'\n"
+        "set label 1 'article: ceiling about 45,000' at 1,45000 left offset 0.5,0.7 tc rgb 'red'\n"
+        "set label 2 'article: one stream about 1,200' at 1,1200 left offset 0.5,0.7 tc rgb 'red'\n"
+        "plot '{0}/q4.dat' u 1:2:3:4 w yerrorlines lw 2 t 'distinct streams', '' u 1:5:6:7 w "
+        "yerrorlines lw 2 t 'one "
+        "stream (retries)', 45000 w l dt 2 lw 2 lc rgb 'red' t 'the article: distinct', 1200 w l "
+        "dt 3 lw 2 lc rgb "
+        "'red' t 'the article: one stream'\nunset label 1\nunset label 2\nunset logscale\n",
+        out);
+    made.push_back("q4_concurrent_append.png");
+  }
+  data("plots.gp", script);
+  const std::string cmd = fmt::format("gnuplot '{}/plots.gp' 2>'{}/gnuplot.log'", out, out);
+  if (std::system(cmd.c_str()) != 0) {
+    fmt::print(stderr, "rewind stress: gnuplot failed (see {}/gnuplot.log): no plots\n", out);
+    made.clear();
+  }
+  return made;
+}
 
 }  // namespace
 
-bool WriteStressReport(const std::string& out_dir, const StressResults& results, const StressContext& ctx,
-                       const Status& status, std::FILE* out) {
+bool WriteStressReport(const std::string& out_dir, const StressResults& results,
+                       const StressContext& ctx, const Status& status, std::FILE* out) {
   return Report(out_dir, results, ctx).Write(out, status);
 }
 

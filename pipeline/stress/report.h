@@ -1,6 +1,9 @@
-// The report of `rewind stress`: its measurements (results.csv's rows), the published
-// figures they are set beside, report.md with the machine, the server and why ours differs,
-// and one PNG per question (gnuplot).
+// The report of `rewind stress`: its measurements (results.csv's rows), and report.md: a
+// five-line summary (the four answers for this server, the article's figure beside each, and
+// the ratio), the decisions they support (the snapshot advice for --budget-ms, the write cost
+// of each snapshot frequency, the rebuild as a recovery window), the article's figures beside
+// ours with a reason for each that is slower, every measurement, and one PNG per question
+// (gnuplot).
 //
 // Thread safety: StressResults is filled by one thread; the report reads it after.
 #pragma once
@@ -22,9 +25,10 @@ struct StressRow {
 
 class StressResults {
  public:
-  void Add(const std::string& question, const std::string& case_name, const std::string& metric, double value,
-           const std::string& unit);
-  std::optional<double> Get(const std::string& question, const std::string& case_name, const std::string& metric) const;
+  void Add(const std::string& question, const std::string& case_name, const std::string& metric,
+           double value, const std::string& unit);
+  std::optional<double> Get(const std::string& question, const std::string& case_name,
+                            const std::string& metric) const;
   const std::vector<StressRow>& rows() const { return rows_; }
 
  private:
@@ -34,16 +38,21 @@ class StressResults {
 // What the report says besides the measurements.
 struct StressContext {
   bool quick = false;
-  std::string server_settings;    // version and the settings that decide the figures
-  std::string durability;         // how appends are made durable (question 4)
-  std::string crossover_note;     // where the crossover was found (question 2)
+  int repeat = 1;                     // runs of each point
+  int budget_ms = 50;                 // the load budget of the snapshot advice
+  std::string server_settings;        // version and the settings that decide the figures
+  std::string durability;             // how appends are made durable (question 4)
+  std::string crossover_note;         // where the crossover was found (question 2)
   std::vector<std::string> problems;  // failed checks, in words
-  bool consistent = true;         // no lost or duplicated append; the rebuilds agree
+  bool consistent = true;             // no lost or duplicated append; the rebuilds agree
 };
 
 // Writes report.md, results.csv and the plots into `out_dir` (created) and prints ours beside
 // the published figures to `out`. False when the files could not be written.
-bool WriteStressReport(const std::string& out_dir, const StressResults& results, const StressContext& ctx,
-                       const Status& status, std::FILE* out);
+// The article the report answers, by its title.
+extern const char* const kArticle;
+
+bool WriteStressReport(const std::string& out_dir, const StressResults& results,
+                       const StressContext& ctx, const Status& status, std::FILE* out);
 
 }  // namespace rw
