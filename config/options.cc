@@ -424,7 +424,8 @@ const std::vector<OptionSpec>& Table() {
        nullptr},
       {"uuid-column", "", Group::kEvents, false, {}, "the event table's uuid column (ingest)",
        Text(&EventTableOptions::uuid_column, true), [](const ParsedOptions& o) { return o.events.uuid_column; }},
-      {"from-start", "", Group::kIngest, true, {}, "ingest: read every file from its start, not from its saved position",
+      {"from-start", "", Group::kIngest, true, {}, "ingest: read every file from its start, ignoring its saved position and what was "
+       "stored of the same log under another name",
        Flag("from-start", &IngestPart::from_start), nullptr},
       {"time-column", "", Group::kEvents, false, {}, "the event table's time column (--until-time, ingest)",
        Text(&EventTableOptions::time_column, true), [](const ParsedOptions& o) { return o.events.time_column; }},

@@ -4,7 +4,9 @@
 // without a duplicate or a gap, a rotated file is read from its start, and a dry run
 // writes nothing. Issue 23 part 4: every line once across concurrent runs (the lock, and the
 // position checked in each batch's transaction), a line still being written, a run killed
-// in <file>.1, and damaged gzip files.
+// in <file>.1, and damaged gzip files. Issue 32: a file is known by its content, not its
+// name: ingested again under another name (renamed by a rotation, gzipped, copied) it
+// continues where its lines were stored, and two names of one log are never read at once.
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 #include <zlib.h>
@@ -427,6 +429,298 @@ TEST(Ingest, ADamagedGzipStopsTheIngestAndStoresNothingOfIt) {
                               c->Quote(damaged))),
         0);
   }
+  std::filesystem::remove_all(dir);
+}
+
+// ---------------------------------------------------------------- a file under another name (#32)
+
+// A directory of its own, empty.
+std::string FreshDir(const std::string& name) {
+  const std::string dir = ::testing::TempDir() + "/" + name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// Writes lines [from, to) of the log to `path` (truncating or appending).
+void WriteLines(const std::string& path, size_t from, size_t to, std::ios::openmode mode) {
+  static const std::vector<std::string> lines = LogLines();
+  std::ofstream out(path, std::ios::binary | mode);
+  for (size_t i = from; i < to && i < lines.size(); ++i) out << lines[i];
+}
+
+// The path as rewind keys it (absolute, normalised).
+std::string Normal(const std::string& path) {
+  return std::filesystem::absolute(path).lexically_normal().string();
+}
+
+// What the rules keep of the file at `path` read on its own, as (createdAt|ip|url).
+std::vector<std::string> KeptIn(const std::string& path) {
+  std::vector<std::string> want;
+  for (const Expected& e : ReferenceIngest(path)) {
+    if (e.reason != "kept") continue;
+    char when[20];
+    FormatDateTime(e.t, when);
+    want.push_back(std::string(when, 19) + "|" + e.ip + "|" + e.url);
+  }
+  return want;
+}
+
+bool Says(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// logrotate renames access.log to access.log.1; ingesting it under that name (to catch up)
+// stores nothing: it is the file ingested before, and rewind says so.
+TEST(Ingest, AFileIngestedAgainUnderItsRotatedNameStoresNothingNew) {
+  ConnectionOptions o = EmptyStore("rewind_test_ingest_renamed");
+  auto c = Connect(o);
+  const std::string dir = FreshDir("rewind_renamed");
+  const std::string file = dir + "/access.log";
+  std::filesystem::copy_file(kLog, file);
+  ASSERT_EQ(RunRewind({"ingest", file}, Env(o)).code, 0);
+  ASSERT_EQ(StoredVisits(*c), KeptByTheRules());
+  std::filesystem::rename(file, file + ".1");
+  Outcome again = RunRewind({"ingest", file + ".1"}, Env(o));
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_EQ(StoredVisits(*c), KeptByTheRules());
+  EXPECT_TRUE(Says(again.err, "is the file ingested before as " + Normal(file))) << again.err;
+  EXPECT_TRUE(
+      Says(again.err, fmt::format("continuing at byte {}", std::filesystem::file_size(kLog))))
+      << again.err;
+  EXPECT_TRUE(Says(again.out, "0 events stored")) << again.out;
+  std::filesystem::remove_all(dir);
+}
+
+// Part of a file ingested (its last line still without its newline), then it grows and is
+// renamed: under the new name exactly the rest is stored, once.
+TEST(Ingest, APartlyIngestedFileStoresExactlyTheRestUnderItsNewName) {
+  ConnectionOptions o = EmptyStore("rewind_test_ingest_renamed_part");
+  auto c = Connect(o);
+  const std::vector<std::string> lines = LogLines();
+  const std::string dir = FreshDir("rewind_renamed_part");
+  const std::string file = dir + "/access.log";
+  WriteLines(file, 0, 3000, std::ios::trunc);
+  std::ofstream(file, std::ios::binary | std::ios::app) << lines[3000].substr(0, 10);
+  ASSERT_EQ(RunRewind({"ingest", file, "--batch-size", "700"}, Env(o)).code, 0);
+  EXPECT_EQ(StoredVisits(*c), KeptAmongTheFirst(3000));
+  std::ofstream(file, std::ios::binary | std::ios::app) << lines[3000].substr(10);
+  WriteLines(file, 3001, 6000, std::ios::app);
+  std::filesystem::rename(file, file + ".1");
+  Outcome rest = RunRewind({"ingest", file + ".1", "--batch-size", "700"}, Env(o));
+  ASSERT_EQ(rest.code, 0) << rest.err;
+  EXPECT_EQ(StoredVisits(*c), KeptAmongTheFirst(6000));
+  std::filesystem::remove_all(dir);
+}
+
+// Killed inside a batch's transaction, then renamed: the run under the new name continues
+// at the last committed batch; no line lost or stored twice. Killed in the first batch (the
+// file's record made, nothing of it committed): the new name reads it from its start.
+TEST(Ingest, AKilledIngestContinuesUnderTheFilesNewName) {
+  for (const int batch : {1, 4}) {
+    SCOPED_TRACE(batch);
+    ConnectionOptions o = EmptyStore(fmt::format("rewind_test_ingest_renamed_killed_{}", batch));
+    auto c = Connect(o);
+    const std::string dir = FreshDir("rewind_renamed_killed");
+    const std::string file = dir + "/access.log";
+    std::filesystem::copy_file(kLog, file);
+    {
+      std::vector<std::string> env = Env(o);
+      env.push_back(fmt::format("REWIND_FAULT=ingest-batch:{}", batch));
+      Subprocess run(Rewind({"ingest", file, "--batch-size", "700"}), env);
+      ASSERT_TRUE(run.WaitFor("fault point", 60)) << run.err();
+      run.Signal(SIGKILL);
+      run.Wait();
+    }
+    EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM stored_events"),
+              static_cast<int64_t>(KeptAmongTheFirst(700 * (batch - 1)).size()));
+    std::filesystem::rename(file, file + ".1");
+    Outcome rest = RunRewind({"ingest", file + ".1", "--batch-size", "700"}, Env(o));
+    ASSERT_EQ(rest.code, 0) << rest.err;
+    EXPECT_EQ(Says(rest.err, "is the file ingested before as " + Normal(file)), batch > 1)
+        << rest.err;
+    EXPECT_EQ(StoredVisits(*c), KeptByTheRules());
+    std::filesystem::remove_all(dir);
+  }
+}
+
+// access.log (part of it ingested) -> access.log.1 (the rest ingested under that name) ->
+// access.log.2.gz (gzip: the same content, another inode, compressed): the .gz stores
+// nothing new.
+TEST(Ingest, AGzippedFileIngestedBeforeStoresNothingNew) {
+  ConnectionOptions o = EmptyStore("rewind_test_ingest_renamed_gz");
+  auto c = Connect(o);
+  const std::string dir = FreshDir("rewind_renamed_gz");
+  const std::string file = dir + "/access.log";
+  WriteLines(file, 0, 5000, std::ios::trunc);
+  ASSERT_EQ(RunRewind({"ingest", file}, Env(o)).code, 0);
+  WriteLines(file, 5000, 10'000, std::ios::app);
+  std::filesystem::rename(file, file + ".1");
+  ASSERT_EQ(RunRewind({"ingest", file + ".1"}, Env(o)).code, 0);
+  EXPECT_EQ(StoredVisits(*c), KeptByTheRules());
+  ASSERT_EQ(std::system(fmt::format("gzip -c {0}.1 > {0}.2.gz && rm {0}.1", file).c_str()), 0);
+  Outcome gz = RunRewind({"ingest", file + ".2.gz"}, Env(o));
+  ASSERT_EQ(gz.code, 0) << gz.err;
+  EXPECT_TRUE(Says(gz.err, "is the file ingested before as " + Normal(file + ".1"))) << gz.err;
+  EXPECT_EQ(StoredVisits(*c), KeptByTheRules());
+  std::filesystem::remove_all(dir);
+}
+
+// --follow reads the old file of a rotation to its end, then the new one; the old file,
+// ingested afterwards under its rotated name (and gzipped), stores nothing.
+TEST(Ingest, AfterAFollowedRotationTheOldFileUnderItsNewNameStoresNothing) {
+  ConnectionOptions o = EmptyStore("rewind_test_ingest_follow_renamed");
+  auto c = Connect(o);
+  const std::string dir = FreshDir("rewind_follow_renamed");
+  const std::string file = dir + "/access.log";
+  const std::string read_so_far =
+      "SELECT COALESCE(SUM(lines_read), 0) FROM rewind_ingest_positions";
+  WriteLines(file, 0, 3000, std::ios::trunc);
+  Subprocess run(Rewind({"ingest", "--follow", file, "--poll", "0.05", "--batch-size", "300"}),
+                 Env(o));
+  ASSERT_TRUE(WaitUntil(*c, read_so_far, 3000)) << run.err();
+  std::filesystem::rename(file, file + ".1");
+  WriteLines(file + ".1", 3000, 3100, std::ios::app);
+  WriteLines(file, 3100, 6000, std::ios::trunc);
+  ASSERT_TRUE(run.WaitFor("was rotated", 60)) << run.err();
+  ASSERT_TRUE(WaitUntil(*c, read_so_far, 6000)) << run.err();
+  run.Signal(SIGINT);
+  ASSERT_EQ(run.Wait(), 0) << run.err();
+  ASSERT_EQ(StoredVisits(*c), KeptAmongTheFirst(6000));
+  Outcome old = RunRewind({"ingest", file + ".1"}, Env(o));
+  ASSERT_EQ(old.code, 0) << old.err;
+  EXPECT_EQ(StoredVisits(*c), KeptAmongTheFirst(6000));
+  ASSERT_EQ(std::system(fmt::format("gzip -c {0}.1 > {0}.2.gz && rm {0}.1", file).c_str()), 0);
+  Outcome gz = RunRewind({"ingest", file + ".2.gz", file}, Env(o));
+  ASSERT_EQ(gz.code, 0) << gz.err;
+  EXPECT_EQ(StoredVisits(*c), KeptAmongTheFirst(6000));
+  std::filesystem::remove_all(dir);
+}
+
+// Two files that share only their first line (a log cut and restarted, a test fixture) are
+// two files: the second is read from its start.
+TEST(Ingest, AFileSharingOnlyItsFirstLineWithAnIngestedOneIsReadFromItsStart) {
+  ConnectionOptions o = EmptyStore("rewind_test_ingest_same_first_line");
+  auto c = Connect(o);
+  const std::string dir = FreshDir("rewind_same_first_line");
+  WriteLines(dir + "/a.log", 0, 3000, std::ios::trunc);
+  WriteLines(dir + "/b.log", 0, 1, std::ios::trunc);
+  WriteLines(dir + "/b.log", 5000, 8000, std::ios::app);
+  ASSERT_EQ(RunRewind({"ingest", dir + "/a.log"}, Env(o)).code, 0);
+  Outcome b = RunRewind({"ingest", dir + "/b.log"}, Env(o));
+  ASSERT_EQ(b.code, 0) << b.err;
+  std::vector<std::string> want = KeptIn(dir + "/a.log");
+  for (const std::string& v : KeptIn(dir + "/b.log")) want.push_back(v);
+  EXPECT_EQ(StoredVisits(*c), want);
+  // Each is known by its own content: neither stores anything again under another name.
+  std::filesystem::rename(dir + "/a.log", dir + "/a.log.1");
+  std::filesystem::rename(dir + "/b.log", dir + "/b.log.1");
+  ASSERT_EQ(RunRewind({"ingest", dir + "/a.log.1", dir + "/b.log.1"}, Env(o)).code, 0);
+  EXPECT_EQ(StoredVisits(*c), want);
+  std::filesystem::remove_all(dir);
+}
+
+// A file is not known before its first line is complete: an empty one, or one whose first
+// line has no newline yet, stores nothing and leaves no record; once the line is whole the
+// file is known, and under another name stores nothing again.
+TEST(Ingest, AFileIsKnownOnceItsFirstLineIsComplete) {
+  ConnectionOptions o = EmptyStore("rewind_test_ingest_first_line");
+  auto c = Connect(o);
+  const std::vector<std::string> lines = LogLines();
+  const std::string dir = FreshDir("rewind_first_line");
+  const std::string file = dir + "/access.log";
+  const std::string files = "SELECT COUNT(*) FROM rewind_ingest_files";
+  Spit(file, "");
+  ASSERT_EQ(RunRewind({"ingest", file}, Env(o)).code, 0);
+  EXPECT_EQ(Count(*c, files), 0);
+  Spit(file, lines[0].substr(0, 30));
+  ASSERT_EQ(RunRewind({"ingest", file}, Env(o)).code, 0);
+  EXPECT_EQ(Count(*c, files), 0);
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM stored_events"), 0);
+  std::ofstream(file, std::ios::binary | std::ios::app) << lines[0].substr(30);
+  WriteLines(file, 1, 2000, std::ios::app);
+  ASSERT_EQ(RunRewind({"ingest", file}, Env(o)).code, 0);
+  EXPECT_EQ(Count(*c, files), 1);
+  EXPECT_EQ(StoredVisits(*c), KeptAmongTheFirst(2000));
+  std::filesystem::rename(file, dir + "/renamed.log");
+  ASSERT_EQ(RunRewind({"ingest", dir + "/renamed.log"}, Env(o)).code, 0);
+  EXPECT_EQ(StoredVisits(*c), KeptAmongTheFirst(2000));
+  EXPECT_EQ(Count(*c, files), 1);
+  std::filesystem::remove_all(dir);
+}
+
+// One log under two names (a copy) ingested at once: the second is refused while the first
+// holds a batch's transaction open; every line is stored once, and the copy afterwards
+// stores nothing.
+TEST(Ingest, TwoNamesOfTheSameLogAreNotIngestedAtOnce) {
+  ConnectionOptions o = EmptyStore("rewind_test_ingest_two_names");
+  auto c = Connect(o);
+  const std::string dir = FreshDir("rewind_two_names");
+  std::filesystem::copy_file(kLog, dir + "/a.log");
+  std::filesystem::copy_file(kLog, dir + "/b.log");
+  const std::string pause = PauseFile("ingest_two_names");
+  std::vector<std::string> env = Env(o);
+  env.push_back("REWIND_FAULT=ingest-batch:2@" + pause);
+  Subprocess first(Rewind({"ingest", dir + "/a.log", "--batch-size", "700"}), env);
+  ASSERT_TRUE(first.WaitFor("fault point", 60)) << first.err();
+  Outcome second = RunRewind({"ingest", dir + "/b.log", "--batch-size", "700"}, Env(o));
+  EXPECT_EQ(second.code, 1) << second.err;
+  EXPECT_TRUE(Says(second.err, dir + "/b.log")) << second.err;
+  EXPECT_TRUE(Says(second.err, "is already being ingested")) << second.err;
+  Release(pause);
+  EXPECT_EQ(first.Wait(), 0) << first.err();
+  EXPECT_EQ(StoredVisits(*c), KeptByTheRules());
+  Outcome copy = RunRewind({"ingest", dir + "/b.log"}, Env(o));
+  ASSERT_EQ(copy.code, 0) << copy.err;
+  EXPECT_EQ(StoredVisits(*c), KeptByTheRules());
+  std::remove(pause.c_str());
+  std::filesystem::remove_all(dir);
+}
+
+// A file that starts as an ingested one but is shorter than what was stored of it (a cut
+// copy): it is not that file grown, and reading it could store its lines twice. Refused,
+// naming it, nothing stored; --from-start reads it anyway.
+TEST(Ingest, AFileShorterThanWhatWasStoredOfItIsRefused) {
+  ConnectionOptions o = EmptyStore("rewind_test_ingest_shorter");
+  auto c = Connect(o);
+  const std::string dir = FreshDir("rewind_shorter");
+  std::filesystem::copy_file(kLog, dir + "/access.log");
+  WriteLines(dir + "/cut.log", 0, 3000, std::ios::trunc);
+  ASSERT_EQ(RunRewind({"ingest", dir + "/access.log"}, Env(o)).code, 0);
+  Outcome cut = RunRewind({"ingest", dir + "/cut.log"}, Env(o));
+  EXPECT_EQ(cut.code, 1) << cut.err;
+  EXPECT_TRUE(Says(cut.err, dir + "/cut.log")) << cut.err;
+  EXPECT_TRUE(Says(cut.err, "shorter")) << cut.err;
+  EXPECT_TRUE(Says(cut.err, "--from-start")) << cut.err;
+  EXPECT_EQ(StoredVisits(*c), KeptByTheRules());
+  Outcome forced = RunRewind({"ingest", "--from-start", dir + "/cut.log"}, Env(o));
+  ASSERT_EQ(forced.code, 0) << forced.err;
+  std::vector<std::string> want = KeptByTheRules();
+  for (const std::string& v : KeptAmongTheFirst(3000)) want.push_back(v);
+  EXPECT_EQ(StoredVisits(*c), want);
+  std::filesystem::remove_all(dir);
+}
+
+// The layout before the record of ingested files (6): the migration makes each saved
+// position a known file, so a file ingested by an older rewind and renamed since stores
+// nothing new.
+TEST(IngestLayout, TheLayoutBeforeKnownFilesIsMigratedAndItsPositionsKnown) {
+  ConnectionOptions o = EmptyStore("rewind_test_ingest_layout6");
+  auto c = Connect(o);
+  const std::string dir = FreshDir("rewind_layout6");
+  const std::string file = dir + "/access.log";
+  std::filesystem::copy_file(kLog, file);
+  ASSERT_EQ(RunRewind({"ingest", file}, Env(o)).code, 0);
+  // As layout 6 left it.
+  ASSERT_TRUE(c->Execute("DROP TABLE rewind_ingest_files").ok());
+  ASSERT_TRUE(c->Execute("UPDATE rewind_schema SET version = 6").ok());
+  std::filesystem::rename(file, file + ".1");
+  Outcome again = RunRewind({"ingest", file + ".1"}, Env(o));
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_EQ(Count(*c, "SELECT version FROM rewind_schema"), kSchemaVersion);
+  EXPECT_TRUE(Says(again.err, "is the file ingested before as " + Normal(file))) << again.err;
+  EXPECT_EQ(StoredVisits(*c), KeptByTheRules());
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM rewind_ingest_files"), 1);
   std::filesystem::remove_all(dir);
 }
 

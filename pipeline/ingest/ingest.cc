@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -74,6 +75,12 @@ void RestoreThrottle(IpThrottle& t, const std::string& text) {
   }
 }
 
+// A path as positions are keyed: absolute, normalised.
+std::string Normal(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::absolute(path, ec).lexically_normal().string();
+}
+
 bool IsGzipName(const std::string& path) {
   return path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
 }
@@ -99,9 +106,9 @@ Status GzipState(gzFile gz, int n, const std::string& path, uint64_t good) {
 }
 
 // Reads the whole of a `.gz` file, as `gzip -t` does: Ok when it is one or more whole gzip
-// streams. Deflate has no checksum but the one at the end, so a damaged file is only known
-// to be damaged once it has all been read.
-Status CheckGzip(const std::string& path) {
+// streams (`size`: the bytes of log in it). Deflate has no checksum but the one at the end,
+// so a damaged file is only known to be damaged once it has all been read.
+Status CheckGzip(const std::string& path, uint64_t& size) {
   gzFile gz = gzopen(path.c_str(), "rb");
   if (gz == nullptr) return Status::NotFound(fmt::format("cannot read '{}'", path));
   Status s;
@@ -121,6 +128,7 @@ Status CheckGzip(const std::string& path) {
       }
       good += static_cast<uint64_t>(n);
     }
+    size = good;
   }
   gzclose(gz);
   return s;
@@ -135,7 +143,7 @@ class LineSource {
     auto s = std::unique_ptr<LineSource>(new LineSource());
     s->path_ = path;
     if (IsGzipName(path)) {
-      if (Status ok = CheckGzip(path); !ok.ok()) return ok;
+      if (Status ok = CheckGzip(path, s->gz_size_); !ok.ok()) return ok;
       s->gz_ = gzopen(path.c_str(), "rb");
       if (s->gz_ == nullptr) return Status::NotFound(fmt::format("cannot read '{}'", path));
     } else {
@@ -151,6 +159,36 @@ class LineSource {
   bool compressed() const { return gz_ != nullptr; }
   // Why reading stopped early (a `.gz` damaged after it was checked), else Ok.
   const Status& status() const { return status_; }
+
+  // The first `n` bytes of the content (fewer when it is shorter), the read position kept.
+  std::string Prefix(size_t n) {
+    std::string out(n, '\0');
+    if (gz_ != nullptr) {  // a second reader: a `.gz` is final, its name its own
+      gzFile other = gzopen(path_.c_str(), "rb");
+      const int got = other == nullptr ? 0 : gzread(other, out.data(), static_cast<unsigned>(n));
+      if (other != nullptr) gzclose(other);
+      out.resize(got > 0 ? static_cast<size_t>(got) : 0);
+      return out;
+    }
+    in_.clear();
+    const std::streampos at = in_.tellg();
+    in_.seekg(0);
+    in_.read(out.data(), static_cast<std::streamsize>(n));
+    out.resize(static_cast<size_t>(in_.gcount()));
+    in_.clear();
+    in_.seekg(at);
+    return out;
+  }
+  // The content's size now, in bytes (a `.gz`'s uncompressed size), the read position kept.
+  uint64_t Size() {
+    if (gz_ != nullptr) return gz_size_;
+    in_.clear();
+    const std::streampos at = in_.tellg();
+    in_.seekg(0, std::ios::end);
+    const std::streampos end = in_.tellg();
+    in_.seekg(at);
+    return end < 0 ? 0 : static_cast<uint64_t>(end);
+  }
 
   void Seek(uint64_t offset) {
     if (gz_ != nullptr) {
@@ -208,6 +246,7 @@ class LineSource {
   std::ifstream in_;
   gzFile gz_ = nullptr;
   uint64_t read_ = 0;  // uncompressed bytes read from a `.gz`
+  uint64_t gz_size_ = 0;  // a `.gz`'s uncompressed size (known from its check)
   std::string buffer_;
   Status status_;
 };
@@ -219,8 +258,9 @@ class FileIngest {
   FileIngest(const IngestOptions& o, Connection* c, std::string path, Counts& counts, std::mt19937_64& rng)
       : o_(o), c_(c), path_(std::move(path)), counts_(counts), rng_(rng),
         rules_(AccessLogRules::Blog()), throttle_(rules_.throttle_seconds) {
-    std::error_code ec;
-    pos_.source = std::filesystem::absolute(path_, ec).lexically_normal().string();
+    pos_.source = Normal(path_);
+    reading_ = pos_.source;
+    shown_ = path_;
     const std::string columns = fmt::format(
         "{}, {}, {}, {}", QuoteIdentifier(o.events.uuid_column), QuoteIdentifier(o.events.type_column),
         QuoteIdentifier(o.events.payload_column), QuoteIdentifier(o.events.time_column));
@@ -273,6 +313,14 @@ class FileIngest {
   Status ReadAvailable(bool rotated) {
     std::string line;
     bool complete = false;
+    if (c_ != nullptr && !known_ && pos_.offset > 0) {  // continued from a saved position
+      source_->Seek(0);
+      const bool any = source_->Next(line, complete);
+      source_->Seek(pos_.offset);
+      if (any) {
+        if (Status s = KnowFile(line); !s.ok()) return s;
+      }
+    }
     while (source_->Next(line, complete)) {
       if (!complete && !rotated && !source_->compressed()) {
         source_->Seek(pos_.offset);  // a line still being written: wait for its end
@@ -284,7 +332,14 @@ class FileIngest {
         }
         break;
       }
-      if (pos_.offset == 0) pos_.first_line_hash = Sha256Hex(line, 32);
+      if (pos_.offset == 0) {
+        pos_.first_line_hash = Sha256Hex(line, 32);
+        if (c_ != nullptr && !known_) {
+          // Its first line: is it a file ingested before, under another name?
+          if (Status s = KnowFile(line); !s.ok()) return s;
+          if (pos_.offset > 0) continue;  // yes: where its lines were stored
+        }
+      }
       pos_.offset += line.size() + (complete ? 1 : 0);
       if (Status s = Take(line); !s.ok()) return s;
     }
@@ -324,6 +379,93 @@ class FileIngest {
     pos_.inode = st.st_ino;
     pos_.offset = 0;
     pos_.first_line_hash.clear();
+    ForgetFile(Normal(path_), path_);
+    return Status::Ok();
+  }
+
+  // Another file's content is read from now on (under `path`, `shown` in messages): not
+  // known until its first line is.
+  void ForgetFile(const std::string& path, const std::string& shown) {
+    known_ = false;
+    file_.reset();
+    head_.clear();
+    reading_ = path;
+    shown_ = shown;
+  }
+
+  // The record of the content being read (whose first line is `first`): a file ingested
+  // before, under any name, when its first line and its first min(offset, 4 KiB) bytes are
+  // that file's and it is at least as long as what was stored of it; then reading continues
+  // there (unless --from-start). Else a new record. Takes the server-wide lock on the
+  // content first, so that two names of one log are never read at once.
+  Status KnowFile(const std::string& first) {
+    const std::string hash = Sha256Hex(first, 32);
+    const std::string lock = table_admin::FitLockName(
+        "rewind-ingest", fmt::format("{}:file:{}", c_->options().database, hash));
+    if (lock != file_lock_) {
+      if (!file_lock_.empty()) {
+        if (Status s = table_admin::ReleaseLock(*c_, file_lock_); !s.ok()) return s;
+        file_lock_.clear();
+      }
+      if (Status s = TakeLock(lock, /*content=*/true); !s.ok()) return s;
+      file_lock_ = lock;
+    }
+    head_ = source_->Prefix(kIngestHeadBytes);
+    const uint64_t size = source_->Size();
+    Result<std::vector<IngestFile>> known = checkpoint_store::FindIngestFiles(*c_, hash);
+    if (!known.ok()) return known.status();
+    const IngestFile* same = nullptr;    // the furthest read that fits in the file
+    const IngestFile* longer = nullptr;  // one that does not
+    for (const IngestFile& f : *known) {
+      if (f.head_bytes > head_.size() ||
+          (f.head_bytes > 0 &&
+           Sha256Hex(std::string_view(head_).substr(0, f.head_bytes), 32) != f.head_hash)) {
+        continue;
+      }
+      if (f.offset <= size) {
+        if (same == nullptr || f.offset > same->offset) same = &f;
+      } else if (longer == nullptr || f.offset > longer->offset) {
+        longer = &f;
+      }
+    }
+    if (o_.from_start) same = longer = nullptr;  // read again from its start: a record of its own
+    if (same == nullptr && longer != nullptr) {
+      return Status::InvalidInput(fmt::format(
+          "{} starts as {} did, ingested before (its first line{} the same), but it is shorter ({} "
+          "bytes) than the {} bytes stored of that file: it is not that file grown, and reading "
+          "it could store its lines twice. If it is another log, ingest it with --from-start",
+          shown_, longer->source,
+          longer->head_bytes > 0 ? fmt::format(" and first {} bytes are", longer->head_bytes)
+                                 : " is",
+          size, longer->offset));
+    }
+    known_ = true;
+    if (same == nullptr) {
+      IngestFile fresh;
+      fresh.first_line_hash = hash;
+      fresh.source = reading_;
+      fresh.device = pos_.device;
+      fresh.inode = pos_.inode;
+      Result<uint64_t> id = checkpoint_store::CreateIngestFile(*c_, fresh);
+      if (!id.ok()) return id.status();
+      fresh.id = *id;
+      file_ = fresh;
+      file_saved_ = fresh;
+      return Status::Ok();
+    }
+    file_ = *same;
+    file_saved_ = *same;
+    if (same->offset > pos_.offset) {
+      fmt::print(stderr,
+                 "rewind: {} is the file ingested before as {}; continuing at byte {} ({} lines "
+                 "read before)\n",
+                 shown_, same->source, same->offset, same->lines_read);
+      pos_.offset = same->offset;
+      pos_.first_line_hash = hash;
+      throttle_ = IpThrottle(rules_.throttle_seconds);
+      RestoreThrottle(throttle_, same->throttle);
+      source_->Seek(pos_.offset);
+    }
     return Status::Ok();
   }
   Status Reopen() {
@@ -344,6 +486,9 @@ class FileIngest {
   // too (the file was rotated away). Meanwhile the saved position is the old file's,
   // advanced through <path>.1, so a run killed here continues there; the last transaction
   // moves it to the file now open (pos_ on entry), at its start.
+  // The old file's record (rewind_ingest_files) advances with it: it is known by its content
+  // in <path>.1, and continues where that record says when the file was read further under
+  // that name meanwhile.
   Status DrainRotatedRemainder(const IngestPosition& before) {
     const IngestPosition now = pos_;
     const std::string rotated = path_ + ".1";
@@ -353,20 +498,20 @@ class FileIngest {
     bool complete = false;
     if (opened.ok() && (*opened)->Next(line, complete) &&
         Sha256Hex(line, 32) == before.first_line_hash) {
-      LineSource& old = **opened;
+      std::unique_ptr<LineSource> current = std::move(source_);
+      source_ = std::move(*opened);
+      ForgetFile(Normal(rotated), rotated);
       pos_.device = before.device;
       pos_.inode = before.inode;
       pos_.offset = before.offset;
       pos_.first_line_hash = before.first_line_hash;
-      old.Seek(before.offset);
-      uint64_t read = 0;
-      while (old.Next(line, complete)) {
-        ++read;
-        pos_.offset += line.size() + (complete ? 1 : 0);
-        if (Status s = Take(line); !s.ok()) return s;
-      }
-      if (!old.status().ok()) return old.status();
+      source_->Seek(before.offset);
+      const uint64_t lines_before = counts_.lines;
+      if (Status s = ReadAvailable(/*rotated=*/true); !s.ok()) return s;
+      const uint64_t read = counts_.lines - lines_before;
       if (read > 0) fmt::print(stderr, "rewind: read {} line(s) left in {}\n", read, rotated);
+      source_ = std::move(current);
+      ForgetFile(Normal(path_), path_);
       pos_.device = now.device;
       pos_.inode = now.inode;
       pos_.offset = now.offset;
@@ -376,9 +521,10 @@ class FileIngest {
   }
 
   // One ingest at a time per log file: server-wide locks, in this database, on its path
-  // (the key of its saved position, the same through rotations) and on its device and
-  // inode (the same file under another name). Held until the connection closes; taken
-  // again after a reconnect.
+  // (the key of its saved position, the same through rotations), on its device and inode
+  // (the same file under another name) and, once its first line is read, on its content
+  // (KnowFile: a copy, a rotated or gzipped name). Held until the connection closes (the
+  // content's until another file's content is read); taken again after a reconnect.
   Status TakeLocks() {
     if (lock_names_.empty()) {
       const std::string db = c_->options().database;
@@ -387,22 +533,39 @@ class FileIngest {
                          "rewind-ingest", fmt::format("{}:{}:{}", db, pos_.device, pos_.inode))};
     }
     for (const std::string& name : lock_names_) {
-      // A holder whose run stopped beating is a dead ingest's: stopped, and the lock taken.
-      Result<std::optional<table_admin::LockHolder>> holder =
-          table_admin::TakeLock(*c_, name, "the lock on ingesting " + path_);
-      if (!holder.ok()) return holder.status();
-      if (*holder) {
-        return Status::Error(
-            Status::Code::kBusy,
-            fmt::format("{} is already being ingested by another rewind (connection {}{}); wait "
-                        "for it to finish or stop it (two at once would store its lines twice)",
-                        path_, (*holder)->connection,
-                        (*holder)->run ? fmt::format(": pid {} on {}, beating", (*holder)->run->pid,
-                                                     (*holder)->run->host)
-                                       : std::string(", which keeps no heartbeat here")));
-      }
+      if (Status s = TakeLock(name, /*content=*/false); !s.ok()) return s;
     }
+    if (!file_lock_.empty()) return TakeLock(file_lock_, /*content=*/true);
     return Status::Ok();
+  }
+  Status TakeLock(const std::string& name, bool content) {
+    // A holder whose run stopped beating is a dead ingest's: stopped, and the lock taken.
+    Result<std::optional<table_admin::LockHolder>> holder =
+        table_admin::TakeLock(*c_, name, "the lock on ingesting " + shown_);
+    if (!holder.ok()) return holder.status();
+    if (!*holder) return Status::Ok();
+    return Status::Error(
+        Status::Code::kBusy,
+        fmt::format("{} is already being ingested by another rewind{} (connection {}{}); wait for "
+                    "it to finish or stop it (two at once would store its lines twice)",
+                    shown_, content ? ", under another name (the same log: its first line)" : "",
+                    (*holder)->connection,
+                    (*holder)->run ? fmt::format(": pid {} on {}, beating", (*holder)->run->pid,
+                                                 (*holder)->run->host)
+                                   : std::string(", which keeps no heartbeat here")));
+  }
+
+  // Inside a batch's transaction, as CheckPositionUnmoved for the record of the content.
+  Status CheckFileUnmoved() {
+    Result<std::optional<IngestFile>> now = checkpoint_store::LoadIngestFile(*c_, file_->id, true);
+    if (!now.ok()) return now.status();
+    if (*now && checkpoint_store::SameIngestFile(**now, file_saved_)) return Status::Ok();
+    return Status::Error(
+        Status::Code::kBusy,
+        fmt::format("the record of {}'s content moved while this ingest ran (byte {}, where this "
+                    "run left it at byte {}): another rewind is ingesting it under another "
+                    "name; stopped without storing this batch",
+                    shown_, *now ? (*now)->offset : 0, file_saved_.offset));
   }
 
   // Inside a batch's transaction: the saved position, locked, must be the one this run
@@ -469,6 +632,21 @@ class FileIngest {
     pos_.throttle = ThrottleText(throttle_);
     if (c_ != nullptr) {
       const std::string position_sql = checkpoint_store::SaveIngestPositionSql(*c_, pos_);
+      std::string file_sql;
+      if (file_) {  // the content's record, in the same transaction
+        file_->offset = pos_.offset;
+        file_->lines_read += batch_lines_;
+        file_->events_stored += batch_events_;
+        file_->throttle = pos_.throttle;
+        file_->head_bytes = std::min<uint64_t>(pos_.offset, kIngestHeadBytes);
+        if (head_.size() < file_->head_bytes) head_ = source_->Prefix(kIngestHeadBytes);
+        file_->head_bytes = std::min<uint64_t>(file_->head_bytes, head_.size());
+        file_->head_hash = Sha256Hex(std::string_view(head_).substr(0, file_->head_bytes), 32);
+        file_->source = reading_;
+        file_->device = pos_.device;
+        file_->inode = pos_.inode;
+        file_sql = checkpoint_store::SaveIngestFileSql(*c_, *file_);
+      }
       const std::vector<std::string> rows = tsv_.Take();
       RetryPolicy lost_connections;
       lost_connections.retry_transient = false;
@@ -487,9 +665,11 @@ class FileIngest {
           [&]() -> Status {
             Status t = c_->Execute("START TRANSACTION");
             if (t.ok()) t = CheckPositionUnmoved();
+            if (t.ok() && file_) t = CheckFileUnmoved();
             if (t.ok() && !values_.empty()) t = c_->Execute(insert_prefix_ + values_);
             if (t.ok() && !rows.empty()) t = c_->LoadData(load_tail_, rows);
             if (t.ok()) t = c_->Execute(position_sql);
+            if (t.ok() && !file_sql.empty()) t = c_->Execute(file_sql);
             if (t.ok()) FaultPoint("ingest-batch");
             if (t.ok()) t = c_->Execute("COMMIT");
             if (!t.ok() && t.code() != Status::Code::kConnection) (void)c_->Execute("ROLLBACK");
@@ -498,6 +678,7 @@ class FileIngest {
           hooks);
       if (!s.ok()) return s.With(fmt::format("appending a batch of {} up to byte {}", path_, pos_.offset));
       saved_ = pos_;
+      if (file_) file_saved_ = *file_;
     }
     values_.clear();
     batch_lines_ = batch_events_ = 0;
@@ -514,6 +695,14 @@ class FileIngest {
   IngestPosition pos_;
   IngestPosition saved_;  // the saved position as this run last read or wrote it
   std::vector<std::string> lock_names_;
+  // The content being read: its record once its first line is known (KnowFile), as this
+  // run last read or wrote it, its first bytes (up to kIngestHeadBytes), its lock.
+  bool known_ = false;
+  std::optional<IngestFile> file_;
+  IngestFile file_saved_;
+  std::string head_;
+  std::string file_lock_;
+  std::string reading_, shown_;  // the path being read (normalised; as given, for messages)
   std::unique_ptr<LineSource> source_;
   std::string insert_prefix_, load_tail_, values_;
   bool bulk_ = false;

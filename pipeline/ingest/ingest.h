@@ -5,13 +5,19 @@
 // line, a hash of its first line) and the per-IP throttle's state, so a restart after a
 // crash continues exactly there and keeps exactly the lines an uninterrupted run keeps
 // (uuids aside). A file whose identity or first line changed (rotated, truncated) is read
-// from its start. --from-start ignores the saved position; --dry-run counts and writes
-// nothing. Malformed lines are counted by reason and never stop the run (exit 0).
+// from its start, unless it is a file ingested before under another name: every file's
+// content is remembered (checkpoint_store's rewind_ingest_files, in the same transaction),
+// known by the SHA-256 of its first line and of its first min(offset, 4 KiB) bytes, so a
+// renamed, gzipped or copied log continues where its lines were stored. One that starts as
+// a known file but is shorter than what was stored of it is refused (exit 1). --from-start
+// ignores both records; --dry-run counts and writes nothing. Malformed lines are counted by
+// reason and never stop the run (exit 0).
 //
 // Each line is stored exactly once: one ingest at a time per file (server-wide locks on its
-// path and on its device and inode; a second one is refused, exit 1), and each batch's
-// transaction first locks the saved position and stops (exit 1) unless it is the one this
-// run started from or last wrote. A last line without its newline is left for later (the
+// path, on its device and inode, and once its first line is read on its content; a second
+// one is refused, exit 1), and each batch's transaction first locks the saved position and
+// the content's record and stops (exit 1) unless they are the ones this run started from
+// or last wrote. A last line without its newline is left for later (the
 // position before it) unless the file is final: a `.gz`, or the old file of a rotation. A
 // `.gz` is checked whole before any of it is read: a truncated or corrupt one, or a plain
 // file named .gz, stops the run (exit 1) with nothing of it stored.

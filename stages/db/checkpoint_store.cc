@@ -51,6 +51,28 @@ const char* const kIngestDdl =
     "events_stored BIGINT UNSIGNED NOT NULL DEFAULT 0, updated_at DATETIME(6) NOT NULL"
     ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin";
 
+const char* const kIngestFilesDdl =
+    "CREATE TABLE IF NOT EXISTS rewind_ingest_files ("
+    "id BIGINT UNSIGNED AUTO_INCREMENT PRIMARY KEY, first_line_hash CHAR(64) NOT NULL, "
+    "head_bytes INT UNSIGNED NOT NULL DEFAULT 0, head_hash CHAR(64) NOT NULL DEFAULT '', "
+    "byte_offset BIGINT UNSIGNED NOT NULL, lines_read BIGINT UNSIGNED NOT NULL DEFAULT 0, "
+    "events_stored BIGINT UNSIGNED NOT NULL DEFAULT 0, throttle MEDIUMTEXT NOT NULL, "
+    "source VARCHAR(512) NOT NULL, device BIGINT UNSIGNED NOT NULL, "
+    "inode BIGINT UNSIGNED NOT NULL, created_at DATETIME(6) NOT NULL, "
+    "updated_at DATETIME(6) NOT NULL, KEY (first_line_hash)"
+    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin";
+
+// Layout 7: each saved position of a file with a first line becomes a known file (its head
+// not known: the server cannot read the file). NOT EXISTS: a migration that stopped half-way
+// and runs again adds none twice.
+const char* const kSeedIngestFiles =
+    "INSERT INTO rewind_ingest_files (first_line_hash, head_bytes, head_hash, byte_offset, "
+    "lines_read, events_stored, throttle, source, device, inode, created_at, updated_at) "
+    "SELECT p.first_line_hash, 0, '', p.byte_offset, p.lines_read, p.events_stored, p.throttle, "
+    "p.source, p.device, p.inode, NOW(6), NOW(6) FROM rewind_ingest_positions p WHERE "
+    "p.byte_offset > 0 AND p.first_line_hash <> '' AND NOT EXISTS (SELECT 1 FROM "
+    "rewind_ingest_files f WHERE f.first_line_hash = p.first_line_hash AND f.source = p.source)";
+
 const char* const kOwnedDdl =
     "CREATE TABLE IF NOT EXISTS rewind_tables ("
     "table_name VARCHAR(64) NOT NULL PRIMARY KEY, live_table VARCHAR(64) NOT NULL, "
@@ -272,6 +294,7 @@ Status Ensure(Connection& c) {
   if (s.ok() && *version < kSchemaVersion) {
     for (const char* sql :
          {kCheckpointsDdl, kFailuresDdl, kIngestDdl, kOwnedDdl, kRunsDdl, kReplicaMarkersDdl,
+          kIngestFilesDdl,
           "CREATE TABLE IF NOT EXISTS rewind_schema (id TINYINT NOT NULL PRIMARY KEY, "
           "version INT NOT NULL, migrated_at DATETIME(6) NOT NULL) ENGINE=InnoDB"}) {
       if (s = c.Execute(sql); !s.ok()) break;
@@ -286,6 +309,10 @@ Status Ensure(Connection& c) {
     if (s.ok() && *version < 5) {  // layouts 1 to 4 did not record the rewind that built a row
       s = c.Execute(kAddRewindVersion);
       if (!s.ok()) s = s.With("adding the rewind version to the checkpoints");
+    }
+    if (s.ok() && *version < 7) {  // layouts 1 to 6 knew a file by its path only
+      s = c.Execute(kSeedIngestFiles);
+      if (!s.ok()) s = s.With("recording the ingested files of the saved positions");
     }
     if (s.ok()) {
       s = c.Execute(fmt::format("REPLACE INTO rewind_schema VALUES (1, {}, NOW(6))", kSchemaVersion));
@@ -574,6 +601,76 @@ bool SameIngestPosition(const IngestPosition& a, const IngestPosition& b) {
   return a.source == b.source && a.device == b.device && a.inode == b.inode &&
          a.offset == b.offset && a.first_line_hash == b.first_line_hash &&
          a.lines_read == b.lines_read && a.events_stored == b.events_stored;
+}
+
+namespace {
+const char* const kIngestFileColumns =
+    "id, first_line_hash, head_bytes, head_hash, byte_offset, lines_read, events_stored, "
+    "throttle, source, device, inode";
+
+IngestFile IngestFileFromRow(const std::vector<std::optional<std::string>>& row) {
+  auto number = [&](size_t i) { return std::stoull(row[i].value_or("0")); };
+  IngestFile f;
+  f.id = number(0);
+  f.first_line_hash = row[1].value_or("");
+  f.head_bytes = number(2);
+  f.head_hash = row[3].value_or("");
+  f.offset = number(4);
+  f.lines_read = number(5);
+  f.events_stored = number(6);
+  f.throttle = row[7].value_or("");
+  f.source = row[8].value_or("");
+  f.device = number(9);
+  f.inode = number(10);
+  return f;
+}
+}  // namespace
+
+Result<std::vector<IngestFile>> FindIngestFiles(Connection& c, const std::string& first_line_hash) {
+  Result<Rows> r = c.Query(
+      fmt::format("SELECT {} FROM rewind_ingest_files WHERE first_line_hash = {} ORDER BY id",
+                  kIngestFileColumns, c.Quote(first_line_hash)));
+  if (!r.ok()) return r.status();
+  std::vector<IngestFile> out;
+  for (const auto& row : r->rows) out.push_back(IngestFileFromRow(row));
+  return out;
+}
+
+Result<std::optional<IngestFile>> LoadIngestFile(Connection& c, uint64_t id, bool for_update) {
+  Result<Rows> r = c.Query(fmt::format("SELECT {} FROM rewind_ingest_files WHERE id = {}{}",
+                                       kIngestFileColumns, id, for_update ? " FOR UPDATE" : ""));
+  if (!r.ok()) return r.status();
+  if (r->rows.empty()) return std::optional<IngestFile>();
+  return std::optional<IngestFile>(IngestFileFromRow(r->rows[0]));
+}
+
+Result<uint64_t> CreateIngestFile(Connection& c, const IngestFile& f) {
+  if (Status s = c.Execute(fmt::format(
+          "INSERT INTO rewind_ingest_files (first_line_hash, head_bytes, head_hash, byte_offset, "
+          "lines_read, events_stored, throttle, source, device, inode, created_at, updated_at) "
+          "VALUES ({}, {}, {}, {}, {}, {}, {}, {}, {}, {}, NOW(6), NOW(6))",
+          c.Quote(f.first_line_hash), f.head_bytes, c.Quote(f.head_hash), f.offset, f.lines_read,
+          f.events_stored, c.Quote(f.throttle), c.Quote(f.source), f.device, f.inode));
+      !s.ok()) {
+    return s;
+  }
+  Result<std::optional<std::string>> id = c.QueryValue("SELECT LAST_INSERT_ID()");
+  if (!id.ok()) return id.status();
+  return *id ? std::stoull(**id) : 0;
+}
+
+std::string SaveIngestFileSql(Connection& c, const IngestFile& f) {
+  return fmt::format(
+      "UPDATE rewind_ingest_files SET head_bytes = {}, head_hash = {}, byte_offset = {}, "
+      "lines_read = {}, events_stored = {}, throttle = {}, source = {}, device = {}, inode = {}, "
+      "updated_at = NOW(6) WHERE id = {}",
+      f.head_bytes, c.Quote(f.head_hash), f.offset, f.lines_read, f.events_stored,
+      c.Quote(f.throttle), c.Quote(f.source), f.device, f.inode, f.id);
+}
+
+bool SameIngestFile(const IngestFile& a, const IngestFile& b) {
+  return a.id == b.id && a.offset == b.offset && a.lines_read == b.lines_read &&
+         a.events_stored == b.events_stored;
 }
 
 Result<std::vector<StatusRow>> StatusRows(Connection& c, EventId head, int layout) {

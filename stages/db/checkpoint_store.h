@@ -5,9 +5,19 @@
 //                       table has applied the events (last id, the gaps still watched), its
 //                       event source's fingerprint, its counters and timings
 //   rewind_failures     one row per event that could not be applied, per run
-//   rewind_ingest_positions  one row per ingested log file: where `rewind ingest` stopped
-//                       (file identity, byte offset, a hash of its first line) and the
-//                       throttle's per-IP state, written in each batch's transaction
+//   rewind_ingest_positions  one row per path `rewind ingest` was given: where it stopped
+//                       in the file under that path (device, inode, byte offset, a hash of its
+//                       first line) and the throttle's per-IP state, written in each batch's
+//                       transaction
+//   rewind_ingest_files one row per log file ingested, whatever its name (layout 7): known
+//                       by the SHA-256 of its first line (looked up) and of its first
+//                       min(offset, 4 KiB) bytes (compared), with the furthest offset stored,
+//                       lines read, events stored and the throttle's state, written in the
+//                       same transaction as the position. What lets a file renamed by a
+//                       rotation, gzipped or copied continue where its lines were stored.
+//                       Migrating to layout 7, each saved position with a first line becomes
+//                       one (its head unknown: matched by the first line alone until its next
+//                       batch records it).
 //   rewind_tables       one row per table rewind created and has not dropped yet (a shadow,
 //                       a scratch, an --into target, the old copy a swap leaves): what rewind
 //                       may replace or drop. A name's shape proves nothing; this record does.
@@ -47,7 +57,7 @@
 
 namespace rw {
 
-inline constexpr int kSchemaVersion = 6;
+inline constexpr int kSchemaVersion = 7;
 inline constexpr const char* kSchemaTable = "rewind_schema";
 inline constexpr const char* kCheckpointTable = "rewind_checkpoints";
 inline constexpr const char* kFailureTable = "rewind_failures";
@@ -55,10 +65,11 @@ inline constexpr const char* kIngestTable = "rewind_ingest_positions";
 inline constexpr const char* kOwnedTable = "rewind_tables";
 inline constexpr const char* kRunsTable = "rewind_runs";
 inline constexpr const char* kReplicaMarkerTable = "rewind_replica_markers";
+inline constexpr const char* kIngestFilesTable = "rewind_ingest_files";
 // Every bookkeeping table above, the names rewind never gives a read model's table.
 inline constexpr const char* kBookkeepingTables[] = {
-    kSchemaTable, kCheckpointTable, kFailureTable,      kIngestTable,
-    kOwnedTable,  kRunsTable,       kReplicaMarkerTable};
+    kSchemaTable, kCheckpointTable, kFailureTable,       kIngestTable,
+    kOwnedTable,  kRunsTable,       kReplicaMarkerTable, kIngestFilesTable};
 // True when `table` is one of kBookkeepingTables (compared as the server compares names).
 bool IsBookkeepingTable(std::string_view table);
 
@@ -98,6 +109,23 @@ struct IngestPosition {
   std::string first_line_hash;  // SHA-256 hex of the first line: a rotated file differs
   std::string throttle;         // "ip=seconds\n..." of the per-IP throttle
   uint64_t lines_read = 0, events_stored = 0;
+};
+
+// What `rewind ingest` remembers of one log file's content, whatever name it was read under.
+// A file is this one when its first line hashes to first_line_hash and its first head_bytes
+// bytes to head_hash (the first line alone is known as soon as it is written and never
+// changes; the 4 KiB tell apart two logs that merely start alike).
+inline constexpr uint64_t kIngestHeadBytes = 4096;
+struct IngestFile {
+  uint64_t id = 0;              // the row's key (given by CreateIngestFile)
+  std::string first_line_hash;  // SHA-256 hex of its first line
+  uint64_t head_bytes = 0;      // min(offset, kIngestHeadBytes); 0: not recorded yet
+  std::string head_hash;        // SHA-256 hex of its first head_bytes bytes
+  uint64_t offset = 0;          // bytes of its content stored (whole lines)
+  uint64_t lines_read = 0, events_stored = 0;
+  std::string throttle;            // the per-IP throttle's state at `offset`
+  std::string source;              // the path it was last read under
+  uint64_t device = 0, inode = 0;  // of that path's file then
 };
 
 // One running rewind, as its heartbeat row tells it.
@@ -189,6 +217,18 @@ Status CreateIngestPosition(Connection& c, const IngestPosition& initial);
 std::string SaveIngestPositionSql(Connection& c, const IngestPosition& position);
 // Whether two positions are the same place: identity, offset, first line, counters.
 bool SameIngestPosition(const IngestPosition& a, const IngestPosition& b);
+
+// The files ingested before whose first line hashes to `first_line_hash`, by id.
+Result<std::vector<IngestFile>> FindIngestFiles(Connection& c, const std::string& first_line_hash);
+// `for_update` as for LoadIngestPosition.
+Result<std::optional<IngestFile>> LoadIngestFile(Connection& c, uint64_t id,
+                                                 bool for_update = false);
+// A row for a file never ingested before, as `initial` (nothing stored yet); its id.
+Result<uint64_t> CreateIngestFile(Connection& c, const IngestFile& initial);
+// The statement an ingest batch runs inside its transaction (by id).
+std::string SaveIngestFileSql(Connection& c, const IngestFile& file);
+// Whether a row is as it was: id, offset, counters.
+bool SameIngestFile(const IngestFile& a, const IngestFile& b);
 
 // One checkpoint as `rewind status` shows it: its row of rewind_checkpoints, with the
 // failures of its run and its lag behind the head. Empty optionals are the NULLs the table

@@ -37,6 +37,10 @@ Result<std::optional<std::string>> TryLock(Connection& c, const std::string& nam
   return std::optional<std::string>(holder.ok() && *holder ? **holder : std::string("?"));
 }
 
+Status ReleaseLock(Connection& c, const std::string& name) {
+  return c.Execute(fmt::format("DO RELEASE_LOCK({})", c.Quote(name)));
+}
+
 namespace {
 
 std::string DescribeRun(const RunRecord& run) {

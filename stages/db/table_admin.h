@@ -69,6 +69,8 @@ std::string FitLockName(const std::string& prefix, const std::string& key);
 // `c` closes. nullopt when it is taken (or already held by `c`), else the connection id of
 // the session holding it ("?" when it let go meanwhile).
 Result<std::optional<std::string>> TryLock(Connection& c, const std::string& name);
+// Lets go of the lock `name` that `c` holds (one GET_LOCK's worth); nothing when it does not.
+Status ReleaseLock(Connection& c, const std::string& name);
 // Who holds a lock TakeLock could not take.
 struct LockHolder {
   std::string connection;         // its connection id
