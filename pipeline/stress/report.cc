@@ -545,31 +545,18 @@ class Report {
       md += fmt::format("| {} {} {} | {} {} | {} | {:.3g} | {} |\n", r.question, name, r.metric,
                         shown, r.unit, r.article_text, ratio, slower ? r.why_slower() : "");
     }
-    if (auto best = BestWriters("distinct")) {
-      const std::string c = fmt::format("distinct_{}", *best);
-      const double rate = Get("concurrent_append", c, "events_per_s").value_or(0);
-      md += fmt::format(
-          "| concurrent_append distinct streams, best ({} writers) | {} events/s | about 45,000 "
-          "events/s | "
-          "{:.3g} | {} |\n",
-          *best, Spread("concurrent_append", c, "events_per_s"), rate / 45000,
-          rate < 45000
-              ? fmt::format("every command is a durable commit, at {} each, and the server and "
-                            "all {} writers share two cores.",
-                            CommitWords(), *best)
-              : "");
+    if (std::optional<int> best = BestWriters("distinct")) {
+      md += AppendRow(fmt::format("distinct_{}", *best),
+                      fmt::format("distinct streams, best ({} writers)", *best), 45000,
+                      fmt::format("every command is a durable commit, at {} each, and the server "
+                                  "and all {} writers share two cores.",
+                                  CommitWords(), *best));
     }
     if (std::optional<int> best = OneStreamWriters()) {
-      const std::string c = fmt::format("one_stream_{}", *best);
-      const double rate = Get("concurrent_append", c, "events_per_s").value_or(0);
-      md += fmt::format(
-          "| concurrent_append one stream ({} writers) | {} events/s | about 1,200 events/s "
-          "| {:.3g} "
-          "| {} |\n",
-          *best, Spread("concurrent_append", c, "events_per_s"), rate / 1200,
-          rate < 1200
-              ? "every conflict costs a reload of the whole stream and a backoff before the retry."
-              : "");
+      md += AppendRow(fmt::format("one_stream_{}", *best),
+                      fmt::format("one stream ({} writers)", *best), 1200,
+                      "every conflict costs a reload of the whole stream and a backoff before the "
+                      "retry.");
     }
     md +=
         "\n| writers | distinct: events/s | command p50 / p99 ms | one stream: events/s | command "
@@ -598,6 +585,16 @@ class Report {
         "jittered "
         "backoff, up to 10 attempts). Latencies are per command, retries included.\n";
     return md;
+  }
+
+  // A row of question 4 beside the article: case `c`'s events/s against the article's
+  // `article` events/s, with `why` when ours is lower.
+  std::string AppendRow(const std::string& c, const std::string& label, double article,
+                        const std::string& why) const {
+    const double rate = Get("concurrent_append", c, "events_per_s").value_or(0);
+    return fmt::format("| concurrent_append {} | {} events/s | about {} events/s | {:.3g} | {} |\n",
+                       label, Spread("concurrent_append", c, "events_per_s"), Number(article),
+                       rate / article, rate < article ? why : "");
   }
 
   // One PNG per question with gnuplot (scripts/setup installs it). Returns the file names.
