@@ -173,8 +173,16 @@ const std::vector<OptionSpec>& Table() {
        },
        [](const ParsedOptions& o) { return std::to_string(o.connection.connect_timeout_seconds); }},
       // Event table
-      {"events-table", "", Group::kEvents, false, {}, "the event table",
-       Text(&EventTableOptions::table, true), [](const ParsedOptions& o) { return o.events.table; }},
+      {"events-table", "", Group::kEvents, false, {},
+       "the event table (stress: yours, in --database, read only: its size, and a rebuild measured on a\n"
+       "sample of its first events copied into --stress-database; runs beside the questions of --only)",
+       [](ParsedOptions& o, const std::string& v) {
+         if (v.empty()) return Status::InvalidInput("a table or column name cannot be empty");
+         o.events.table = v;
+         o.own_table = true;
+         return Status::Ok();
+       },
+       [](const ParsedOptions& o) { return o.events.table; }},
       {"id-column", "", Group::kEvents, false, {},
        "integer, NOT NULL, unique (rewind pages by it)", Text(&EventTableOptions::id_column, true),
        [](const ParsedOptions& o) { return o.events.id_column; }},
@@ -284,7 +292,7 @@ const std::vector<OptionSpec>& Table() {
        nullptr},
       {"models", "", Group::kReplay, false, {"REWIND_MODELS"},
        "declared read models (TOML); relative to the current directory, or in a config file to "
-       "that file's directory",
+       "that file's directory (stress: yours, rebuilt on the sample of --events-table)",
        [](ParsedOptions& o, const std::string& v) {
          if (v.empty()) return Status::InvalidInput("--models needs a file name");
          o.models_file = v;
@@ -357,6 +365,10 @@ const std::vector<OptionSpec>& Table() {
          return Status::Ok();
        },
        nullptr},
+      {"sample", "", Group::kStress, false, {},
+       "stress with --events-table: the first N events of your table (by id) copied and rebuilt\n"
+       "(1-100000000; default 200000, --quick 20000); the full table's time is estimated from it",
+       [](ParsedOptions& o, const std::string& v) { return Integer("sample", v, 1, 100'000'000, o.sample); }, nullptr},
       {"keep", "", Group::kStress, true, {}, "stress: keep its database at the end (default: dropped)",
        Flag("keep", &StressPart::keep), nullptr},
       {"dry-run", "", Group::kReading, true, {}, "print what the run would read, write and need (ingest: count); touch nothing",
@@ -449,7 +461,7 @@ const OptionSpec* Find(const std::string& name) {
 // What the value of a flag is, for --help.
 const char* ValueName(const std::string& name) {
   if (name == "result-buffer") return "BYTES";
-  if (name == "repeat") return "N";
+  if (name == "repeat" || name == "sample") return "N";
   if (name == "budget-ms") return "MS";
   for (const char* n : {"port", "read-port", "connect-timeout", "batch-size", "max-in-flight", "read-connections", "flush-every",
                         "flush-max-rows", "write-every", "max-events-per-second", "throttle-threads-running", "until-id"}) {

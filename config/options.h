@@ -177,8 +177,13 @@ struct StressPart {
   static constexpr OptionGroup kGroup = OptionGroup::kStress;
   bool quick = false;                     // smaller volumes, fewer loads
   std::vector<int> only;                  // questions 1..4 (empty: all)
-  std::string database = "rewind_stress";  // its own; --database is ignored
+  std::string database = "rewind_stress";  // its own (the scratch database)
   std::string out = "stress-out";
+  // --events-table was given: your event table (in --database) is measured too, read only,
+  // on a sample of its first events copied into the stress database.
+  bool own_table = false;
+  uint64_t sample = 0;                    // events of the sample (0: 200,000; --quick 20,000)
+  std::string your_models_file;           // --models (a Replay option, handed over by RunStress)
   bool keep = false;                      // keep the database at the end
   int repeat = 3;                         // runs of each measured point
   int budget_ms = 50;                     // the load budget of the snapshot advice
@@ -205,7 +210,7 @@ struct ReplayOptions : ServerPart, EventTablePart, ReadingPart, ReplayPart, Cont
 
 struct IngestOptions : ServerPart, EventTablePart, ReadingPart, IngestPart, OutputPart {};
 
-struct StressOptions : ServerPart, StressPart {};
+struct StressOptions : ServerPart, EventTablePart, StressPart {};
 
 // What the sources gave, every part of every group: parsing fills it, and each command takes
 // its own struct out of it (OptionsFor). An option of a group the command does not take is

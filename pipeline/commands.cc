@@ -65,7 +65,9 @@ int RunStress(const CommandLine& cl, const CommandContext& c) {
                FlagsOf(OptionGroup::kStress));
     return exit_code::kUsage;
   }
-  return StressCommand(OptionsFor<StressOptions>(cl.options), c.stop, c.out);
+  StressOptions o = OptionsFor<StressOptions>(cl.options);
+  o.your_models_file = cl.options.models_file;  // --models: the user's read models for their table
+  return StressCommand(o, c.stop, c.out);
 }
 
 }  // namespace
@@ -122,7 +124,10 @@ const std::vector<Command>& Commands() {
          "the four event-store questions answered on this server\n(in its own database, "
          "--stress-database, "
          "default\nrewind_stress; never the event table). --quick: under 3 minutes here;\n"
-         "the full run: under 30"}},
+         "the full run: under 30"},
+        {"rewind stress -D APP --events-table T [--sample N] [--models FILE]",
+         "also your event table, read only: its size, a rebuild measured\non its first N "
+         "events copied into the stress database, the full\ntable's time estimated"}},
        GroupsOf<StressOptions>(),
        false,
        "",

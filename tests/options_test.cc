@@ -445,20 +445,31 @@ TEST(Options, EachCommandTakesItsOwnOptions) {
   EXPECT_EQ(so.out, "stress-out");
   EXPECT_EQ(so.repeat, 3);
   EXPECT_EQ(so.budget_ms, 50);
+  EXPECT_FALSE(so.own_table);  // -D alone (or $REWIND_DATABASE): the four questions only
+  auto yours = ParseRewindCommandLine(
+      {"stress", "-D", "app", "--events-table", "stored_events", "--sample", "5000"}, e);
+  ASSERT_TRUE(yours.ok()) << yours.status().message();
+  const StressOptions yo = OptionsFor<StressOptions>(yours->options);
+  EXPECT_TRUE(yo.own_table);  // --events-table: the user's table too
+  EXPECT_EQ(yo.events.table, "stored_events");
+  EXPECT_EQ(yo.sample, 5000u);
+  EXPECT_EQ(yo.connection.database, "app");
   auto tuned = ParseRewindCommandLine({"stress", "--repeat", "5", "--budget-ms", "20"}, e);
   ASSERT_TRUE(tuned.ok()) << tuned.status().message();
   EXPECT_EQ(OptionsFor<StressOptions>(tuned->options).repeat, 5);
   EXPECT_EQ(OptionsFor<StressOptions>(tuned->options).budget_ms, 20);
   for (const auto& [args, why] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"stress", "--repeat", "0"}, "--repeat must be between 1 and 20"},
-           {{"stress", "--budget-ms", "-5"}, "--budget-ms expects a whole number"}}) {
+           {{"stress", "--budget-ms", "-5"}, "--budget-ms expects a whole number"},
+           {{"stress", "--sample", "0"}, "--sample must be between 1 and 100000000"}}) {
     auto bad = ParseRewindCommandLine(args, e);
     ASSERT_FALSE(bad.ok()) << args.back();
     EXPECT_NE(bad.status().message().find(why), std::string::npos) << bad.status().message();
   }
 
   EXPECT_EQ(GroupsOf<StressOptions>(),
-            (std::vector<OptionGroup>{OptionGroup::kConnection, OptionGroup::kStress}));
+            (std::vector<OptionGroup>{OptionGroup::kConnection, OptionGroup::kEvents,
+                                      OptionGroup::kStress}));
   const std::vector<OptionGroup> ingest_groups = FindCommand("ingest")->groups;
   EXPECT_NE(std::find(ingest_groups.begin(), ingest_groups.end(), OptionGroup::kIngest),
             ingest_groups.end());

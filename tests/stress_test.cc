@@ -457,5 +457,239 @@ TEST(Stress, WritersAreConnectedBeforeTheClockStarts) {
   EXPECT_TRUE(admin->Execute("DROP DATABASE IF EXISTS rewind_test_stress_barrier").ok());
 }
 
+// --events-table: the user's own event table, here spatie/laravel-event-sourcing's
+// `stored_events` as its migration makes it (tests/frameworks_test.cc), with ids stepping by 2
+// (a Galera cluster's auto_increment_increment) and some deleted, and the bank-account
+// tutorial's events.
+ConnectionOptions YourStoredEvents(const std::string& database, int events) {
+  const ConnectionOptions o = FreshDatabase(database);
+  auto c = Connect(o);
+  EXPECT_TRUE(c->Execute("SET time_zone = '+00:00'").ok());
+  EXPECT_TRUE(c->Execute(R"sql(
+    CREATE TABLE stored_events (
+      id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
+      aggregate_uuid CHAR(36) NULL,
+      aggregate_version BIGINT UNSIGNED NULL,
+      event_class VARCHAR(255) NOT NULL,
+      event_properties JSON NOT NULL,
+      meta_data JSON NOT NULL,
+      created_at TIMESTAMP NOT NULL,
+      INDEX stored_events_event_class_index (event_class)
+    ) DEFAULT CHARSET utf8mb4 COLLATE utf8mb4_unicode_ci)sql")
+                  .ok());
+  EXPECT_TRUE(c->Execute("SET SESSION auto_increment_increment = 2").ok());
+  const std::string ns = "App\\Domain\\Account\\Events\\";
+  std::mt19937 rng(24);
+  std::vector<int64_t> versions(60);
+  std::string sql;
+  for (int n = 0; n < events; ++n) {
+    const size_t a = n < 60 ? static_cast<size_t>(n) : rng() % 60;
+    const std::string cls = n < 60        ? "AccountCreated"
+                            : n % 4 == 0  ? "MoneySubtracted"
+                            : n % 41 == 1 ? "AccountLimitHit"
+                                          : "MoneyAdded";
+    const std::string props =
+        cls == "AccountCreated"
+            ? fmt::format(R"({{"name": "Account {}"}})", a)
+            : fmt::format(R"({{"amount": {}.{:02d}}})", 1 + rng() % 900, rng() % 100);
+    const int minute = n * 3;
+    sql += fmt::format(
+        "{}('00000000-0000-4000-a000-{:012d}', {}, {}, {}, '{{}}', '2024-03-{:02d} "
+        "{:02d}:{:02d}:00')",
+        sql.empty() ? "INSERT INTO stored_events (aggregate_uuid, aggregate_version, event_class, "
+                      "event_properties, meta_data, created_at) VALUES "
+                    : ", ",
+        a, ++versions[a], c->Quote(ns + cls), c->Quote(props), 1 + minute / 1440 % 28,
+        minute / 60 % 24, minute % 60);
+    if (n % 500 == 499 || n == events - 1) {
+      EXPECT_TRUE(c->Execute(sql).ok()) << sql.substr(0, 300);
+      sql.clear();
+    }
+  }
+  EXPECT_TRUE(c->Execute("DELETE FROM stored_events WHERE id % 37 = 5").ok());  // holes
+  return o;
+}
+
+// The flags that name the user's table (spatie's columns), as `rewind replay` takes them.
+std::vector<std::string> YourTableArgs(const std::string& database) {
+  return {"--database",       database,        "--events-table",
+          "stored_events",    "--id-column",   "id",
+          "--type-column",    "event_class",   "--payload-column",
+          "event_properties", "--time-column", "created_at"};
+}
+
+// What the user's table and database are, to show that a run changed neither: CHECKSUM
+// TABLE, a fingerprint of every row, and the database's tables.
+std::string YourTableState(Connection& c) {
+  auto checksum = c.Query("CHECKSUM TABLE stored_events");
+  EXPECT_TRUE(checksum.ok());
+  return fmt::format(
+      "{}|{}|{}", checksum.ok() ? checksum->rows[0][1].value_or("?") : "?",
+      c.QueryValue("SELECT CONCAT(COUNT(*), '/', SUM(CRC32(CONCAT_WS('|', id, aggregate_uuid, "
+                   "aggregate_version, event_class, event_properties, meta_data, created_at)))) "
+                   "FROM stored_events")
+          ->value_or("?"),
+      c.QueryValue(
+           "SELECT GROUP_CONCAT(TABLE_NAME ORDER BY TABLE_NAME) FROM information_schema.TABLES "
+           "WHERE TABLE_SCHEMA = DATABASE()")
+          ->value_or("?"));
+}
+
+std::string ReadAll(const std::string& file) {
+  std::ifstream in(file);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// The user's table measured on a sample: the report's section with the sample and the labelled
+// estimates, the first N ids exactly, the read models against a GROUP BY over the user's own
+// table, and the user's table and database untouched (a second run without --keep leaves no
+// stress database).
+TEST(Stress, YourTableIsMeasuredOnASampleOfItsFirstEventsAndNeverTouched) {
+  const std::string app = "rewind_test_stress_app", scratch = "rewind_test_stress_yours";
+  const ConnectionOptions o = YourStoredEvents(app, 9000);
+  auto c = Connect(o);
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(c->Execute("SET time_zone = '+00:00'").ok());
+  ASSERT_GT(Count(*c, "SELECT COUNT(*) FROM stored_events"), 5000);
+  ASSERT_EQ(Count(*c, "SELECT COUNT(*) FROM stored_events WHERE id % 2 = 0"), 0);  // steps of 2
+  const std::string before = YourTableState(*c);
+  auto server = Connect(ServerOptions());
+  ASSERT_TRUE(server->Execute("DROP DATABASE IF EXISTS " + scratch).ok());
+  const std::string out = ::testing::TempDir() + "/stress-yours";
+  std::filesystem::remove_all(out);
+  std::vector<std::string> args = {
+      "stress",   "--quick",  "--only",
+      "1",        "--repeat", "1",
+      "--sample", "5000",     "--stress-database",
+      scratch,    "--out",    out,
+      "--keep",   "--models", std::string(REWIND_SOURCE_DIR) + "/config/examples/laravel.toml"};
+  for (const std::string& a : YourTableArgs(app)) args.push_back(a);
+  Outcome run = RunRewind(args, Env(ServerOptions()));
+  ASSERT_EQ(run.code, 0) << run.err << run.out;
+  EXPECT_EQ(YourTableState(*c), before);
+  // The report: the section, the sample, the labelled estimates; the line after the summary.
+  const std::string md = ReadAll(out + "/report.md");
+  EXPECT_NE(md.find("\n## Your table\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("the first 5,000 events by id"), std::string::npos) << md;
+  const int64_t rows = Count(*c, "SELECT COUNT(*) FROM stored_events");
+  EXPECT_NE(md.find(fmt::format("Rebuilding your {},{:03d} events: ", rows / 1000, rows % 1000)),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("with rewind (estimate from 5,000 events)"), std::string::npos) << md;
+  EXPECT_NE(md.find("\nYour table `rewind_test_stress_app.stored_events` ("), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("(estimates from the first 5,000 events"), std::string::npos) << md;
+  EXPECT_NE(run.out.find("Your table `rewind_test_stress_app.stored_events`"), std::string::npos)
+      << run.out;
+  const std::string csv = ReadAll(out + "/results.csv");
+  for (const char* row :
+       {"\nyour_table,sample,events,5000,count\n", "\nyour_table,rewind,estimated_full_seconds,",
+        "\nyour_table,batched_50,estimated_full_seconds,",
+        "\nyour_table,single,estimated_full_seconds,",
+        "\nyour_table,rewind_your_models,estimated_full_seconds,",
+        "\nyour_table,rewind_your_models,failures,0,count\n"}) {
+    EXPECT_NE(csv.find(row), std::string::npos) << row << "\n" << csv;
+  }
+  EXPECT_NE(csv.find(fmt::format("\nyour_table,table,rows_exact,{},count\n", rows)),
+            std::string::npos)
+      << csv;
+  // Kept: the sample is exactly the first 5,000 ids of the user's table.
+  EXPECT_EQ(
+      SortedRows(*c, fmt::format("SELECT LPAD(id, 12, '0') FROM {}.your_events_sample", scratch)),
+      SortedRows(*c, "SELECT LPAD(id, 12, '0') FROM stored_events ORDER BY id LIMIT 5000"));
+  // The built-in read model (events per type per day) against the user's table restricted to
+  // the sampled ids, computed here by the server.
+  const int64_t last =
+      Count(*c, "SELECT MAX(id) FROM (SELECT id FROM stored_events ORDER BY id LIMIT 5000) f");
+  EXPECT_EQ(
+      SortedRows(
+          *c, fmt::format("SELECT event_type, day, events FROM {}.your_events_per_type", scratch)),
+      SortedRows(
+          *c, fmt::format(
+                  "SELECT event_class, DATE(created_at), COUNT(*) FROM stored_events WHERE id <= "
+                  "{} GROUP BY 1, 2",
+                  last)));
+  // Your read models (--models), rebuilt on the sample: the day totals of the sampled ids.
+  EXPECT_EQ(
+      SortedRows(*c, fmt::format("SELECT day, moves FROM {}.money_moved_per_day", scratch)),
+      SortedRows(
+          *c, fmt::format("SELECT DATE(created_at), COUNT(*) FROM stored_events WHERE id <= {} AND "
+                          "event_class IN ('App\\\\Domain\\\\Account\\\\Events\\\\MoneyAdded', "
+                          "'App\\\\Domain\\\\Account\\\\Events\\\\MoneySubtracted') GROUP BY 1",
+                          last)));
+  ASSERT_TRUE(server->Execute("DROP DATABASE " + scratch).ok());
+  // Without --keep: the stress database is gone at the end; the user's table as it was.
+  std::vector<std::string> again = args;
+  again.erase(std::find(again.begin(), again.end(), "--keep"));
+  again[std::find(again.begin(), again.end(), "--sample") - again.begin() + 1] = "1000";
+  Outcome second = RunRewind(again, Env(ServerOptions()));
+  ASSERT_EQ(second.code, 0) << second.err;
+  EXPECT_EQ(
+      Count(*server,
+            fmt::format("SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = '{}'",
+                        scratch)),
+      0);
+  EXPECT_EQ(YourTableState(*c), before);
+  EXPECT_NE(ReadAll(out + "/report.md").find("the first 1,000 events by id"), std::string::npos);
+}
+
+// Refused before anything is created: the user's database as the stress database, a table
+// that is not there, a table without the columns named, no database at all.
+TEST(Stress, YourTableIsRefusedWhenItCannotBeReadSafely) {
+  const std::string app = "rewind_test_stress_app2", scratch = "rewind_test_stress_refused";
+  const ConnectionOptions o = YourStoredEvents(app, 100);
+  auto c = Connect(o);
+  ASSERT_TRUE(c);
+  const std::string before = YourTableState(*c);
+  auto server = Connect(ServerOptions());
+  ASSERT_TRUE(server->Execute("DROP DATABASE IF EXISTS " + scratch).ok());
+  const auto run = [&](std::vector<std::string> extra, const std::string& stress_db) {
+    std::vector<std::string> args = {"stress",
+                                     "--quick",
+                                     "--only",
+                                     "1",
+                                     "--stress-database",
+                                     stress_db,
+                                     "--out",
+                                     ::testing::TempDir() + "/stress-refused"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return RunRewind(args, Env(ServerOptions()));
+  };
+  std::vector<std::string> yours = YourTableArgs(app);
+  Outcome same = run(yours, app);
+  EXPECT_EQ(same.code, 2);
+  EXPECT_NE(
+      same.err.find(
+          "--database 'rewind_test_stress_app2' is also the stress database (--stress-database)"),
+      std::string::npos)
+      << same.err;
+  std::vector<std::string> missing = yours;
+  missing[3] = "no_such_events";
+  Outcome absent = run(missing, scratch);
+  EXPECT_EQ(absent.code, 1);
+  EXPECT_NE(
+      absent.err.find(
+          "event table 'no_such_events' does not exist in database 'rewind_test_stress_app2'"),
+      std::string::npos)
+      << absent.err;
+  std::vector<std::string> wrong = yours;
+  wrong[7] = "eventClass";  // --type-column: not a column of spatie's table
+  Outcome columns = run(wrong, scratch);
+  EXPECT_EQ(columns.code, 1);
+  EXPECT_NE(columns.err.find("event table 'stored_events' has no column 'eventClass'"),
+            std::string::npos)
+      << columns.err;
+  Outcome nodb = run({"--events-table", "stored_events"}, scratch);
+  EXPECT_EQ(nodb.code, 2);
+  EXPECT_NE(nodb.err.find("give the database it is in with --database"), std::string::npos)
+      << nodb.err;
+  EXPECT_EQ(
+      Count(*server,
+            fmt::format("SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = '{}'",
+                        scratch)),
+      0);
+  EXPECT_EQ(YourTableState(*c), before);
+}
+
 }  // namespace
 }  // namespace rw

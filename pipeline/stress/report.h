@@ -35,6 +35,18 @@ class StressResults {
   std::vector<StressRow> rows_;
 };
 
+// With --events-table: what the report says of the user's table besides its figures
+// (results rows of question "your_table").
+struct YourTableContext {
+  std::string table;                                  // "database.table"; empty: not measured
+  std::string rows_how;                               // how its row count was had
+  std::string min_id, max_id, last_id;                // its ids, and the sample's last
+  std::string model;                                  // the built-in read model, in words
+  std::vector<std::string> your_models;               // --models: the user's read models
+  std::vector<std::pair<std::string, double>> types;  // the sample's types, most first
+  bool checked = false;                               // every check of the section held
+};
+
 // What the report says besides the measurements.
 struct StressContext {
   bool quick = false;
@@ -45,7 +57,12 @@ struct StressContext {
   std::string crossover_note;         // where the crossover was found (question 2)
   std::vector<std::string> problems;  // failed checks, in words
   bool consistent = true;             // no lost or duplicated append; the rebuilds agree
+  YourTableContext your;              // --events-table
 };
+
+// A figure as a person reads it: whole above 100 (with thousands separators), three
+// significant digits below.
+std::string ReadableNumber(double v);
 
 // Writes report.md, results.csv and the plots into `out_dir` (created) and prints ours beside
 // the published figures to `out`. False when the files could not be written.

@@ -13,7 +13,7 @@ _rewind_valued="--socket --host --port --user --database --connect-timeout --con
   --uuid-column --time-column --poll --settle --settle-ids --cutover-timeout --batch-size
   --max-in-flight --read-connections --result-buffer --read-host --read-port --read-socket
   --read-wait --flush-every --flush-max-rows --write-every --models
-  --progress --stats-json --only --stress-database --out --repeat --budget-ms --max-events-per-second
+  --progress --stats-json --only --stress-database --out --repeat --budget-ms --sample --max-events-per-second
   --throttle-threads-running --max-failures --until-id --until-time --into --against
   --format --textfile"
 
