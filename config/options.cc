@@ -333,15 +333,23 @@ const std::vector<OptionSpec>& Table() {
        [](ParsedOptions& o, const std::string& v) { return Integer("repeat", v, 1, 20, o.repeat); }, nullptr},
       {"budget-ms", "", Group::kStress, false, {}, "stress: the load-time budget its snapshot advice is for, in ms (1-60000, default 50)",
        [](ParsedOptions& o, const std::string& v) { return Integer("budget-ms", v, 1, 60000, o.budget_ms); }, nullptr},
-      {"only", "", Group::kStress, false, {}, "stress: the questions to answer, e.g. 1,3 (default: 1,2,3,4)",
+      {"only", "", Group::kStress, false, {},
+       "stress: the questions to answer, e.g. 1,3 (default: 1,2,3,4); `table` alone: only your\n"
+       "--events-table, none of the four",
        [](ParsedOptions& o, const std::string& v) {
          o.only.clear();
          size_t at = 0;
          while (at <= v.size()) {
            const size_t comma = std::min(v.find(',', at), v.size());
            const std::string q = v.substr(at, comma - at);
+           if (q == "table") {  // 0: the user's table (which runs with --events-table anyway)
+             o.only.push_back(0);
+             at = comma + 1;
+             continue;
+           }
            if (q != "1" && q != "2" && q != "3" && q != "4") {
-             return Status::InvalidInput(fmt::format("--only takes question numbers 1 to 4, comma-separated, not '{}'", v));
+             return Status::InvalidInput(fmt::format(
+                 "--only takes question numbers 1 to 4 and `table`, comma-separated, not '{}'", v));
            }
            o.only.push_back(q[0] - '0');
            at = comma + 1;

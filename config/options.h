@@ -176,7 +176,7 @@ struct IngestPart {
 struct StressPart {
   static constexpr OptionGroup kGroup = OptionGroup::kStress;
   bool quick = false;                     // smaller volumes, fewer loads
-  std::vector<int> only;                  // questions 1..4 (empty: all)
+  std::vector<int> only;                  // questions 1..4, 0 the user's table (empty: all)
   std::string database = "rewind_stress";  // its own (the scratch database)
   std::string out = "stress-out";
   // --events-table was given: your event table (in --database) is measured too, read only,

@@ -453,6 +453,9 @@ TEST(Options, EachCommandTakesItsOwnOptions) {
   EXPECT_TRUE(yo.own_table);  // --events-table: the user's table too
   EXPECT_EQ(yo.events.table, "stored_events");
   EXPECT_EQ(yo.sample, 5000u);
+  auto table_only = ParseRewindCommandLine({"stress", "--only", "table,2", "-D", "app", "--events-table", "t"}, e);
+  ASSERT_TRUE(table_only.ok()) << table_only.status().message();
+  EXPECT_EQ(OptionsFor<StressOptions>(table_only->options).only, (std::vector<int>{0, 2}));  // 0: your table
   EXPECT_EQ(yo.connection.database, "app");
   auto tuned = ParseRewindCommandLine({"stress", "--repeat", "5", "--budget-ms", "20"}, e);
   ASSERT_TRUE(tuned.ok()) << tuned.status().message();

@@ -559,7 +559,7 @@ TEST(Stress, YourTableIsMeasuredOnASampleOfItsFirstEventsAndNeverTouched) {
   std::filesystem::remove_all(out);
   std::vector<std::string> args = {
       "stress",   "--quick",  "--only",
-      "1",        "--repeat", "1",
+      "table",    "--repeat", "1",
       "--sample", "5000",     "--stress-database",
       scratch,    "--out",    out,
       "--keep",   "--models", std::string(REWIND_SOURCE_DIR) + "/config/examples/laravel.toml"};
@@ -582,6 +582,12 @@ TEST(Stress, YourTableIsMeasuredOnASampleOfItsFirstEventsAndNeverTouched) {
   EXPECT_NE(run.out.find("Your table `rewind_test_stress_app.stored_events`"), std::string::npos)
       << run.out;
   const std::string csv = ReadAll(out + "/results.csv");
+  // --only table: the user's table and none of the four questions (nor their empty sections).
+  EXPECT_EQ(md.find("## Decisions"), std::string::npos) << md;
+  EXPECT_EQ(md.find("## Beside the article"), std::string::npos) << md;
+  for (const char* question : {"\naggregate_load,", "\nsnapshot", "\nprojection_rebuild,", "\nconcurrent_append"}) {
+    EXPECT_EQ(csv.find(question), std::string::npos) << question << "\n" << csv;
+  }
   for (const char* row :
        {"\nyour_table,sample,events,5000,count\n", "\nyour_table,rewind,estimated_full_seconds,",
         "\nyour_table,batched_50,estimated_full_seconds,",
@@ -679,6 +685,13 @@ TEST(Stress, YourTableIsRefusedWhenItCannotBeReadSafely) {
   EXPECT_NE(columns.err.find("event table 'stored_events' has no column 'eventClass'"),
             std::string::npos)
       << columns.err;
+  // --only table without a table of the user's to measure.
+  Outcome nothing = RunRewind({"stress", "--quick", "--only", "table", "--stress-database", scratch},
+                              Env(ServerOptions()));
+  EXPECT_EQ(nothing.code, 2);
+  EXPECT_NE(nothing.err.find("--only table measures your event table: give it with --events-table"),
+            std::string::npos)
+      << nothing.err;
   Outcome nodb = run({"--events-table", "stored_events"}, scratch);
   EXPECT_EQ(nodb.code, 2);
   EXPECT_NE(nodb.err.find("give the database it is in with --database"), std::string::npos)

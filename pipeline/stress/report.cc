@@ -145,8 +145,9 @@ class Report {
     if (!status.ok()) md += fmt::format("\n**The run stopped early: {}**\n", status.message());
     for (const std::string& p : ctx_.problems) md += fmt::format("\n**{}**\n", p);
     if (!ctx_.your.table.empty()) md += "\n## Your table\n\n" + YourSection();
-    md += "\n## Decisions\n\n" + Decisions();
-    md += "\n## Beside the article\n\n" + Beside();
+    // Sections with nothing measured (--only) are left out.
+    if (const std::string d = Decisions(); !d.empty()) md += "\n## Decisions\n\n" + d;
+    if (const std::string b = Beside(); !b.empty()) md += "\n## Beside the article\n\n" + b;
     md +=
         "\n## Every measurement\n\n| question | case | metric | value | unit "
         "|\n|---|---|---|---|---|\n";
@@ -529,7 +530,8 @@ class Report {
                "server saves less than over a network.");
          }},
     };
-    std::string md = "| case | ours | the article | ratio | why slower |\n|---|---|---|---|---|\n";
+    const std::string head = "| case | ours | the article | ratio | why slower |\n|---|---|---|---|---|\n";
+    std::string md = head;
     const std::vector<int64_t> volumes = Volumes();
     for (const Row& r : table) {
       std::optional<double> ours = Get(r.question, r.case_name, r.metric);
@@ -562,6 +564,7 @@ class Report {
                       "every conflict costs a reload of the whole stream and a backoff before the "
                       "retry.");
     }
+    if (Writers("distinct").empty()) return md == head ? "" : md;  // question 4 not run
     md +=
         "\n| writers | distinct: events/s | command p50 / p99 ms | one stream: events/s | command "
         "p50 / p99 ms | "
