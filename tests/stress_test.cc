@@ -581,6 +581,9 @@ TEST(Stress, YourTableIsMeasuredOnASampleOfItsFirstEventsAndNeverTouched) {
   EXPECT_NE(md.find("(estimates from the first 5,000 events"), std::string::npos) << md;
   EXPECT_NE(run.out.find("Your table `rewind_test_stress_app.stored_events`"), std::string::npos)
       << run.out;
+  // It says what it checked, and no more: no appends were made.
+  EXPECT_NE(run.out.find("\ncheck: the rebuilds agree; your table unchanged\n"), std::string::npos)
+      << run.out;
   const std::string csv = ReadAll(out + "/results.csv");
   // --only table: the user's table and none of the four questions (nor their empty sections).
   EXPECT_EQ(md.find("## Decisions"), std::string::npos) << md;

@@ -171,9 +171,14 @@ class Report {
     fmt::print(out, "rewind stress: this server beside the article \"{}\"\n", kArticle);
     for (const std::string& line : summary) fmt::print(out, "{}\n", line);
     if (!yours.empty()) fmt::print(out, "{}\n", yours);
-    fmt::print(out, "check: {}\n",
-               ctx_.consistent ? "no acknowledged append lost or duplicated; the rebuilds agree"
-                               : "PROBLEMS (see report.md)");
+    // What was checked, as far as this run went (--only).
+    std::string checked;
+    const auto also = [&](const char* what) { checked += (checked.empty() ? "" : "; ") + std::string(what); };
+    if (!Writers("distinct").empty()) also("no acknowledged append lost or duplicated");
+    if (!Volumes().empty() || !ctx_.your.table.empty()) also("the rebuilds agree");
+    if (!ctx_.your.table.empty()) also("your table unchanged");
+    if (checked.empty()) checked = "nothing to check in this run";
+    fmt::print(out, "check: {}\n", ctx_.consistent ? checked : "PROBLEMS (see report.md)");
     fmt::print(out, "report: {} (results.csv, {} plot(s))\n", (dir / "report.md").string(),
                pngs.size());
     return true;
