@@ -727,6 +727,59 @@ TEST(Ownership, IntoNeverReplacesAUsersTable) {
             "");
 }
 
+// rewind-gen (installed beside rewind) writes sample events only into an event table it made
+// itself, as its bookkeeping records: pointed at an application's `stored_events` (spatie's
+// name, rewind-gen's default) it neither drops it (its default without --append) nor appends
+// sample events to it, and a read model rewind built is no event table of its own either.
+// Its own table it replaces and appends to as before.
+TEST(Ownership, RewindGenNeverDropsOrFillsATableItDidNotCreate) {
+  const auto gen = [](const ConnectionOptions& o, std::vector<std::string> args) {
+    args.insert(args.begin(), REWIND_GEN_BINARY);
+    const std::string out = ::testing::TempDir() + "/rewind_gen_stdout";
+    Subprocess p(args, Env(o), out);
+    const int code = p.Wait();
+    return Outcome{code, p.err(), ReadFile(out)};
+  };
+  ConnectionOptions app = FreshDatabase("rewind_test_gen_app");
+  auto c = Connect(app);
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(c->Execute("CREATE TABLE stored_events (id BIGINT UNSIGNED AUTO_INCREMENT PRIMARY KEY, "
+                         "aggregate_uuid CHAR(36), event_class VARCHAR(255) NOT NULL, "
+                         "event_properties JSON NOT NULL, created_at TIMESTAMP NOT NULL)")
+                  .ok());
+  ASSERT_TRUE(c->Execute("INSERT INTO stored_events (event_class, event_properties, created_at) VALUES "
+                         "('App\\\\Events\\\\MoneyAdded', '{\"amount\": 10}', NOW()), "
+                         "('App\\\\Events\\\\MoneyAdded', '{\"amount\": 5}', NOW())")
+                  .ok());
+  const std::string before = Tables(*c);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--events", "100"}, std::vector<std::string>{"--events", "100", "--append"}}) {
+    Outcome run = gen(app, args);
+    EXPECT_EQ(run.code, 1) << run.err;
+    EXPECT_NE(run.err.find("rewind-gen did not create it"), std::string::npos) << run.err;
+    EXPECT_NE(run.err.find("neither drops it nor appends to it"), std::string::npos) << run.err;
+    EXPECT_EQ(Tables(*c), before);
+  }
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM stored_events WHERE event_class LIKE '%MoneyAdded'"), 2);
+  // Its own table: made, replaced, appended to.
+  ConnectionOptions own = FreshDatabase("rewind_test_gen_own");
+  auto d = Connect(own);
+  ASSERT_TRUE(d);
+  ASSERT_EQ(gen(own, {"--events", "300"}).code, 0);
+  EXPECT_EQ(Count(*d, "SELECT COUNT(*) FROM stored_events"), 300);
+  ASSERT_EQ(gen(own, {"--events", "200"}).code, 0);
+  EXPECT_EQ(Count(*d, "SELECT COUNT(*) FROM stored_events"), 200);
+  ASSERT_EQ(gen(own, {"--events", "50", "--append"}).code, 0);
+  EXPECT_EQ(Count(*d, "SELECT COUNT(*) FROM stored_events"), 250);
+  // A read model rewind built there is rewind's, but not sample events.
+  ASSERT_EQ(RunRewind({"replay", "visits_per_day", "--quiet"}, Env(own)).code, 0);
+  const int64_t days = Count(*d, "SELECT COUNT(*) FROM visits_per_day");
+  ASSERT_GT(days, 0);
+  Outcome into_model = gen(own, {"--events", "10", "--events-table", "visits_per_day"});
+  EXPECT_EQ(into_model.code, 1) << into_model.err;
+  EXPECT_EQ(Count(*d, "SELECT COUNT(*) FROM visits_per_day"), days);
+}
+
 // A user's tables that merely end like rewind's own: a replay refuses them (the shadow, and
 // the old copy the swap drops), verify refuses its scratch name; each survives with its rows.
 TEST(Ownership, AUsersTableWithARewindSuffixIsNeverDropped) {

@@ -7,6 +7,7 @@
 
 #include "config/options.h"
 #include "scripts/generate/event_generator.h"
+#include "stages/db/checkpoint_store.h"
 #include "stages/db/table_admin.h"
 
 int main(int argc, char** argv) {
@@ -25,8 +26,9 @@ int main(int argc, char** argv) {
           "           [--delete-ranges LO:HI[,LO:HI...]] [connection options]\n"
           "rewind-gen --shop ORDERS [connection options]\n"
           "Creates the event table (default stored_events) if missing and appends N sample\n"
-          "PageVisited events (default 1,000,000). Without --append an existing table is\n"
-          "dropped first. --bad-every N makes every Nth payload bad (for testing).\n"
+          "PageVisited events (default 1,000,000). Without --append a table it made before is\n"
+          "dropped first; a table it did not make (rewind's bookkeeping says which) is never\n"
+          "dropped or appended to. --bad-every N makes every Nth payload bad (for testing).\n"
           "--shop ORDERS fills it instead with a small shop's events (config/shop.toml reads them).\n"
           "Ids as production tables have them: --id-step N makes ids go up by N (a Galera node's\n"
           "auto_increment_increment), --holes F burns each id with probability F (rolled-back\n"
@@ -61,16 +63,43 @@ int main(int argc, char** argv) {
     return 1;
   }
   const std::string table = cl->options.events.table;
+  const auto fail = [](const Status& s) {
+    fmt::print(stderr, "rewind-gen: {}\n", s.message());
+    return 1;
+  };
+  // Sample events go only into an event table rewind-gen made itself, as rewind's bookkeeping
+  // records it (kind "sample", recorded before the table is created; read-only until then):
+  // an existing table
+  // without that record may be an application's own (`stored_events` is spatie's name too),
+  // and it is neither dropped nor filled with sample events.
+  Result<bool> exists = table_admin::Exists(**c, table);
+  if (!exists.ok()) return fail(exists.status());
+  if (*exists) {
+    Result<std::optional<std::string>> kind = checkpoint_store::RecordedKind(**c, table);
+    if (!kind.ok()) return fail(kind.status());
+    if (!*kind || **kind != "sample") {
+      fmt::print(stderr,
+                 "rewind-gen: the table {}.{} exists and rewind-gen did not create it (rewind's "
+                 "bookkeeping has no record of it as sample events{}): it may be your "
+                 "application's, so rewind-gen neither drops it nor appends to it; nothing was "
+                 "done. Give another --events-table or --database (rewind-gen creates the table "
+                 "there), or drop the table yourself if it is an old sample\n",
+                 cl->options.connection.database, table,
+                 *kind ? fmt::format("; it is rewind's {} table", **kind) : "");
+      return 1;
+    }
+  }
+  // The bookkeeping (created when missing) only once nothing is refused.
+  if (Status s = checkpoint_store::Ensure(**c); !s.ok()) return fail(s);
   if (append) {
-    Result<bool> exists = table_admin::Exists(**c, table);
-    if (exists.ok() && *exists) {
+    if (*exists) {
       auto count = (*c)->QueryValue("SELECT COUNT(*) FROM " + QuoteIdentifier(table));
       if (count.ok() && *count) g.first_index = std::stoull(**count);
     }
   } else if (Status s = (*c)->Execute("DROP TABLE IF EXISTS " + QuoteIdentifier(table)); !s.ok()) {
-    fmt::print(stderr, "rewind-gen: {}\n", s.message());
-    return 1;
+    return fail(s);
   }
+  if (Status s = checkpoint_store::RecordTable(**c, table, table, "sample"); !s.ok()) return fail(s);
   if (shop_orders > 0) {
     if (Status s = (*c)->Execute(EventTableDdl(table)); !s.ok()) {
       fmt::print(stderr, "rewind-gen: {}\n", s.message());

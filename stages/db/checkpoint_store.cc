@@ -431,6 +431,14 @@ Result<bool> Recorded(Connection& c, const std::string& table) {
   return *n && **n != "0";
 }
 
+Result<std::optional<std::string>> RecordedKind(Connection& c, const std::string& table) {
+  Result<int> version = Version(c);
+  if (!version.ok()) return version.status();
+  if (*version < 3) return std::optional<std::string>();  // no records of kinds yet
+  return c.QueryValue(
+      fmt::format("SELECT kind FROM rewind_tables WHERE table_name = {}", c.Quote(table)));
+}
+
 Result<uint64_t> StartRun(Connection& c, const RunRecord& run) {
   const std::string this_lifetime = fmt::format(fmt::runtime(kThisLifetime), kServerStarted);
   // Rows whose connections are certainly gone: of an earlier lifetime of the server, or of

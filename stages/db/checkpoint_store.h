@@ -179,6 +179,9 @@ Status ForgetTable(Connection& c, const std::string& table);
 // Whether rewind recorded creating `table`. Read-only: on bookkeeping older than layout 3
 // (no records yet) it answers as the migration will, from the checkpoint rows.
 Result<bool> Recorded(Connection& c, const std::string& table);
+// The kind rewind recorded `table` as (layout 3 and later), or nullopt: no record (or no
+// bookkeeping). rewind-gen's event tables are kind "sample".
+Result<std::optional<std::string>> RecordedKind(Connection& c, const std::string& table);
 
 // Heartbeats (rewind_runs). Each run writes its row before it takes a named lock, then beats.
 // Returns the row's id. Also forgets rows of earlier lifetimes of the server (their
