@@ -701,6 +701,37 @@ TEST(Ingest, AFileShorterThanWhatWasStoredOfItIsRefused) {
   std::filesystem::remove_all(dir);
 }
 
+// A rotation that does not leave the old file as <file>.1: dateext (access.log-20261201),
+// compress without delaycompress (access.log.1.gz), a second rotation before the next run
+// (.2.gz beside the .1 of another day). `rewind ingest access.log` alone, after it, reads
+// what was left of the old file where the rotation put it, then the new file: no line lost.
+TEST(Ingest, TheRestOfARotatedFileIsFoundUnderTheNameTheRotationGaveIt) {
+  const struct {
+    const char* name;
+    const char* rotate;  // {0}: the log's path
+  } rotations[] = {{"dateext", "mv {0} {0}-20261201"},
+                   {"compress", "mv {0} {0}.1 && gzip {0}.1"},
+                   // a .1 of another day (another first line) and this one as .2.gz
+                   {"twice", "mv {0} {0}.2 && gzip {0}.2 && printf 'x\\n' > {0}.1"}};
+  for (const auto& r : rotations) {
+    SCOPED_TRACE(r.name);
+    ConnectionOptions o = EmptyStore(std::string("rewind_test_ingest_rotated_") + r.name);
+    auto c = Connect(o);
+    const std::string dir = FreshDir("rewind_rotated_names");
+    const std::string file = dir + "/access.log";
+    WriteLines(file, 0, 3000, std::ios::trunc);
+    ASSERT_EQ(RunRewind({"ingest", file, "--batch-size", "700"}, Env(o)).code, 0);
+    WriteLines(file, 3000, 4000, std::ios::app);  // written before the rotation
+    ASSERT_EQ(std::system(fmt::format(fmt::runtime(r.rotate), file).c_str()), 0);
+    WriteLines(file, 4000, 6000, std::ios::trunc);
+    Outcome run = RunRewind({"ingest", file, "--batch-size", "700"}, Env(o));
+    ASSERT_EQ(run.code, 0) << run.err;
+    EXPECT_TRUE(Says(run.err, "read 1000 line(s) left in")) << run.err;
+    EXPECT_EQ(StoredVisits(*c), KeptAmongTheFirst(6000));
+    std::filesystem::remove_all(dir);
+  }
+}
+
 // The layout before the record of ingested files (6): the migration makes each saved
 // position a known file, so a file ingested by an older rewind and renamed since stores
 // nothing new.

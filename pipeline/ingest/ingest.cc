@@ -11,9 +11,11 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "projectors/civil_time.h"
 #include "projectors/sha256.h"
@@ -132,6 +134,63 @@ Status CheckGzip(const std::string& path, uint64_t& size) {
   }
   gzclose(gz);
   return s;
+}
+
+// The first line of a log file, plain or `.gz` (its first bytes only: a `.gz` is not checked
+// whole here), when it is complete.
+std::optional<std::string> FirstLineOf(const std::string& path) {
+  std::string line;
+  if (IsGzipName(path)) {
+    gzFile gz = gzopen(path.c_str(), "rb");
+    if (gz == nullptr) return std::nullopt;
+    char chunk[1 << 14];
+    size_t nl = std::string::npos;
+    int n;
+    while (nl == std::string::npos && (n = gzread(gz, chunk, sizeof chunk)) > 0) {
+      const size_t from = line.size();
+      line.append(chunk, static_cast<size_t>(n));
+      nl = line.find('\n', from);
+    }
+    gzclose(gz);
+    if (nl == std::string::npos) return std::nullopt;
+    line.resize(nl);
+    return line;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!std::getline(in, line) || in.eof()) return std::nullopt;
+  return line;
+}
+
+// Where a rotation put the previous file of `path` (`before`: where it was left): the file
+// beside it whose name starts as its own (<path>.1; dateext's <path>-20261201; compress's
+// <path>.1.gz; <path>.2.gz after a second rotation) and whose first line is `before`'s,
+// <path>.1 first, then the one with `before`'s inode, then by name. A plain one shorter than
+// `before`'s offset is not it. Empty when there is none.
+std::string RotatedName(const std::string& path, const IngestPosition& before) {
+  namespace fs = std::filesystem;
+  const fs::path given(path);
+  const std::string base = given.filename().string();
+  const fs::path dir = given.has_parent_path() ? given.parent_path() : fs::path(".");
+  std::vector<std::pair<std::tuple<bool, bool, std::string>, std::string>> found;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() <= base.size() || !name.starts_with(base) ||
+        std::string_view("._-").find(name[base.size()]) == std::string_view::npos) {
+      continue;
+    }
+    const std::string candidate = path + name.substr(base.size());
+    struct stat st {};
+    if (::stat(candidate.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (!IsGzipName(candidate) && static_cast<uint64_t>(st.st_size) < before.offset) continue;
+    const std::optional<std::string> first = FirstLineOf(candidate);
+    if (!first || Sha256Hex(*first, 32) != before.first_line_hash) continue;
+    const bool same_inode = static_cast<uint64_t>(st.st_ino) == before.inode &&
+                            static_cast<uint64_t>(st.st_dev) == before.device;
+    found.push_back({{candidate != path + ".1", !same_inode, candidate}, candidate});
+  }
+  if (found.empty()) return std::string();
+  return std::min_element(found.begin(), found.end())->second;
 }
 
 // The lines of a log file, plain or gzip (`.gz`, read directly), from a byte offset of its
@@ -482,7 +541,8 @@ class FileIngest {
   }
 
   // The lines of the previous file (`before`, where it was left) that were not read yet:
-  // in <path>.1 when its first line is the one `before` remembers; all of them, the last one
+  // in the file a rotation made of it (RotatedName: <path>.1, <path>-DATE, <path>.1.gz...),
+  // known by the first line `before` remembers; all of them, the last one
   // too (the file was rotated away). Meanwhile the saved position is the old file's,
   // advanced through <path>.1, so a run killed here continues there; the last transaction
   // moves it to the file now open (pos_ on entry), at its start.
@@ -491,9 +551,13 @@ class FileIngest {
   // that name meanwhile.
   Status DrainRotatedRemainder(const IngestPosition& before) {
     const IngestPosition now = pos_;
-    const std::string rotated = path_ + ".1";
+    const std::string rotated = RotatedName(path_, before);
     Result<std::unique_ptr<LineSource>> opened =
-        std::filesystem::exists(rotated) ? LineSource::Open(rotated) : Status::NotFound(rotated);
+        rotated.empty() ? Status::NotFound(path_ + ".1") : LineSource::Open(rotated);
+    if (!opened.ok() && !rotated.empty()) {  // there, but unreadable (a .gz still being written?)
+      return opened.status().With(
+          fmt::format("reading what a rotation left of {} in {}", path_, rotated));
+    }
     std::string line;
     bool complete = false;
     if (opened.ok() && (*opened)->Next(line, complete) &&

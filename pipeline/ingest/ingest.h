@@ -25,8 +25,10 @@
 // --follow (one FILE) keeps reading what is appended, until `stop`; a rotation by rename is
 // followed (the old file read to its end, then the new one from its start), and so is
 // copytruncate (the rest read from <FILE>.1, then the file from its start); after a restart
-// the lines a rotation moved to <FILE>.1 are read first, the saved position the old file's
-// until they all are. `.gz` files are read directly.
+// the lines a rotation moved away are read first, the saved position the old file's until
+// they all are. The old file is found beside FILE by its first line: <FILE>.1, or any name
+// starting as FILE's (dateext's <FILE>-20261201, compress's <FILE>.1.gz). `.gz` files are read
+// directly.
 //
 // Thread safety: IngestCommand runs on the calling thread; `stop` may be set from any other
 // (the signal handler).
