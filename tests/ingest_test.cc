@@ -732,6 +732,35 @@ TEST(Ingest, TheRestOfARotatedFileIsFoundUnderTheNameTheRotationGaveIt) {
   }
 }
 
+// Two vhosts' logs that start with the same line (a health check hitting both at the same
+// second), the first ingested while that line was all it had: the second is another log
+// (the first is still there, another inode), read from its start, its first line stored
+// too. The first, gzipped away (its original gone), is still known: it stores nothing new.
+TEST(Ingest, ALogStartingAsAShortLogStillThereIsAnotherLog) {
+  ConnectionOptions o = EmptyStore("rewind_test_ingest_vhosts");
+  auto c = Connect(o);
+  const std::vector<Expected> reference = ReferenceIngest(kLog);
+  size_t k = 0;
+  while (reference[k].reason != "kept") ++k;  // the shared first line is one the rules keep
+  const std::string dir = FreshDir("rewind_vhosts");
+  WriteLines(dir + "/a.log", k, k + 1, std::ios::trunc);
+  WriteLines(dir + "/b.log", k, k + 1, std::ios::trunc);
+  WriteLines(dir + "/b.log", 5000, 6000, std::ios::app);
+  ASSERT_EQ(RunRewind({"ingest", dir + "/a.log"}, Env(o)).code, 0);
+  Outcome b = RunRewind({"ingest", dir + "/b.log"}, Env(o));
+  ASSERT_EQ(b.code, 0) << b.err;
+  std::vector<std::string> want = KeptIn(dir + "/a.log");
+  for (const std::string& v : KeptIn(dir + "/b.log")) want.push_back(v);
+  ASSERT_EQ(want.size(), 1 + KeptIn(dir + "/b.log").size());
+  EXPECT_EQ(StoredVisits(*c), want);
+  ASSERT_EQ(std::system(fmt::format("gzip {}/a.log", dir).c_str()), 0);
+  Outcome gz = RunRewind({"ingest", dir + "/a.log.gz"}, Env(o));
+  ASSERT_EQ(gz.code, 0) << gz.err;
+  EXPECT_TRUE(Says(gz.err, "is the file ingested before as " + Normal(dir + "/a.log"))) << gz.err;
+  EXPECT_EQ(StoredVisits(*c), want);
+  std::filesystem::remove_all(dir);
+}
+
 // The layout before the record of ingested files (6): the migration makes each saved
 // position a known file, so a file ingested by an older rewind and renamed since stores
 // nothing new.

@@ -481,6 +481,9 @@ class FileIngest {
            Sha256Hex(std::string_view(head_).substr(0, f.head_bytes), 32) != f.head_hash)) {
         continue;
       }
+      if (f.head_bytes > 0 && f.head_bytes < kIngestHeadBytes && StillThere(f)) {
+        continue;  // all of it is a prefix of this file, yet it is still there: another log
+      }
       if (f.offset <= size) {
         if (same == nullptr || f.offset > same->offset) same = &f;
       } else if (longer == nullptr || f.offset > longer->offset) {
@@ -527,6 +530,25 @@ class FileIngest {
     }
     return Status::Ok();
   }
+  // Whether the file of a record (`f`, shorter than kIngestHeadBytes when stored: its whole
+  // stored content is its head) is still there as another file than the one being read: its
+  // path still names its inode, which still starts with its head. Then a file that merely
+  // starts as it did (two vhosts' logs opening with the same health check) is another log;
+  // what was renamed (the same inode), gzipped (the original gone) or copied by copytruncate
+  // (the original truncated) is not.
+  bool StillThere(const IngestFile& f) {
+    if (f.device == pos_.device && f.inode == pos_.inode) return false;
+    struct stat st {};
+    if (::stat(f.source.c_str(), &st) != 0 || static_cast<uint64_t>(st.st_dev) != f.device ||
+        static_cast<uint64_t>(st.st_ino) != f.inode) {
+      return false;
+    }
+    Result<std::unique_ptr<LineSource>> there = LineSource::Open(f.source);
+    if (!there.ok()) return false;
+    const std::string head = (*there)->Prefix(f.head_bytes);
+    return head.size() == f.head_bytes && Sha256Hex(head, 32) == f.head_hash;
+  }
+
   Status Reopen() {
     if (Status s = OpenCurrent(); !s.ok()) return s;
     return Commit(/*force=*/true);  // the new identity, before any of its lines

@@ -8,7 +8,8 @@
 // from its start, unless it is a file ingested before under another name: every file's
 // content is remembered (checkpoint_store's rewind_ingest_files, in the same transaction),
 // known by the SHA-256 of its first line and of its first min(offset, 4 KiB) bytes, so a
-// renamed, gzipped or copied log continues where its lines were stored. One that starts as
+// renamed, gzipped or copied log continues where its lines were stored (a record shorter
+// than 4 KiB whose file is still there is another log's that starts alike). One that starts as
 // a known file but is shorter than what was stored of it is refused (exit 1). --from-start
 // ignores both records; --dry-run counts and writes nothing. Malformed lines are counted by
 // reason and never stop the run (exit 0).
