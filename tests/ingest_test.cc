@@ -9,6 +9,7 @@
 // continues where its lines were stored, and two names of one log are never read at once.
 #include <fmt/core.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include <csignal>
@@ -758,6 +759,36 @@ TEST(Ingest, ALogStartingAsAShortLogStillThereIsAnotherLog) {
   ASSERT_EQ(gz.code, 0) << gz.err;
   EXPECT_TRUE(Says(gz.err, "is the file ingested before as " + Normal(dir + "/a.log"))) << gz.err;
   EXPECT_EQ(StoredVisits(*c), want);
+  std::filesystem::remove_all(dir);
+}
+
+// A log truncated and rewritten in place (the same inode) with other content after the same
+// first line: its saved position no longer fits (its first bytes are not the ones stored),
+// so it is read from its start, as any rewritten file is, not continued in the middle of
+// a line of the new content.
+TEST(Ingest, AFileRewrittenInPlaceAfterTheSameFirstLineIsReadFromItsStart) {
+  ConnectionOptions o = EmptyStore("rewind_test_ingest_rewritten");
+  auto c = Connect(o);
+  const std::string dir = FreshDir("rewind_rewritten");
+  const std::string file = dir + "/access.log";
+  WriteLines(file, 0, 3000, std::ios::trunc);
+  ASSERT_EQ(RunRewind({"ingest", file, "--batch-size", "700"}, Env(o)).code, 0);
+  const auto inode = [&] {
+    struct stat st {};
+    EXPECT_EQ(::stat(file.c_str(), &st), 0);
+    return st.st_ino;
+  };
+  const auto before = inode();
+  const std::string both = dir + "/both.log";  // what one reading of both contents keeps
+  std::filesystem::copy_file(file, both);
+  WriteLines(file, 0, 1, std::ios::trunc);
+  WriteLines(file, 5000, 9000, std::ios::app);
+  ASSERT_EQ(inode(), before);
+  WriteLines(both, 0, 1, std::ios::app);
+  WriteLines(both, 5000, 9000, std::ios::app);
+  Outcome again = RunRewind({"ingest", file, "--batch-size", "700"}, Env(o));
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_EQ(StoredVisits(*c), KeptIn(both));
   std::filesystem::remove_all(dir);
 }
 

@@ -355,6 +355,7 @@ class FileIngest {
       pos_.events_stored = p.events_stored;
       pos_.first_line_hash = p.first_line_hash;
       source_->Seek(pos_.offset);
+      resumed_ = true;  // KnowFile checks that its first bytes are still the ones stored
       fmt::print(stderr, "rewind: {} continues at byte {} ({} lines read before)\n", path_, pos_.offset,
                  pos_.lines_read);
     } else if (p.offset > 0) {
@@ -501,6 +502,26 @@ class FileIngest {
                                  : " is",
           size, longer->offset));
     }
+    if (resumed_ && same == nullptr && longer == nullptr) {
+      // Continued from the path's saved position, yet no record of its content fits: the
+      // same inode and first line, other bytes after (rewritten in place). Another file,
+      // unless it is shorter than what was stored of it (cut in place: refused as above).
+      if (size < pos_.offset) {
+        return Status::InvalidInput(fmt::format(
+            "{} starts with the line ingested before under this name, but it is shorter ({} "
+            "bytes) than the {} bytes stored of it and its first bytes differ: cut or rewritten "
+            "in place, and reading it could store its lines twice. If it is another log, ingest "
+            "it with --from-start",
+            shown_, size, pos_.offset));
+      }
+      fmt::print(stderr,
+                 "rewind: {} starts with the line ingested before, but its first bytes differ "
+                 "from those stored (rewritten in place); reading it from the start\n",
+                 path_);
+      pos_.offset = pos_.lines_read = pos_.events_stored = 0;
+      source_->Seek(0);
+    }
+    resumed_ = false;
     known_ = true;
     if (same == nullptr) {
       IngestFile fresh;
@@ -784,6 +805,7 @@ class FileIngest {
   // The content being read: its record once its first line is known (KnowFile), as this
   // run last read or wrote it, its first bytes (up to kIngestHeadBytes), its lock.
   bool known_ = false;
+  bool resumed_ = false;  // continued from the path's saved position, its content unchecked
   std::optional<IngestFile> file_;
   IngestFile file_saved_;
   std::string head_;
