@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -20,8 +21,8 @@
 #include <map>
 
 #include "projectors/civil_time.h"
-#include "stages/db/heartbeat.h"
 #include "stages/control/progress.h"
+#include "stages/db/heartbeat.h"
 #include "stages/db/table_admin.h"
 #include "tests/access_log_reference.h"
 #include "tests/ghost_holder.h"
@@ -789,6 +790,35 @@ TEST(Ingest, AFileRewrittenInPlaceAfterTheSameFirstLineIsReadFromItsStart) {
   Outcome again = RunRewind({"ingest", file, "--batch-size", "700"}, Env(o));
   ASSERT_EQ(again.code, 0) << again.err;
   EXPECT_EQ(StoredVisits(*c), KeptIn(both));
+  std::filesystem::remove_all(dir);
+}
+
+// Two vhosts' logs that start with the same line, ingested at once (two followers, two cron
+// jobs): they are two logs, so the second is not refused while the first holds a batch's
+// transaction open, and each is stored once.
+TEST(Ingest, TwoLogsThatStartAlikeAreIngestedAtOnce) {
+  ConnectionOptions o = EmptyStore("rewind_test_ingest_vhosts_at_once");
+  auto c = Connect(o);
+  const std::string dir = FreshDir("rewind_vhosts_at_once");
+  WriteLines(dir + "/a.log", 0, 3000, std::ios::trunc);
+  WriteLines(dir + "/b.log", 0, 1, std::ios::trunc);
+  WriteLines(dir + "/b.log", 5000, 8000, std::ios::app);
+  const std::string pause = PauseFile("ingest_vhosts_at_once");
+  std::vector<std::string> env = Env(o);
+  env.push_back("REWIND_FAULT=ingest-batch:2@" + pause);
+  Subprocess first(Rewind({"ingest", dir + "/a.log", "--batch-size", "700"}), env);
+  ASSERT_TRUE(first.WaitFor("fault point", 60)) << first.err();
+  Outcome second = RunRewind({"ingest", dir + "/b.log", "--batch-size", "700"}, Env(o));
+  EXPECT_EQ(second.code, 0) << second.err;
+  Release(pause);
+  EXPECT_EQ(first.Wait(), 0) << first.err();
+  std::vector<std::string> want = KeptIn(dir + "/a.log");
+  for (const std::string& v : KeptIn(dir + "/b.log")) want.push_back(v);
+  std::vector<std::string> got = StoredVisits(*c);
+  std::sort(want.begin(), want.end());
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, want);
+  std::remove(pause.c_str());
   std::filesystem::remove_all(dir);
 }
 

@@ -456,20 +456,31 @@ class FileIngest {
   // The record of the content being read (whose first line is `first`): a file ingested
   // before, under any name, when its first line and its first min(offset, 4 KiB) bytes are
   // that file's and it is at least as long as what was stored of it; then reading continues
-  // there (unless --from-start). Else a new record. Takes the server-wide lock on the
-  // content first, so that two names of one log are never read at once.
+  // there (unless --from-start). Else a new record. Server-wide locks: on the first line
+  // while its records are looked up and one is chosen or made (two ingests of one log never
+  // choose at once), then on the record chosen, held while it is read, so that two names of
+  // one log are never read at once, while two logs that merely start alike are.
   Status KnowFile(const std::string& first) {
     const std::string hash = Sha256Hex(first, 32);
-    const std::string lock = table_admin::FitLockName(
-        "rewind-ingest", fmt::format("{}:file:{}", c_->options().database, hash));
-    if (lock != file_lock_) {
-      if (!file_lock_.empty()) {
-        if (Status s = table_admin::ReleaseLock(*c_, file_lock_); !s.ok()) return s;
+    const std::string db = c_->options().database;
+    const std::string line_lock =
+        table_admin::FitLockName("rewind-ingest", fmt::format("{}:file:{}", db, hash));
+    if (Status s = TakeLock(line_lock, /*content=*/true); !s.ok()) return s;
+    Status s = ChooseFile(hash);
+    if (s.ok()) {
+      const std::string lock =
+          table_admin::FitLockName("rewind-ingest", fmt::format("{}:record:{}", db, file_->id));
+      if (lock != file_lock_) {
+        if (!file_lock_.empty()) s = table_admin::ReleaseLock(*c_, file_lock_);
         file_lock_.clear();
+        if (s.ok()) s = TakeLock(lock, /*content=*/true);
+        if (s.ok()) file_lock_ = lock;
       }
-      if (Status s = TakeLock(lock, /*content=*/true); !s.ok()) return s;
-      file_lock_ = lock;
     }
+    const Status released = table_admin::ReleaseLock(*c_, line_lock);
+    return s.ok() ? released : s;
+  }
+  Status ChooseFile(const std::string& hash) {
     head_ = source_->Prefix(kIngestHeadBytes);
     const uint64_t size = source_->Size();
     Result<std::vector<IngestFile>> known = checkpoint_store::FindIngestFiles(*c_, hash);
@@ -655,7 +666,7 @@ class FileIngest {
         Status::Code::kBusy,
         fmt::format("{} is already being ingested by another rewind{} (connection {}{}); wait for "
                     "it to finish or stop it (two at once would store its lines twice)",
-                    shown_, content ? ", under another name (the same log: its first line)" : "",
+                    shown_, content ? ", under another name (the same log: its first bytes)" : "",
                     (*holder)->connection,
                     (*holder)->run ? fmt::format(": pid {} on {}, beating", (*holder)->run->pid,
                                                  (*holder)->run->host)

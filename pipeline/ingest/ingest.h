@@ -15,13 +15,13 @@
 // reason and never stop the run (exit 0).
 //
 // Each line is stored exactly once: one ingest at a time per file (server-wide locks on its
-// path, on its device and inode, and once its first line is read on its content; a second
-// one is refused, exit 1), and each batch's transaction first locks the saved position and
-// the content's record and stops (exit 1) unless they are the ones this run started from
-// or last wrote. A last line without its newline is left for later (the
-// position before it) unless the file is final: a `.gz`, or the old file of a rotation. A
-// `.gz` is checked whole before any of it is read: a truncated or corrupt one, or a plain
-// file named .gz, stops the run (exit 1) with nothing of it stored.
+// path, on its device and inode, and once its first line is read on its content: its first
+// line while its record is chosen, then that record; a second one is refused, exit 1), and each
+// batch's transaction first locks the saved position and the content's record and stops (exit 1)
+// unless they are the ones this run started from or last wrote. A last line without its newline
+// is left for later (the position before it) unless the file is final: a `.gz`, or the old file
+// of a rotation. A `.gz` is checked whole before any of it is read: a truncated or corrupt
+// one, or a plain file named .gz, stops the run (exit 1) with nothing of it stored.
 //
 // --follow (one FILE) keeps reading what is appended, until `stop`; a rotation by rename is
 // followed (the old file read to its end, then the new one from its start), and so is
