@@ -845,5 +845,38 @@ TEST(IngestLayout, TheLayoutBeforeKnownFilesIsMigratedAndItsPositionsKnown) {
   std::filesystem::remove_all(dir);
 }
 
+// An older rewind (layout 6) still ingesting while a newer one migrates: the migration
+// records the file as far as its saved position was then; the older one goes on, moving
+// only the position (it knows no record). The record left behind that position is as far
+// as the position of the same file (its path, inode and first line): renamed, the file
+// stores nothing twice.
+TEST(IngestLayout, AFileAnOlderRewindIngestedAfterTheMigrationStoresNothingTwice) {
+  ConnectionOptions o = EmptyStore("rewind_test_ingest_layout6_late");
+  auto c = Connect(o);
+  const std::string dir = FreshDir("rewind_layout6_late");
+  const std::string file = dir + "/access.log";
+  WriteLines(file, 0, 3000, std::ios::trunc);
+  ASSERT_EQ(RunRewind({"ingest", file}, Env(o)).code, 0);
+  const int64_t seeded = Count(*c, "SELECT byte_offset FROM rewind_ingest_positions");
+  ASSERT_TRUE(c->Execute("DROP TABLE rewind_ingest_files").ok());
+  ASSERT_TRUE(c->Execute("UPDATE rewind_schema SET version = 6").ok());
+  Spit(dir + "/empty.log", "");
+  ASSERT_EQ(RunRewind({"ingest", dir + "/empty.log"}, Env(o)).code, 0);  // the migration
+  ASSERT_EQ(Count(*c, "SELECT byte_offset FROM rewind_ingest_files"), seeded);
+  // The older rewind's next run: what it writes is what this one writes but the record.
+  WriteLines(file, 3000, 6000, std::ios::app);
+  ASSERT_TRUE(c->Execute("RENAME TABLE rewind_ingest_files TO hidden_files").ok());
+  ASSERT_TRUE(c->Execute("CREATE TABLE rewind_ingest_files LIKE hidden_files").ok());
+  ASSERT_EQ(RunRewind({"ingest", file}, Env(o)).code, 0);
+  ASSERT_TRUE(c->Execute("DROP TABLE rewind_ingest_files").ok());
+  ASSERT_TRUE(c->Execute("RENAME TABLE hidden_files TO rewind_ingest_files").ok());
+  ASSERT_EQ(StoredVisits(*c), KeptAmongTheFirst(6000));
+  std::filesystem::rename(file, file + ".1");
+  Outcome renamed = RunRewind({"ingest", file + ".1"}, Env(o));
+  ASSERT_EQ(renamed.code, 0) << renamed.err;
+  EXPECT_EQ(StoredVisits(*c), KeptAmongTheFirst(6000));
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace rw

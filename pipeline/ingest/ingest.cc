@@ -485,6 +485,22 @@ class FileIngest {
     const uint64_t size = source_->Size();
     Result<std::vector<IngestFile>> known = checkpoint_store::FindIngestFiles(*c_, hash);
     if (!known.ok()) return known.status();
+    // A record the migration to layout 7 made of a saved position (its head not known) is
+    // as far as the position of the same file (its path, inode and first line) is now: an
+    // older rewind that ran on after the migration moved the position alone.
+    const std::vector<IngestFile> rows = *known;  // as stored: what each batch checks
+    for (IngestFile& f : *known) {
+      if (f.head_bytes != 0 || f.offset == 0) continue;
+      Result<std::optional<IngestPosition>> p = checkpoint_store::LoadIngestPosition(*c_, f.source);
+      if (!p.ok()) return p.status();
+      if (*p && (*p)->device == f.device && (*p)->inode == f.inode &&
+          (*p)->first_line_hash == f.first_line_hash && (*p)->offset > f.offset) {
+        f.offset = (*p)->offset;
+        f.lines_read = (*p)->lines_read;
+        f.events_stored = (*p)->events_stored;
+        f.throttle = (*p)->throttle;
+      }
+    }
     const IngestFile* same = nullptr;    // the furthest read that fits in the file
     const IngestFile* longer = nullptr;  // one that does not
     for (const IngestFile& f : *known) {
@@ -513,9 +529,10 @@ class FileIngest {
                                  : " is",
           size, longer->offset));
     }
-    if (resumed_ && same == nullptr && longer == nullptr) {
-      // Continued from the path's saved position, yet no record of its content fits: the
-      // same inode and first line, other bytes after (rewritten in place). Another file,
+    if (resumed_ && same == nullptr && longer == nullptr && !known->empty()) {
+      // Continued from the path's saved position, yet no record of its first line fits
+      // (none at all: a position no record was made for; trusted as before records were):
+      // the same inode and first line, other bytes after (rewritten in place). Another file,
       // unless it is shorter than what was stored of it (cut in place: refused as above).
       if (size < pos_.offset) {
         return Status::InvalidInput(fmt::format(
@@ -548,7 +565,7 @@ class FileIngest {
       return Status::Ok();
     }
     file_ = *same;
-    file_saved_ = *same;
+    file_saved_ = rows[static_cast<size_t>(same - known->data())];
     if (same->offset > pos_.offset) {
       fmt::print(stderr,
                  "rewind: {} is the file ingested before as {}; continuing at byte {} ({} lines "
