@@ -9,8 +9,10 @@
 // continues where its lines were stored, and two names of one log are never read at once.
 #include <fmt/core.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -19,8 +21,8 @@
 #include <map>
 
 #include "projectors/civil_time.h"
-#include "stages/db/heartbeat.h"
 #include "stages/control/progress.h"
+#include "stages/db/heartbeat.h"
 #include "stages/db/table_admin.h"
 #include "tests/access_log_reference.h"
 #include "tests/ghost_holder.h"
@@ -701,6 +703,125 @@ TEST(Ingest, AFileShorterThanWhatWasStoredOfItIsRefused) {
   std::filesystem::remove_all(dir);
 }
 
+// A rotation that does not leave the old file as <file>.1: dateext (access.log-20261201),
+// compress without delaycompress (access.log.1.gz), a second rotation before the next run
+// (.2.gz beside the .1 of another day). `rewind ingest access.log` alone, after it, reads
+// what was left of the old file where the rotation put it, then the new file: no line lost.
+TEST(Ingest, TheRestOfARotatedFileIsFoundUnderTheNameTheRotationGaveIt) {
+  const struct {
+    const char* name;
+    const char* rotate;  // {0}: the log's path
+  } rotations[] = {{"dateext", "mv {0} {0}-20261201"},
+                   {"compress", "mv {0} {0}.1 && gzip {0}.1"},
+                   // a .1 of another day (another first line) and this one as .2.gz
+                   {"twice", "mv {0} {0}.2 && gzip {0}.2 && printf 'x\\n' > {0}.1"}};
+  for (const auto& r : rotations) {
+    SCOPED_TRACE(r.name);
+    ConnectionOptions o = EmptyStore(std::string("rewind_test_ingest_rotated_") + r.name);
+    auto c = Connect(o);
+    const std::string dir = FreshDir("rewind_rotated_names");
+    const std::string file = dir + "/access.log";
+    WriteLines(file, 0, 3000, std::ios::trunc);
+    ASSERT_EQ(RunRewind({"ingest", file, "--batch-size", "700"}, Env(o)).code, 0);
+    WriteLines(file, 3000, 4000, std::ios::app);  // written before the rotation
+    ASSERT_EQ(std::system(fmt::format(fmt::runtime(r.rotate), file).c_str()), 0);
+    WriteLines(file, 4000, 6000, std::ios::trunc);
+    Outcome run = RunRewind({"ingest", file, "--batch-size", "700"}, Env(o));
+    ASSERT_EQ(run.code, 0) << run.err;
+    EXPECT_TRUE(Says(run.err, "read 1000 line(s) left in")) << run.err;
+    EXPECT_EQ(StoredVisits(*c), KeptAmongTheFirst(6000));
+    std::filesystem::remove_all(dir);
+  }
+}
+
+// Two vhosts' logs that start with the same line (a health check hitting both at the same
+// second), the first ingested while that line was all it had: the second is another log
+// (the first is still there, another inode), read from its start, its first line stored
+// too. The first, gzipped away (its original gone), is still known: it stores nothing new.
+TEST(Ingest, ALogStartingAsAShortLogStillThereIsAnotherLog) {
+  ConnectionOptions o = EmptyStore("rewind_test_ingest_vhosts");
+  auto c = Connect(o);
+  const std::vector<Expected> reference = ReferenceIngest(kLog);
+  size_t k = 0;
+  while (reference[k].reason != "kept") ++k;  // the shared first line is one the rules keep
+  const std::string dir = FreshDir("rewind_vhosts");
+  WriteLines(dir + "/a.log", k, k + 1, std::ios::trunc);
+  WriteLines(dir + "/b.log", k, k + 1, std::ios::trunc);
+  WriteLines(dir + "/b.log", 5000, 6000, std::ios::app);
+  ASSERT_EQ(RunRewind({"ingest", dir + "/a.log"}, Env(o)).code, 0);
+  Outcome b = RunRewind({"ingest", dir + "/b.log"}, Env(o));
+  ASSERT_EQ(b.code, 0) << b.err;
+  std::vector<std::string> want = KeptIn(dir + "/a.log");
+  for (const std::string& v : KeptIn(dir + "/b.log")) want.push_back(v);
+  ASSERT_EQ(want.size(), 1 + KeptIn(dir + "/b.log").size());
+  EXPECT_EQ(StoredVisits(*c), want);
+  ASSERT_EQ(std::system(fmt::format("gzip {}/a.log", dir).c_str()), 0);
+  Outcome gz = RunRewind({"ingest", dir + "/a.log.gz"}, Env(o));
+  ASSERT_EQ(gz.code, 0) << gz.err;
+  EXPECT_TRUE(Says(gz.err, "is the file ingested before as " + Normal(dir + "/a.log"))) << gz.err;
+  EXPECT_EQ(StoredVisits(*c), want);
+  std::filesystem::remove_all(dir);
+}
+
+// A log truncated and rewritten in place (the same inode) with other content after the same
+// first line: its saved position no longer fits (its first bytes are not the ones stored),
+// so it is read from its start, as any rewritten file is, not continued in the middle of
+// a line of the new content.
+TEST(Ingest, AFileRewrittenInPlaceAfterTheSameFirstLineIsReadFromItsStart) {
+  ConnectionOptions o = EmptyStore("rewind_test_ingest_rewritten");
+  auto c = Connect(o);
+  const std::string dir = FreshDir("rewind_rewritten");
+  const std::string file = dir + "/access.log";
+  WriteLines(file, 0, 3000, std::ios::trunc);
+  ASSERT_EQ(RunRewind({"ingest", file, "--batch-size", "700"}, Env(o)).code, 0);
+  const auto inode = [&] {
+    struct stat st {};
+    EXPECT_EQ(::stat(file.c_str(), &st), 0);
+    return st.st_ino;
+  };
+  const auto before = inode();
+  const std::string both = dir + "/both.log";  // what one reading of both contents keeps
+  std::filesystem::copy_file(file, both);
+  WriteLines(file, 0, 1, std::ios::trunc);
+  WriteLines(file, 5000, 9000, std::ios::app);
+  ASSERT_EQ(inode(), before);
+  WriteLines(both, 0, 1, std::ios::app);
+  WriteLines(both, 5000, 9000, std::ios::app);
+  Outcome again = RunRewind({"ingest", file, "--batch-size", "700"}, Env(o));
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_EQ(StoredVisits(*c), KeptIn(both));
+  std::filesystem::remove_all(dir);
+}
+
+// Two vhosts' logs that start with the same line, ingested at once (two followers, two cron
+// jobs): they are two logs, so the second is not refused while the first holds a batch's
+// transaction open, and each is stored once.
+TEST(Ingest, TwoLogsThatStartAlikeAreIngestedAtOnce) {
+  ConnectionOptions o = EmptyStore("rewind_test_ingest_vhosts_at_once");
+  auto c = Connect(o);
+  const std::string dir = FreshDir("rewind_vhosts_at_once");
+  WriteLines(dir + "/a.log", 0, 3000, std::ios::trunc);
+  WriteLines(dir + "/b.log", 0, 1, std::ios::trunc);
+  WriteLines(dir + "/b.log", 5000, 8000, std::ios::app);
+  const std::string pause = PauseFile("ingest_vhosts_at_once");
+  std::vector<std::string> env = Env(o);
+  env.push_back("REWIND_FAULT=ingest-batch:2@" + pause);
+  Subprocess first(Rewind({"ingest", dir + "/a.log", "--batch-size", "700"}), env);
+  ASSERT_TRUE(first.WaitFor("fault point", 60)) << first.err();
+  Outcome second = RunRewind({"ingest", dir + "/b.log", "--batch-size", "700"}, Env(o));
+  EXPECT_EQ(second.code, 0) << second.err;
+  Release(pause);
+  EXPECT_EQ(first.Wait(), 0) << first.err();
+  std::vector<std::string> want = KeptIn(dir + "/a.log");
+  for (const std::string& v : KeptIn(dir + "/b.log")) want.push_back(v);
+  std::vector<std::string> got = StoredVisits(*c);
+  std::sort(want.begin(), want.end());
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, want);
+  std::remove(pause.c_str());
+  std::filesystem::remove_all(dir);
+}
+
 // The layout before the record of ingested files (6): the migration makes each saved
 // position a known file, so a file ingested by an older rewind and renamed since stores
 // nothing new.
@@ -721,6 +842,39 @@ TEST(IngestLayout, TheLayoutBeforeKnownFilesIsMigratedAndItsPositionsKnown) {
   EXPECT_TRUE(Says(again.err, "is the file ingested before as " + Normal(file))) << again.err;
   EXPECT_EQ(StoredVisits(*c), KeptByTheRules());
   EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM rewind_ingest_files"), 1);
+  std::filesystem::remove_all(dir);
+}
+
+// An older rewind (layout 6) still ingesting while a newer one migrates: the migration
+// records the file as far as its saved position was then; the older one goes on, moving
+// only the position (it knows no record). The record left behind that position is as far
+// as the position of the same file (its path, inode and first line): renamed, the file
+// stores nothing twice.
+TEST(IngestLayout, AFileAnOlderRewindIngestedAfterTheMigrationStoresNothingTwice) {
+  ConnectionOptions o = EmptyStore("rewind_test_ingest_layout6_late");
+  auto c = Connect(o);
+  const std::string dir = FreshDir("rewind_layout6_late");
+  const std::string file = dir + "/access.log";
+  WriteLines(file, 0, 3000, std::ios::trunc);
+  ASSERT_EQ(RunRewind({"ingest", file}, Env(o)).code, 0);
+  const int64_t seeded = Count(*c, "SELECT byte_offset FROM rewind_ingest_positions");
+  ASSERT_TRUE(c->Execute("DROP TABLE rewind_ingest_files").ok());
+  ASSERT_TRUE(c->Execute("UPDATE rewind_schema SET version = 6").ok());
+  Spit(dir + "/empty.log", "");
+  ASSERT_EQ(RunRewind({"ingest", dir + "/empty.log"}, Env(o)).code, 0);  // the migration
+  ASSERT_EQ(Count(*c, "SELECT byte_offset FROM rewind_ingest_files"), seeded);
+  // The older rewind's next run: what it writes is what this one writes but the record.
+  WriteLines(file, 3000, 6000, std::ios::app);
+  ASSERT_TRUE(c->Execute("RENAME TABLE rewind_ingest_files TO hidden_files").ok());
+  ASSERT_TRUE(c->Execute("CREATE TABLE rewind_ingest_files LIKE hidden_files").ok());
+  ASSERT_EQ(RunRewind({"ingest", file}, Env(o)).code, 0);
+  ASSERT_TRUE(c->Execute("DROP TABLE rewind_ingest_files").ok());
+  ASSERT_TRUE(c->Execute("RENAME TABLE hidden_files TO rewind_ingest_files").ok());
+  ASSERT_EQ(StoredVisits(*c), KeptAmongTheFirst(6000));
+  std::filesystem::rename(file, file + ".1");
+  Outcome renamed = RunRewind({"ingest", file + ".1"}, Env(o));
+  ASSERT_EQ(renamed.code, 0) << renamed.err;
+  EXPECT_EQ(StoredVisits(*c), KeptAmongTheFirst(6000));
   std::filesystem::remove_all(dir);
 }
 

@@ -11,9 +11,11 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "projectors/civil_time.h"
 #include "projectors/sha256.h"
@@ -132,6 +134,63 @@ Status CheckGzip(const std::string& path, uint64_t& size) {
   }
   gzclose(gz);
   return s;
+}
+
+// The first line of a log file, plain or `.gz` (its first bytes only: a `.gz` is not checked
+// whole here), when it is complete.
+std::optional<std::string> FirstLineOf(const std::string& path) {
+  std::string line;
+  if (IsGzipName(path)) {
+    gzFile gz = gzopen(path.c_str(), "rb");
+    if (gz == nullptr) return std::nullopt;
+    char chunk[1 << 14];
+    size_t nl = std::string::npos;
+    int n;
+    while (nl == std::string::npos && (n = gzread(gz, chunk, sizeof chunk)) > 0) {
+      const size_t from = line.size();
+      line.append(chunk, static_cast<size_t>(n));
+      nl = line.find('\n', from);
+    }
+    gzclose(gz);
+    if (nl == std::string::npos) return std::nullopt;
+    line.resize(nl);
+    return line;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!std::getline(in, line) || in.eof()) return std::nullopt;
+  return line;
+}
+
+// Where a rotation put the previous file of `path` (`before`: where it was left): the file
+// beside it whose name starts as its own (<path>.1; dateext's <path>-20261201; compress's
+// <path>.1.gz; <path>.2.gz after a second rotation) and whose first line is `before`'s,
+// <path>.1 first, then the one with `before`'s inode, then by name. A plain one shorter than
+// `before`'s offset is not it. Empty when there is none.
+std::string RotatedName(const std::string& path, const IngestPosition& before) {
+  namespace fs = std::filesystem;
+  const fs::path given(path);
+  const std::string base = given.filename().string();
+  const fs::path dir = given.has_parent_path() ? given.parent_path() : fs::path(".");
+  std::vector<std::pair<std::tuple<bool, bool, std::string>, std::string>> found;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() <= base.size() || !name.starts_with(base) ||
+        std::string_view("._-").find(name[base.size()]) == std::string_view::npos) {
+      continue;
+    }
+    const std::string candidate = path + name.substr(base.size());
+    struct stat st {};
+    if (::stat(candidate.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (!IsGzipName(candidate) && static_cast<uint64_t>(st.st_size) < before.offset) continue;
+    const std::optional<std::string> first = FirstLineOf(candidate);
+    if (!first || Sha256Hex(*first, 32) != before.first_line_hash) continue;
+    const bool same_inode = static_cast<uint64_t>(st.st_ino) == before.inode &&
+                            static_cast<uint64_t>(st.st_dev) == before.device;
+    found.push_back({{candidate != path + ".1", !same_inode, candidate}, candidate});
+  }
+  if (found.empty()) return std::string();
+  return std::min_element(found.begin(), found.end())->second;
 }
 
 // The lines of a log file, plain or gzip (`.gz`, read directly), from a byte offset of its
@@ -296,6 +355,7 @@ class FileIngest {
       pos_.events_stored = p.events_stored;
       pos_.first_line_hash = p.first_line_hash;
       source_->Seek(pos_.offset);
+      resumed_ = true;  // KnowFile checks that its first bytes are still the ones stored
       fmt::print(stderr, "rewind: {} continues at byte {} ({} lines read before)\n", path_, pos_.offset,
                  pos_.lines_read);
     } else if (p.offset > 0) {
@@ -396,24 +456,51 @@ class FileIngest {
   // The record of the content being read (whose first line is `first`): a file ingested
   // before, under any name, when its first line and its first min(offset, 4 KiB) bytes are
   // that file's and it is at least as long as what was stored of it; then reading continues
-  // there (unless --from-start). Else a new record. Takes the server-wide lock on the
-  // content first, so that two names of one log are never read at once.
+  // there (unless --from-start). Else a new record. Server-wide locks: on the first line
+  // while its records are looked up and one is chosen or made (two ingests of one log never
+  // choose at once), then on the record chosen, held while it is read, so that two names of
+  // one log are never read at once, while two logs that merely start alike are.
   Status KnowFile(const std::string& first) {
     const std::string hash = Sha256Hex(first, 32);
-    const std::string lock = table_admin::FitLockName(
-        "rewind-ingest", fmt::format("{}:file:{}", c_->options().database, hash));
-    if (lock != file_lock_) {
-      if (!file_lock_.empty()) {
-        if (Status s = table_admin::ReleaseLock(*c_, file_lock_); !s.ok()) return s;
+    const std::string db = c_->options().database;
+    const std::string line_lock =
+        table_admin::FitLockName("rewind-ingest", fmt::format("{}:file:{}", db, hash));
+    if (Status s = TakeLock(line_lock, /*content=*/true); !s.ok()) return s;
+    Status s = ChooseFile(hash);
+    if (s.ok()) {
+      const std::string lock =
+          table_admin::FitLockName("rewind-ingest", fmt::format("{}:record:{}", db, file_->id));
+      if (lock != file_lock_) {
+        if (!file_lock_.empty()) s = table_admin::ReleaseLock(*c_, file_lock_);
         file_lock_.clear();
+        if (s.ok()) s = TakeLock(lock, /*content=*/true);
+        if (s.ok()) file_lock_ = lock;
       }
-      if (Status s = TakeLock(lock, /*content=*/true); !s.ok()) return s;
-      file_lock_ = lock;
     }
+    const Status released = table_admin::ReleaseLock(*c_, line_lock);
+    return s.ok() ? released : s;
+  }
+  Status ChooseFile(const std::string& hash) {
     head_ = source_->Prefix(kIngestHeadBytes);
     const uint64_t size = source_->Size();
     Result<std::vector<IngestFile>> known = checkpoint_store::FindIngestFiles(*c_, hash);
     if (!known.ok()) return known.status();
+    // A record the migration to layout 7 made of a saved position (its head not known) is
+    // as far as the position of the same file (its path, inode and first line) is now: an
+    // older rewind that ran on after the migration moved the position alone.
+    const std::vector<IngestFile> rows = *known;  // as stored: what each batch checks
+    for (IngestFile& f : *known) {
+      if (f.head_bytes != 0 || f.offset == 0) continue;
+      Result<std::optional<IngestPosition>> p = checkpoint_store::LoadIngestPosition(*c_, f.source);
+      if (!p.ok()) return p.status();
+      if (*p && (*p)->device == f.device && (*p)->inode == f.inode &&
+          (*p)->first_line_hash == f.first_line_hash && (*p)->offset > f.offset) {
+        f.offset = (*p)->offset;
+        f.lines_read = (*p)->lines_read;
+        f.events_stored = (*p)->events_stored;
+        f.throttle = (*p)->throttle;
+      }
+    }
     const IngestFile* same = nullptr;    // the furthest read that fits in the file
     const IngestFile* longer = nullptr;  // one that does not
     for (const IngestFile& f : *known) {
@@ -421,6 +508,9 @@ class FileIngest {
           (f.head_bytes > 0 &&
            Sha256Hex(std::string_view(head_).substr(0, f.head_bytes), 32) != f.head_hash)) {
         continue;
+      }
+      if (f.head_bytes > 0 && f.head_bytes < kIngestHeadBytes && StillThere(f)) {
+        continue;  // all of it is a prefix of this file, yet it is still there: another log
       }
       if (f.offset <= size) {
         if (same == nullptr || f.offset > same->offset) same = &f;
@@ -439,6 +529,27 @@ class FileIngest {
                                  : " is",
           size, longer->offset));
     }
+    if (resumed_ && same == nullptr && longer == nullptr && !known->empty()) {
+      // Continued from the path's saved position, yet no record of its first line fits
+      // (none at all: a position no record was made for; trusted as before records were):
+      // the same inode and first line, other bytes after (rewritten in place). Another file,
+      // unless it is shorter than what was stored of it (cut in place: refused as above).
+      if (size < pos_.offset) {
+        return Status::InvalidInput(fmt::format(
+            "{} starts with the line ingested before under this name, but it is shorter ({} "
+            "bytes) than the {} bytes stored of it and its first bytes differ: cut or rewritten "
+            "in place, and reading it could store its lines twice. If it is another log, ingest "
+            "it with --from-start",
+            shown_, size, pos_.offset));
+      }
+      fmt::print(stderr,
+                 "rewind: {} starts with the line ingested before, but its first bytes differ "
+                 "from those stored (rewritten in place); reading it from the start\n",
+                 path_);
+      pos_.offset = pos_.lines_read = pos_.events_stored = 0;
+      source_->Seek(0);
+    }
+    resumed_ = false;
     known_ = true;
     if (same == nullptr) {
       IngestFile fresh;
@@ -454,7 +565,7 @@ class FileIngest {
       return Status::Ok();
     }
     file_ = *same;
-    file_saved_ = *same;
+    file_saved_ = rows[static_cast<size_t>(same - known->data())];
     if (same->offset > pos_.offset) {
       fmt::print(stderr,
                  "rewind: {} is the file ingested before as {}; continuing at byte {} ({} lines "
@@ -468,6 +579,25 @@ class FileIngest {
     }
     return Status::Ok();
   }
+  // Whether the file of a record (`f`, shorter than kIngestHeadBytes when stored: its whole
+  // stored content is its head) is still there as another file than the one being read: its
+  // path still names its inode, which still starts with its head. Then a file that merely
+  // starts as it did (two vhosts' logs opening with the same health check) is another log;
+  // what was renamed (the same inode), gzipped (the original gone) or copied by copytruncate
+  // (the original truncated) is not.
+  bool StillThere(const IngestFile& f) {
+    if (f.device == pos_.device && f.inode == pos_.inode) return false;
+    struct stat st {};
+    if (::stat(f.source.c_str(), &st) != 0 || static_cast<uint64_t>(st.st_dev) != f.device ||
+        static_cast<uint64_t>(st.st_ino) != f.inode) {
+      return false;
+    }
+    Result<std::unique_ptr<LineSource>> there = LineSource::Open(f.source);
+    if (!there.ok()) return false;
+    const std::string head = (*there)->Prefix(f.head_bytes);
+    return head.size() == f.head_bytes && Sha256Hex(head, 32) == f.head_hash;
+  }
+
   Status Reopen() {
     if (Status s = OpenCurrent(); !s.ok()) return s;
     return Commit(/*force=*/true);  // the new identity, before any of its lines
@@ -482,7 +612,8 @@ class FileIngest {
   }
 
   // The lines of the previous file (`before`, where it was left) that were not read yet:
-  // in <path>.1 when its first line is the one `before` remembers; all of them, the last one
+  // in the file a rotation made of it (RotatedName: <path>.1, <path>-DATE, <path>.1.gz...),
+  // known by the first line `before` remembers; all of them, the last one
   // too (the file was rotated away). Meanwhile the saved position is the old file's,
   // advanced through <path>.1, so a run killed here continues there; the last transaction
   // moves it to the file now open (pos_ on entry), at its start.
@@ -491,9 +622,13 @@ class FileIngest {
   // that name meanwhile.
   Status DrainRotatedRemainder(const IngestPosition& before) {
     const IngestPosition now = pos_;
-    const std::string rotated = path_ + ".1";
+    const std::string rotated = RotatedName(path_, before);
     Result<std::unique_ptr<LineSource>> opened =
-        std::filesystem::exists(rotated) ? LineSource::Open(rotated) : Status::NotFound(rotated);
+        rotated.empty() ? Status::NotFound(path_ + ".1") : LineSource::Open(rotated);
+    if (!opened.ok() && !rotated.empty()) {  // there, but unreadable (a .gz still being written?)
+      return opened.status().With(
+          fmt::format("reading what a rotation left of {} in {}", path_, rotated));
+    }
     std::string line;
     bool complete = false;
     if (opened.ok() && (*opened)->Next(line, complete) &&
@@ -548,7 +683,7 @@ class FileIngest {
         Status::Code::kBusy,
         fmt::format("{} is already being ingested by another rewind{} (connection {}{}); wait for "
                     "it to finish or stop it (two at once would store its lines twice)",
-                    shown_, content ? ", under another name (the same log: its first line)" : "",
+                    shown_, content ? ", under another name (the same log: its first bytes)" : "",
                     (*holder)->connection,
                     (*holder)->run ? fmt::format(": pid {} on {}, beating", (*holder)->run->pid,
                                                  (*holder)->run->host)
@@ -698,6 +833,7 @@ class FileIngest {
   // The content being read: its record once its first line is known (KnowFile), as this
   // run last read or wrote it, its first bytes (up to kIngestHeadBytes), its lock.
   bool known_ = false;
+  bool resumed_ = false;  // continued from the path's saved position, its content unchecked
   std::optional<IngestFile> file_;
   IngestFile file_saved_;
   std::string head_;
