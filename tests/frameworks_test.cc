@@ -15,6 +15,7 @@
 #include <random>
 #include <sstream>
 
+#include "framework_tables.h"
 #include "rewind_process.h"
 #include "subprocess.h"
 #include "test_db.h"
@@ -126,18 +127,7 @@ TEST(Frameworks, EveryConnectionOfRewindReadsTimesInUtcWhateverTheServersZone) {
 TEST(Frameworks, LaravelEventSourcingsStoredEventsRebuildExactly) {
   ConnectionOptions o = FreshDatabase("rewind_test_fw_laravel");
   auto c = UtcConnection(o);
-  ASSERT_TRUE(c->Execute(R"sql(
-    CREATE TABLE stored_events (
-      id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
-      aggregate_uuid CHAR(36) NULL,
-      aggregate_version BIGINT UNSIGNED NULL,
-      event_class VARCHAR(255) NOT NULL,
-      event_properties JSON NOT NULL,
-      meta_data JSON NOT NULL,
-      created_at TIMESTAMP NOT NULL,
-      INDEX stored_events_event_class_index (event_class),
-      INDEX stored_events_aggregate_uuid_index (aggregate_uuid)
-    ) DEFAULT CHARSET utf8mb4 COLLATE utf8mb4_unicode_ci)sql").ok());
+  ASSERT_TRUE(c->Execute(kLaravelStoredEventsDdl).ok());
   const std::string ns = "App\\Domain\\Account\\Events\\";
   std::mt19937 rng(22);
   struct Account {

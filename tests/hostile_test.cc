@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "pipeline/replay/replay.h"
+#include "tests/framework_tables.h"
 #include "tests/fake_server.h"
 #include "tests/rewind_process.h"
 #include "tests/test_db.h"
@@ -743,13 +744,10 @@ TEST(Ownership, RewindGenNeverDropsOrFillsATableItDidNotCreate) {
   ConnectionOptions app = FreshDatabase("rewind_test_gen_app");
   auto c = Connect(app);
   ASSERT_TRUE(c);
-  ASSERT_TRUE(c->Execute("CREATE TABLE stored_events (id BIGINT UNSIGNED AUTO_INCREMENT PRIMARY KEY, "
-                         "aggregate_uuid CHAR(36), event_class VARCHAR(255) NOT NULL, "
-                         "event_properties JSON NOT NULL, created_at TIMESTAMP NOT NULL)")
-                  .ok());
-  ASSERT_TRUE(c->Execute("INSERT INTO stored_events (event_class, event_properties, created_at) VALUES "
-                         "('App\\\\Events\\\\MoneyAdded', '{\"amount\": 10}', NOW()), "
-                         "('App\\\\Events\\\\MoneyAdded', '{\"amount\": 5}', NOW())")
+  ASSERT_TRUE(c->Execute(kLaravelStoredEventsDdl).ok());
+  ASSERT_TRUE(c->Execute("INSERT INTO stored_events (event_class, event_properties, meta_data, created_at) "
+                         "VALUES ('App\\\\Events\\\\MoneyAdded', '{\"amount\": 10}', '{}', NOW()), "
+                         "('App\\\\Events\\\\MoneyAdded', '{\"amount\": 5}', '{}', NOW())")
                   .ok());
   const std::string before = Tables(*c);
   for (const std::vector<std::string>& args :

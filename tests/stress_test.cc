@@ -14,6 +14,7 @@
 
 #include "pipeline/stress/event_store.h"
 #include "pipeline/stress/order.h"
+#include "framework_tables.h"
 #include "rewind_process.h"
 #include "test_db.h"
 
@@ -465,18 +466,7 @@ ConnectionOptions YourStoredEvents(const std::string& database, int events) {
   const ConnectionOptions o = FreshDatabase(database);
   auto c = Connect(o);
   EXPECT_TRUE(c->Execute("SET time_zone = '+00:00'").ok());
-  EXPECT_TRUE(c->Execute(R"sql(
-    CREATE TABLE stored_events (
-      id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
-      aggregate_uuid CHAR(36) NULL,
-      aggregate_version BIGINT UNSIGNED NULL,
-      event_class VARCHAR(255) NOT NULL,
-      event_properties JSON NOT NULL,
-      meta_data JSON NOT NULL,
-      created_at TIMESTAMP NOT NULL,
-      INDEX stored_events_event_class_index (event_class)
-    ) DEFAULT CHARSET utf8mb4 COLLATE utf8mb4_unicode_ci)sql")
-                  .ok());
+  EXPECT_TRUE(c->Execute(kLaravelStoredEventsDdl).ok());
   EXPECT_TRUE(c->Execute("SET SESSION auto_increment_increment = 2").ok());
   const std::string ns = "App\\Domain\\Account\\Events\\";
   std::mt19937 rng(24);
