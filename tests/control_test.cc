@@ -54,6 +54,7 @@ TEST(DryRun, TouchesNothingAndSaysWhatTheRunWouldDo) {
   EXPECT_EQ(ServerState(*c), before);
   const auto j = nlohmann::json::parse(dry.out);
   EXPECT_TRUE(j["can_start"].get<bool>());
+  EXPECT_EQ(j["finality"], "server") << j.dump();  // the test user has PROCESS
   EXPECT_EQ(j["events"]["count"].get<int64_t>(), Count(*c, "SELECT COUNT(*) FROM stored_events"));
   EXPECT_TRUE(j["events"]["exact"].get<bool>());
   ASSERT_EQ(j["read_models"].size(), AllProjectors().size());
@@ -114,6 +115,12 @@ TEST(DryRun, SaysWhyARealRunCouldNotStart) {
   const auto j = nlohmann::json::parse(denied.out);
   EXPECT_FALSE(j["can_start"].get<bool>());
   EXPECT_EQ(j["missing_grants"], nlohmann::json({"CREATE", "ALTER", "LOCK TABLES"})) << j.dump();
+  // Without PROCESS the server cannot prove missing ids final: the dry run says which rule.
+  EXPECT_EQ(j["finality"], "fallback") << j.dump();
+  Outcome text = RunRewind({"replay", "--all", "--dry-run"}, Env(weak));
+  EXPECT_NE(text.out.find("finality: missing ids would be judged final by the event table's times and ids"),
+            std::string::npos)
+      << text.out;
   ASSERT_TRUE(c->Execute("DROP USER 'rewind_dry'@'localhost'").ok());
   // Another run holds a read model's lock.
   const std::string pause = PauseFile("dry_lock");

@@ -175,6 +175,71 @@ TEST(NothingLost, EventsAppendedDuringAReplayAndALateCommitReachTheSwappedTables
   EXPECT_EQ(Count(*c, "SELECT SUM(`count`) FROM visits_per_day"), Count(*c, "SELECT COUNT(*) FROM ref_visits"));
 }
 
+// Application servers whose clocks disagree (issue 37). On ids with holes, one
+// transaction takes an id and stays open (well inside --settle); 30 events commit above it
+// written by `above_clock`, then the head by `head_clock` (SQL expressions for createdAt).
+// The cut-over must wait for that transaction and apply its event: whether the server shows
+// its open transactions (`with_process`, the proof) or not (the fallback rule), no one clock
+// may make the hole look final.
+void ExpectALateCommitUnderSkewedClocks(const std::string& name, const std::string& above_clock,
+                                        const std::string& head_clock, bool with_process) {
+  ConnectionOptions o = Store(name, 20'000, 0, ProductionIdShapes()[1]);
+  auto c = Connect(o);
+  auto insert = [](Connection& conn, const std::string& url, const std::string& clock) {
+    return conn.Execute(fmt::format("INSERT INTO stored_events (uuid, eventClass, payload, createdAt) VALUES "
+                                    "('u', {}, {}, {})",
+                                    conn.Quote(kClass), conn.Quote(Payload(url, "2031-05-06T07:08:09+00:00")), clock));
+  };
+  auto app = Connect(o);
+  ASSERT_TRUE(app->Execute("START TRANSACTION").ok());
+  ASSERT_TRUE(insert(*app, "/late-commit", "UTC_TIMESTAMP()").ok());
+  for (int i = 0; i < 30; ++i) ASSERT_TRUE(insert(*c, "/above", above_clock).ok());
+  ASSERT_TRUE(insert(*c, "/head", head_clock).ok());
+  ConnectionOptions run_as = o;
+  if (!with_process) {
+    run_as = UserWith(*c, o, "rw_np_" + name.substr(name.size() - 8),
+                      "SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, LOCK TABLES");
+  }
+  const std::string out_file = ::testing::TempDir() + "/rewind_skew_" + name;
+  Subprocess run(Rewind({"replay", "visits_per_day", "--progress", "plain", "--cutover-timeout", "120"}),
+                 Env(run_as), out_file);
+  ASSERT_TRUE(run.WaitFor("kept the lock waiting", 120)) << run.err();
+  ASSERT_TRUE(app->Execute("COMMIT").ok());
+  EXPECT_EQ(run.Wait(), 0) << run.err();
+  std::ifstream in(out_file);
+  const std::string out((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(out.find(with_process ? "finality: missing ids proven final by the server"
+                                  : "finality: missing ids judged final by the event table's times"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find(" 1 late commit(s)"), std::string::npos) << out;
+  // The independent count: the server's, of every committed visit on that day.
+  EXPECT_EQ(Count(*c, "SELECT `count` FROM visits_per_day WHERE `date` = '2031-05-06'"),
+            Count(*c, "SELECT COUNT(*) FROM stored_events WHERE BINARY eventClass = BINARY 'App\\\\Analytics\\\\PageVisited' "
+                      "AND JSON_VALUE(payload, '$.visitedAt') LIKE '2031-05-06%'"));
+  EXPECT_EQ(Count(*c, "SELECT `count` FROM visits_per_day WHERE `date` = '2031-05-06'"), 32);
+}
+
+TEST(NothingLost, ALateCommitIsKeptWhenOneServersClockRunsAhead) {
+  ExpectALateCommitUnderSkewedClocks("rewind_test_skew_ahead", "UTC_TIMESTAMP()",
+                                     "UTC_TIMESTAMP() + INTERVAL 90 SECOND", true);
+}
+
+TEST(NothingLost, ALateCommitIsKeptWhenTheWritersAboveItRunSlow) {
+  ExpectALateCommitUnderSkewedClocks("rewind_test_skew_slow", "UTC_TIMESTAMP() - INTERVAL 120 SECOND",
+                                     "UTC_TIMESTAMP()", true);
+}
+
+TEST(NothingLost, WithoutProcessALateCommitIsKeptWhenOneServersClockRunsAhead) {
+  ExpectALateCommitUnderSkewedClocks("rewind_test_skew_ahead_np", "UTC_TIMESTAMP()",
+                                     "UTC_TIMESTAMP() + INTERVAL 90 SECOND", false);
+}
+
+TEST(NothingLost, WithoutProcessALateCommitIsKeptWhenTheWritersAboveItRunSlow) {
+  ExpectALateCommitUnderSkewedClocks("rewind_test_skew_slow_np", "UTC_TIMESTAMP() - INTERVAL 120 SECOND",
+                                     "UTC_TIMESTAMP()", false);
+}
+
 // (Follow with a late commit: tests/id_shape_test.cc, IdShapes.FollowAppliesALateCommitOnce, on
 // dense ids and the shapes of production tables.)
 

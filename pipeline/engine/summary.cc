@@ -43,6 +43,12 @@ std::string ReplaySummary::Text() const {
       WithThousands(skipped), WithThousands(failures),
       failures ? fmt::format(" (see: SELECT * FROM {} WHERE run_id = '{}')", kFailureTable, run_id)
                : std::string());
+  if (finality == "server") {
+    out += "finality: missing ids proven final by the server's open transactions\n";
+  } else if (finality == "fallback") {
+    out += "finality: missing ids judged final by the event table's times and ids (the server does not show "
+           "its open transactions: grant PROCESS, or it is a Galera node or a replica)\n";
+  }
   if (swapped) {
     out += fmt::format(
         "cut-over: {} event(s) appended during the rebuild applied before the swap, {} late "
@@ -77,6 +83,7 @@ std::string ReplaySummary::Json() const {
       {"late_events", late_events},
       {"gaps_given_up", gaps_given_up},
       {"holes_watched_peak", holes_watched_peak},
+      {"finality", finality},
       {"holes_read_under_lock", holes_read_under_lock},
       {"catch_up_events", catch_up_events},
       {"writers_held_seconds", writers_held_seconds},

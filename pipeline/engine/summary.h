@@ -46,6 +46,9 @@ struct ReplaySummary {
   uint64_t late_events = 0;  // events that committed after a higher id was read
   uint64_t gaps_given_up = 0;
   uint64_t holes_watched_peak = 0;     // the most missing-id ranges watched at once
+  // How holes were proven final (stages/flow/reader.h, "Gaps"): "server" (its open
+  // transactions), "fallback" (the event table's times and ids), "" (nothing read).
+  std::string finality;
   uint64_t holes_read_under_lock = 0;  // watched ranges read again under the cut-over's lock
   uint64_t catch_up_events = 0;      // appended while the rebuild ran, applied before the swap
   double writers_held_seconds = 0;   // how long the cut-over held inserts off the event table

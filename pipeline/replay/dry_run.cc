@@ -7,6 +7,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "pipeline/replay/read_replica.h"
 #include "pipeline/replay/replay.h"
 #include "stages/flow/decoder.h"
 #include "stages/control/progress.h"
@@ -244,6 +245,9 @@ int DryRunCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
     }
   }
 
+  // How the real run would prove missing ids final (stages/flow/reader.h, "Gaps").
+  const bool proves = !ReadsFromReplica(o) && CanSeeOpenTransactions(c);
+  const char* finality = proves ? "server" : "fallback";
   const char* count_label = exact ? "exact" : "estimate (the optimizer's; counting took too long)";
   if (o.json) {
     nlohmann::json j;
@@ -264,6 +268,7 @@ int DryRunCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
                                   {"estimate", !whole}});
     }
     j["missing_grants"] = missing;
+    j["finality"] = finality;
     fmt::print(out, "{}\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
   } else {
     fmt::print(out, "dry run: nothing was created, locked or written\n");
@@ -281,6 +286,10 @@ int DryRunCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
     }
     fmt::print(out, "estimated duration: {:.1f} s (estimate: the sample's pace, plus writes at about {} rows/s)\n",
                seconds, WithThousands(static_cast<uint64_t>(kAssumedWriteRowsPerSecond)));
+    fmt::print(out, "finality: {}\n",
+               proves ? "missing ids would be proven final by the server's open transactions"
+                      : "missing ids would be judged final by the event table's times and ids (the server does "
+                        "not show its open transactions: grant PROCESS, or it is a Galera node or a replica)");
     if (blockers.empty()) {
       fmt::print(out, "a real run could start: every grant is there and no other run holds a lock\n");
     } else {

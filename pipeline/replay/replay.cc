@@ -359,6 +359,7 @@ Status Build::StartReader(const GapSet& watched) {
   ro.start_after_id = start_after_;
   ro.head_id = sum_.head_id;
   ro.watched = watched;
+  ro.prove_with_server = !reads_replica_;  // a replica's transactions are not the primary's
   Result<std::unique_ptr<Reader>> reader = Reader::Make(std::move(*reader_conn), ro);
   if (!reader.ok()) return reader.status();
   reader_ = std::move(*reader);
@@ -445,6 +446,7 @@ void Build::Collect() {
   sum_.late_events = reader_->late_events();
   sum_.gaps_given_up = reader_->gaps_given_up();
   sum_.holes_watched_peak = reader_->peak_watched_gaps();
+  sum_.finality = reader_->proves_with_server() ? "server" : "fallback";
   for (size_t i = 0; i < runners_.size(); ++i) {
     const RunnerStats& st = runners_[i]->stats();
     ProjectorSummary& ps = sum_.projectors[i];

@@ -163,19 +163,25 @@ Result<bool> HasColumn(Connection& c, const EventTableOptions& e, const std::str
   return *n && **n != "0";
 }
 
+// The server's clock when the statement began, in microseconds since the epoch: read in no
+// time zone (UNIX_TIMESTAMP() and NOW(6) are the same instant), so no change of hour folds it.
+constexpr const char* kServerMicros = "UNIX_TIMESTAMP() * 1000000 + MICROSECOND(NOW(6))";
+
 // The head: the highest id and (with_time) its time column, in one indexed look, with the
 // server's clock when it was read.
 Result<Head> HeadOf(Connection& c, const EventTableOptions& e, bool with_time) {
   const std::string id = QuoteIdentifier(e.id_column);
   Result<Rows> rows = c.Query(fmt::format(
-      "SELECT UNIX_TIMESTAMP(), h.* FROM (SELECT 1) one LEFT JOIN (SELECT {}{} FROM {} ORDER BY {} DESC LIMIT 1) h "
-      "ON TRUE",
-      id, with_time ? ", " + QuoteIdentifier(e.time_column) : "", QuoteIdentifier(e.table), id));
+      "SELECT {}, h.* FROM (SELECT 1) one LEFT JOIN (SELECT {}{} FROM {} ORDER BY {} DESC LIMIT 1) h ON TRUE",
+      kServerMicros, id, with_time ? ", " + QuoteIdentifier(e.time_column) : "", QuoteIdentifier(e.table), id));
   if (!rows.ok()) return rows.status();
   Head head;
   if (rows->rows.empty()) return head;
   const auto& row = rows->rows[0];
-  if (row[0]) head.server_time = std::strtoll(row[0]->c_str(), nullptr, 10);
+  if (row[0]) {
+    head.server_us = std::strtoll(row[0]->c_str(), nullptr, 10);
+    head.server_time = *head.server_us / 1'000'000;
+  }
   if (!row[1]) return head;  // an empty table
   std::optional<EventId> parsed = ParseEventId(*row[1]);
   if (!parsed) return Status::InvalidInput(fmt::format("the head id '{}' is not an integer", *row[1]));
@@ -184,13 +190,15 @@ Result<Head> HeadOf(Connection& c, const EventTableOptions& e, bool with_time) {
   return head;
 }
 
-// Whether the server can say which transactions are open: InnoDB's INNODB_TRX, readable with
-// the PROCESS grant, and not on a Galera node (it shows only that node's transactions).
+}  // namespace
+
 bool CanSeeOpenTransactions(Connection& c) {
   Result<std::optional<std::string>> wsrep = c.QueryValue("SELECT @@wsrep_on");
   if (wsrep.ok() && *wsrep && **wsrep != "0" && **wsrep != "OFF") return false;
   return c.QueryValue("SELECT COUNT(*) FROM information_schema.INNODB_TRX").ok();
 }
+
+namespace {
 
 bool HasFourByteCharacter(const std::string& text) {
   for (unsigned char ch : text) {
@@ -300,6 +308,7 @@ Reader::Reader(std::unique_ptr<Connection> c, std::vector<std::unique_ptr<Connec
   // not known, so each is judged as written when the run starts.
   known_ = known;
   for (const IdRange& r : options_.watched.ranges()) Watch(r, known_.time);
+  // The first sample is taken in Make, once proves_ is known.
   if (!watched_.empty()) queued_check_ = GapCheck::kRecheck;
 }
 
@@ -331,10 +340,11 @@ Result<std::unique_ptr<Reader>> Reader::Make(std::unique_ptr<Connection> connect
     if (!c.ok()) return c.status().With("opening the reader's second connection");
     helpers.push_back(std::move(*c));
   }
-  const bool sees_transactions = CanSeeOpenTransactions(*connection);
+  const bool proves = options.prove_with_server && CanSeeOpenTransactions(*connection);
   auto reader = std::unique_ptr<Reader>(new Reader(std::move(connection), std::move(helpers), options, *compare,
                                                    *query_bytes, time_index, *known));
-  reader->sees_transactions_ = sees_transactions;
+  reader->proves_ = proves;
+  reader->Sample(*known);
   return reader;
 }
 
@@ -417,16 +427,35 @@ std::unique_ptr<Batch> Reader::NewBatch() {
   return batch;
 }
 
-bool Reader::FinalAgainst(const IdRange& hole, const std::optional<int64_t>& time, const Head& known) const {
-  if (time_index_ >= 0) {
-    return time && known.time && static_cast<double>(*known.time - *time) >= options_.settle_seconds;
+bool Reader::FinalAgainst(const IdRange& hole, const std::optional<int64_t>& time, const Head& known,
+                          EventId final_below) const {
+  if (proves_) {
+    if (final_below != kBeforeFirstId && hole.hi <= final_below) return true;
+    return proof_stalled_ && FallbackFinal(hole, time, known);
   }
-  return known.id != kBeforeFirstId && hole.hi <= known.id - settle_ids_;
+  return FallbackFinal(hole, time, known);
+}
+
+bool Reader::FallbackFinal(const IdRange& hole, const std::optional<int64_t>& time, const Head& known) const {
+  if (time_index_ < 0) return FarBelow(hole, known, settle_ids_);
+  return AgedBy(time, known) && FarBelow(hole, known, kDefaultSettleIds);
+}
+
+bool Reader::AgedBy(const std::optional<int64_t>& time, const Head& known) const {
+  if (!time || !known.time) return false;
+  // The head's time, never later than the server's clock when it was read: a writer whose
+  // clock runs ahead cannot age the holes below it.
+  const int64_t head_time = known.server_time ? std::min(*known.time, *known.server_time) : *known.time;
+  return static_cast<double>(head_time - *time) >= options_.settle_seconds;
+}
+
+bool Reader::FarBelow(const IdRange& hole, const Head& known, EventId ids) {
+  return known.id != kBeforeFirstId && known.id >= ids && hole.hi <= known.id - ids;
 }
 
 void Reader::Watch(IdRange range, std::optional<int64_t> time,
-                   std::optional<std::chrono::steady_clock::time_point> since, std::optional<int64_t> read_after) {
-  watched_.emplace(range.lo, Hole{range.hi, time, since.value_or(std::chrono::steady_clock::now()), read_after});
+                   std::optional<std::chrono::steady_clock::time_point> since) {
+  watched_.emplace(range.lo, Hole{range.hi, time, since.value_or(std::chrono::steady_clock::now())});
   if (time) by_time_.emplace(*time, range.lo);
   peak_watched_ = std::max<uint64_t>(peak_watched_, watched_.size() + due_.size());
   if (watched_.size() <= kMaxWatched) return;
@@ -449,17 +478,31 @@ void Reader::Unwatch(std::map<EventId, Hole>::iterator it) {
 }
 
 void Reader::MarkDue() {
+  // Proven: every watched hole up to final_below_ (holes do not overlap: his rise with los).
+  while (proves_ && !watched_.empty() && watched_.begin()->second.hi <= final_below_) {
+    due_.Add({watched_.begin()->first, watched_.begin()->second.hi});
+    Unwatch(watched_.begin());
+  }
+  if (proves_ && !proof_stalled_) return;
   if (time_index_ >= 0) {
-    while (!by_time_.empty()) {
-      auto [time, lo] = *by_time_.begin();
+    const auto now = std::chrono::steady_clock::now();
+    const auto window = std::chrono::duration<double>(options_.settle_seconds);
+    // Oldest by time first; the walk stops at the first hole too recent by time (the rest
+    // are newer), and passes over one the ids' part of the rule still holds back.
+    for (auto t = by_time_.begin(); t != by_time_.end();) {
+      const auto [time, lo] = *t++;
       auto it = watched_.find(lo);
-      if (!FinalAgainst({lo, it->second.hi}, time, known_)) break;
-      due_.Add({lo, it->second.hi});
-      Unwatch(it);
+      const IdRange hole{lo, it->second.hi};
+      if (!AgedBy(time, known_)) break;
+      // Far enough below the head, or watched the settle window by this process's own clock.
+      if (FarBelow(hole, known_, kDefaultSettleIds) || now - it->second.since >= window) {
+        due_.Add(hole);
+        Unwatch(it);  // erases (time, lo), behind t
+      }
     }
     return;
   }
-  while (!watched_.empty() && FinalAgainst({watched_.begin()->first, watched_.begin()->second.hi}, {}, known_)) {
+  while (!watched_.empty() && FallbackFinal({watched_.begin()->first, watched_.begin()->second.hi}, {}, known_)) {
     due_.Add({watched_.begin()->first, watched_.begin()->second.hi});
     Unwatch(watched_.begin());
   }
@@ -468,32 +511,87 @@ void Reader::MarkDue() {
 void Reader::ExtendHead(const Head& head) {
   head_id_ = head.id;
   if (head.id > known_.id) known_ = head;
+  Sample(head);
   MarkDue();
 }
 
-Status Reader::ProveByOpenTransactions() {
-  if (!sees_transactions_ || watched_.empty()) return Status::Ok();
-  WaitForStartedPages();
-  // INNODB_TRX shows trx_started in the server's system time zone: read it there.
-  Result<Rows> r = connection_->Query(
-      "SET STATEMENT time_zone = 'SYSTEM' FOR SELECT UNIX_TIMESTAMP(MIN(trx_started)), UNIX_TIMESTAMP() FROM "
-      "information_schema.INNODB_TRX");
-  if (!r.ok() || r->rows.empty()) return Status::Ok();  // a proof, not a need: go without it
-  const auto& row = r->rows[0];
-  const int64_t now = row[1] ? std::strtoll(row[1]->c_str(), nullptr, 10) : 0;
-  const int64_t oldest = row[0] ? std::strtoll(row[0]->c_str(), nullptr, 10) : now + 2;
-  // A hole read after a head read at second R: the transaction that took its id began
-  // before R. If every open transaction began at R + 2 or later (a second's margin for the
-  // clocks' resolution), that one has ended: read once more, the hole is final.
-  for (auto it = watched_.begin(); it != watched_.end();) {
-    auto next = std::next(it);
-    if (it->second.read_after && *it->second.read_after + 2 <= oldest) {
-      due_.Add({it->first, it->second.hi});
-      Unwatch(it);
-    }
-    it = next;
+void Reader::Sample(const Head& head) {
+  if (!proves_ || !head.server_us || head.id == kBeforeFirstId || head.id <= final_below_) return;
+  if (!samples_.empty() && head.id <= samples_.back().second) return;  // the older sample proves sooner
+  if (samples_.size() >= kMaxSamples) {
+    samples_.back() = {*head.server_us, head.id};  // still true: that id was visible by then
+  } else {
+    samples_.emplace_back(*head.server_us, head.id);
   }
+}
+
+Status Reader::ProveByOpenTransactions() {
+  if (!proves_ || samples_.empty()) return Status::Ok();
+  // Not more often than this: INNODB_TRX is a cache, refreshed only once nobody has read it
+  // for 0.1 s, so polling it faster would keep it from being refreshed at all.
+  constexpr auto kProofEvery = std::chrono::milliseconds(250);
+  const auto started = std::chrono::steady_clock::now();
+  if (started - last_proof_ < kProofEvery) return Status::Ok();
+  last_proof_ = started;
+  if (!proof_) {  // (re)opened here: a proof is never a need, so a failure only delays it
+    Result<std::unique_ptr<Connection>> c = Connection::Open(connection_->options());
+    if (!c.ok()) return Status::Ok();
+    proof_ = std::move(*c);
+  }
+  Result<Rows> r = ProofQuery(*proof_);
+  if (!r.ok()) {
+    proof_.reset();
+    return Status::Ok();
+  }
+  const auto& row = r->rows[0];
+  // The canary (this connection's own transaction, begun after `since`) not shown: the
+  // cache predates it (someone else reads INNODB_TRX too often), so it proves nothing.
+  if (!row[2] || *row[2] == "0" || !row[1]) return Status::Ok();
+  const int64_t since = std::strtoll(row[1]->c_str(), nullptr, 10);
+  const bool open = row[0].has_value();  // some writing transaction is open
+  const int64_t oldest = open ? std::strtoll(row[0]->c_str(), nullptr, 10) * 1'000'000 : since;
+  // A sample (t, H): every id <= H was taken before t, give or take the instant between a
+  // statement's NOW() and its snapshot, by a transaction begun by then. The cache was built
+  // after `since` and lists every transaction open then; if every writer it lists began
+  // after t, the one that took a hole's id below H has ended.
+  const int64_t bound = std::min(since, oldest) - kProofMarginUs;
+  while (!samples_.empty() && samples_.front().first < bound) {
+    final_below_ = std::max(final_below_, samples_.front().second);
+    samples_.pop_front();
+  }
+  // A transaction open longer than the settle window holds the proof back: judge by the
+  // fallback rule meanwhile (said once), as the window promised.
+  const bool stalled = !samples_.empty() && open &&
+                       static_cast<double>(since - oldest) >= options_.settle_seconds * 1e6;
+  if (stalled && !warned_stall_) {
+    PrintLine(fmt::format("a transaction open for {} s holds back the proof that holes are final; "
+                          "judging them by the event table's times and ids meanwhile (see README, late commits)",
+                          (since - oldest) / 1'000'000));
+    warned_stall_ = true;
+  }
+  proof_stalled_ = stalled;
+  MarkDue();
   return Status::Ok();
+}
+
+Result<Rows> Reader::ProofQuery(Connection& c) {
+  Result<std::optional<std::string>> since = c.QueryValue(fmt::format("SELECT {}", kServerMicros));
+  if (!since.ok() || !*since) return since.ok() ? Status::Internal("the server gave no clock") : since.status();
+  if (Status s = c.Execute("START TRANSACTION WITH CONSISTENT SNAPSHOT"); !s.ok()) return s;
+  // The writers' oldest start (a plain reader's snapshot, or an autocommit SELECT, holds no
+  // id), and whether this transaction, the canary, is shown. trx_started is the server's
+  // time in whole seconds, shown in the system time zone: read there.
+  Result<Rows> r = c.Query(fmt::format(
+      "SET STATEMENT time_zone = 'SYSTEM' FOR SELECT UNIX_TIMESTAMP(MIN(CASE WHEN trx_mysql_thread_id <> "
+      "CONNECTION_ID() AND trx_autocommit_non_locking = 0 AND (trx_rows_modified > 0 OR trx_tables_locked > 0 OR "
+      "trx_tables_in_use > 0) THEN trx_started END)), {}, SUM(trx_mysql_thread_id = CONNECTION_ID()) FROM "
+      "information_schema.INNODB_TRX",
+      **since));
+  Status done = c.Execute("COMMIT");
+  if (!r.ok()) return r.status();
+  if (!done.ok()) return done;
+  if (r->rows.empty()) return Status::Internal("INNODB_TRX gave no row");
+  return r;
 }
 
 Status Reader::MoveTo(std::unique_ptr<Connection> connection) {
@@ -525,12 +623,17 @@ Status Reader::MoveTo(std::unique_ptr<Connection> connection) {
   for (Worker& w : workers_) w.thread.join();
   workers_.clear();
   quit_ = false;
-  sees_transactions_ = CanSeeOpenTransactions(*connection);
-  // When a hole was read is the other server's clock: no proof by this one's transactions.
-  for (auto& [lo, hole] : watched_) hole.read_after.reset();
+  // The server moved to is the primary (a replica's holes may be its lag): proven by its
+  // open transactions, watched holes below its proven head are read there once more.
+  proves_ = CanSeeOpenTransactions(*connection);
+  proof_.reset();
+  samples_.clear();
+  final_below_ = kBeforeFirstId;
+  proof_stalled_ = false;
   connection_ = std::move(connection);
   helpers_ = std::move(helpers);
   query_bytes_ = *query_bytes;
+  if (Result<Head> head = HeadOf(*connection_, options_.events, time_index_ >= 0); head.ok()) Sample(*head);
   return Status::Ok();
 }
 
@@ -546,6 +649,8 @@ Result<Head> Reader::ReadHead() {
 }
 
 Result<std::unique_ptr<Batch>> Reader::Next() {
+  // The proof, a few times a second while a sampled head is not proven yet.
+  if (Status s = ProveByOpenTransactions(); !s.ok()) return s;
   if (queued_check_ || !due_.empty()) {
     std::optional<GapCheck> kind = queued_check_;
     queued_check_.reset();
@@ -578,6 +683,7 @@ Result<std::unique_ptr<Batch>> Reader::NextInline() {
   page.limit = limit;
   page.batch = NewBatch();
   page.known = known_;
+  page.final_below = final_below_;
   ReadRange(*connection_, page);
   if (page.status.ok() && throttle_ != nullptr) throttle_->Took(page.batch->rows_read);
   return Finish(page);
@@ -597,6 +703,7 @@ void Reader::StartPages() {
     page.limit = options_.batch_size;
     page.batch = NewBatch();
     page.known = known_;
+    page.final_below = final_below_;
     page.started = true;
     idle->page = &page;
     started = true;
@@ -664,6 +771,7 @@ void Reader::ReadRange(Connection& connection, Page& page) {
       [&] {
         page.last_id = page.lo;
         page.gap_times.clear();
+        page.below_times.clear();
         page.first_time.reset();
         page.any = false;
         batch.rows_read = batch.skipped = 0;
@@ -689,6 +797,7 @@ Result<std::unique_ptr<Batch>> Reader::Finish(Page& page) {
     if (last_id < page.hi) {
       page.batch->gaps.push_back({last_id + 1, page.hi});
       page.gap_times.push_back(std::nullopt);  // the event above it is in a later page
+      page.below_times.push_back(std::nullopt);
     }
     last_id = page.hi;
   }
@@ -711,7 +820,7 @@ void Reader::JudgeGaps(Page& page) {
     for (const auto& [hole, known] : trailing_) {
       auto it = watched_.find(hole.lo);
       if (it == watched_.end() || it->second.hi != hole.hi) continue;  // settled meanwhile
-      if (FinalAgainst(hole, page.first_time, known)) {  // final when it was read
+      if (!proves_ && FallbackFinal(hole, page.first_time, known)) {  // final when it was read
         settled_.push_back(hole);
         Unwatch(it);
       } else if (page.first_time) {
@@ -725,11 +834,14 @@ void Reader::JudgeGaps(Page& page) {
   size_t kept = 0;
   for (size_t i = 0; i < gaps.size(); ++i) {
     const IdRange hole = gaps[i];
-    const std::optional<int64_t>& time = page.gap_times[i];
+    std::optional<int64_t> time = page.gap_times[i];
+    // Never earlier than the event below the hole: events from a slow clock above it
+    // cannot age it.
+    if (time && page.below_times[i]) time = std::max(*time, *page.below_times[i]);
     const bool trailing = i + 1 == gaps.size() && hole.hi == page.hi && page.last_id < page.hi;
-    if (FinalAgainst(hole, time, page.known)) continue;  // final at once: nobody watches it
-    if (trailing && time_index_ >= 0) trailing_.push_back({hole, page.known});
-    Watch(hole, time, std::nullopt, page.known.server_time);
+    if (FinalAgainst(hole, time, page.known, page.final_below)) continue;  // final at once
+    if (trailing && time_index_ >= 0 && !proves_) trailing_.push_back({hole, page.known});
+    Watch(hole, time);
     gaps[kept++] = hole;
   }
   gaps.resize(kept);
@@ -740,6 +852,12 @@ Status Reader::ReadPage(Connection& connection, const std::string& sql, Page& pa
   EventId& last_id = page.last_id;
   Status bad_id;
   const int time_at = time_index_;
+  // The fallback rule also reads the time of the event below each hole: the previous row's,
+  // kept as text (parsed only at a hole).
+  const bool below = time_at >= 0 && !proves_;
+  char prev_time[64];
+  size_t prev_time_size = 0;
+  bool prev_has_time = false;
   bool after_hole = false;  // the row before this one followed a hole
   EventId first_id = 0;     // the page's first row
   Status s = connection.Stream(sql, [&](char** values, unsigned long* lengths) {
@@ -760,9 +878,22 @@ Status Reader::ReadPage(Connection& connection, const std::string& sql, Page& pa
       if (!page.any) page.first_time = time;
       if (page.any && first_row && time && page.first_time) page.first_time = std::min(*page.first_time, *time);
       if (after_hole && time && page.gap_times.back()) page.gap_times.back() = std::min(*page.gap_times.back(), *time);
-      if (hole) page.gap_times.push_back(time);
+      if (hole) {
+        page.gap_times.push_back(time);
+        page.below_times.push_back(page.any && prev_has_time
+                                       ? EventTimeSeconds(std::string_view(prev_time, prev_time_size))
+                                       : std::nullopt);
+      }
     } else if (hole) {
       page.gap_times.push_back(std::nullopt);
+      page.below_times.push_back(std::nullopt);
+    }
+    if (below) {
+      prev_has_time = values[time_at] != nullptr && lengths[time_at] <= sizeof(prev_time);
+      if (prev_has_time) {
+        prev_time_size = lengths[time_at];
+        std::copy_n(values[time_at], prev_time_size, prev_time);
+      }
     }
     after_hole = hole;
     if (hole) batch->gaps.push_back({last_id + 1, *id - 1});
@@ -831,8 +962,8 @@ Result<std::unique_ptr<Batch>> Reader::ReadGaps(std::optional<GapCheck> kind) {
     const Hole hole = it->second;
     const EventId lo = it->first;
     Unwatch(it);
-    if (lo < f) Watch({lo, f - 1}, hole.time, hole.since, hole.read_after);
-    if (f < hole.hi) Watch({f + 1, hole.hi}, hole.time, hole.since, hole.read_after);
+    if (lo < f) Watch({lo, f - 1}, hole.time, hole.since);
+    if (f < hole.hi) Watch({f + 1, hole.hi}, hole.time, hole.since);
   }
   for (const IdRange& r : due_.ranges()) settled.push_back(r);  // found ids inside come twice: harmless
   due_ = GapSet();
@@ -860,3 +991,4 @@ Result<std::unique_ptr<Batch>> Reader::ReadGaps(std::optional<GapCheck> kind) {
 }
 
 }  // namespace rw
+

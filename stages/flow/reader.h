@@ -8,25 +8,41 @@
 // ClassComparison — their payloads never cross the wire) and are counted as skipped.
 //
 // Gaps (see stages/gaps.h): an id missing between two events read may belong to a
-// transaction that is still open. It matters only while that transaction may still commit,
-// so a missing id ("hole") is judged when it is read, by the event table's own clock:
-//  - Time (the default, when the table has the time column): a hole is final at once when
-//    the event just above it (or the next one, if earlier: one event whose time runs ahead
-//    of its neighbours' does not keep a hole open) was written at least `settle_seconds`
-//    before the newest event
-//    known to be committed when its page was read (the head, by its time column: the
-//    application's clock, never the server's NOW()). Any transaction that took the hole's
-//    id began before that event was written, and an application transaction lasts less than
-//    the settle window; so rebuilding history watches nothing.
-//  - Ids (settle_ids > 0, or a table without the time column): final at once when it lies
-//    at least settle_ids ids below that head (Axon's maxGapOffset).
+// transaction that is still open. It matters only while that transaction may still commit.
+// A missing id ("hole") is final when the reader can show that no transaction that could
+// hold it is still open, in one of two ways:
+//  - By the server (the default, where it can tell: INNODB_TRX readable, the PROCESS grant,
+//    not a Galera node, not a replica). Ids are taken from the auto-increment counter in
+//    increasing order, so every id below a head H that was visible at the server's time t
+//    was taken before t, by a transaction that began before t. The reader samples the head
+//    (H, t) whenever it reads it; once every open writing transaction began after t (their
+//    trx_started, in whole seconds, against the server's own NOW(6)), every id <= H is
+//    committed or never will be: a hole below the highest such H ("final_below") read after
+//    that proof is final. No application clock takes part. INNODB_TRX is a cache, refreshed
+//    only when nobody read it for 0.1 s: each proof runs in a transaction of its own (the
+//    canary, begun after the clock it compares with) and counts only when the view shows
+//    the canary, i.e. was built after it; and proofs come at most every 250 ms. Rebuilding
+//    history watches only the holes read before the first proof (under a second's worth of
+//    reading), re-reads them once and is done.
+//    A transaction open longer than settle_seconds stalls the proof: holes are then judged
+//    by the fallback rule below (said once on the console).
+//  - By the fallback rule, where the server cannot tell. No one clock decides: a hole is
+//    final at once only when (a) the event above it (the earlier of it and the next one's
+//    time; and never earlier than the event below it, so that events from a slow clock
+//    above a hole cannot age it) was written `settle_seconds` before the head, the head's
+//    time taken no later than the server's clock when the head was read (a writer whose
+//    clock runs ahead cannot age the holes below it), and (b) it lies at least
+//    kDefaultSettleIds ids below that head, or (a watched hole) it has been watched
+//    settle_seconds by this process's own clock. With settle_ids > 0 (or a table without the
+//    time column), by ids alone: final once settle_ids ids below the head (Axon's
+//    maxGapOffset).
 // Every other hole is watched, in structures whose every operation is logarithmic, and
-// handed to the projectors in the batch's `gaps`. A watched hole becomes *due* when the
-// head moves far enough past it (ExtendHead with a newer head), and then is read once more
-// and settled: found (a late event) or final. QueueGapCheck() re-reads every watched hole:
-// a recheck settles what it found (and, following, what was watched settle_seconds by the
-// wall clock: given up, counted); a final check (under the cut-over's lock, when no insert
-// is open) settles every hole. Settled ranges reach the projectors in a later batch's
+// handed to the projectors in the batch's `gaps`. A watched hole becomes *due* when a proof
+// (or, by the fallback rule, a newer head: ExtendHead) makes it final, and then is read once
+// more and settled: found (a late event) or final. QueueGapCheck() re-reads every watched
+// hole: a recheck settles what it found (and, following, what was watched settle_seconds by
+// the wall clock: given up, counted); a final check (under the cut-over's lock, when no
+// insert is open) settles every hole. Settled ranges reach the projectors in a later batch's
 // `settled`. At most kMaxWatched holes are watched; beyond, the lowest are given up.
 //
 // A lost connection (server restart) is retried: reconnect with backoff, reread the page.
@@ -115,6 +131,9 @@ struct ReaderOptions {
   // net_buffer_length is already as large, never beyond half its max_allowed_packet, and
   // not for a page that cannot bring 256 events (a trickle in follow mode).
   size_t result_buffer = 0;
+  // Prove holes final with the server's open transactions where it can tell (see "Gaps");
+  // false for a replica, whose transactions are not the primary's.
+  bool prove_with_server = true;
 };
 
 // `sql` padded with a comment to `bytes` long (unchanged when it is as long already): a
@@ -142,6 +161,7 @@ struct Head {
   EventId id = kBeforeFirstId;
   std::optional<int64_t> time;
   std::optional<int64_t> server_time;  // the server's clock when it was read (UNIX_TIMESTAMP())
+  std::optional<int64_t> server_us;    // the same in microseconds (NOW(6))
 };
 
 // A time column's value as seconds ('YYYY-MM-DD HH:MM:SS[.f]', 'T' or a zone suffix
@@ -180,10 +200,14 @@ class Reader final : public BatchSource {
   void ExtendHead(const Head& head);
   // The next Next() returns a late batch first (see above).
   void QueueGapCheck(GapCheck kind) { queued_check_ = kind; }
-  // Where the server shows its open transactions (INNODB_TRX: the PROCESS grant, not a
-  // Galera node): marks due every watched hole read after all of them began, so it is read
-  // once more and settled. Nothing happens without that view. REQUIRES: no Next() under way.
+  // Where the server shows its open transactions (see "Gaps"): proves final the ids below
+  // every head sampled before all of them began, and marks due the watched holes among
+  // them, so that each is read once more and settled. Nothing happens without that view
+  // (proves_with_server() false). Next() calls it too, about once a second while holes
+  // are watched. REQUIRES: no Next() under way.
   Status ProveByOpenTransactions();
+  // Whether holes are proven final by the server (else by the fallback rule, "Gaps").
+  bool proves_with_server() const { return proves_; }
   // Whether holes are judged by the time column (else by ids).
   bool settles_by_time() const { return time_index_ >= 0; }
   // Reads from `connection`'s server from now on, on it and on helpers opened there (the
@@ -208,7 +232,6 @@ class Reader final : public BatchSource {
     EventId hi;
     std::optional<int64_t> time;  // of the event just above it (unknown: trailing a page)
     std::chrono::steady_clock::time_point since;
-    std::optional<int64_t> read_after;  // the server's clock at the head read before its page
   };
   // One page: the ids in (lo, hi], at most `limit` of them, read into `batch`.
   struct Page {
@@ -219,7 +242,9 @@ class Reader final : public BatchSource {
     Status status;
     bool started = false, done = false;
     Head known;  // the head known committed when the page was started
+    EventId final_below = 0;  // final_below_ when the page was started
     std::vector<std::optional<int64_t>> gap_times;  // per batch gap: the time of the event above it
+    std::vector<std::optional<int64_t>> below_times;  // per batch gap: the time of the event below it
     std::optional<int64_t> first_time;               // the time of the page's first event
     bool any = false;                                // the page read an event
   };
@@ -256,12 +281,20 @@ class Reader final : public BatchSource {
   void JudgeGaps(Page& page);
   // Watches a hole (since: when first seen, default now); gives up the lowest beyond kMaxWatched.
   void Watch(IdRange range, std::optional<int64_t> time,
-             std::optional<std::chrono::steady_clock::time_point> since = std::nullopt,
-             std::optional<int64_t> read_after = std::nullopt);
+             std::optional<std::chrono::steady_clock::time_point> since = std::nullopt);
+  // Records `head` as a sample for the proof (when it is newer than the last one).
+  void Sample(const Head& head);
   // Moves the watched holes that `known_` proves final into due_.
   void MarkDue();
-  // Whether a hole whose upper neighbour was written at `time` is final, judged against `known`.
-  bool FinalAgainst(const IdRange& hole, const std::optional<int64_t>& time, const Head& known) const;
+  // Whether a hole whose upper neighbour was written at `time` is final: proven below
+  // `final_below`, or by the fallback rule against `known` ("Gaps").
+  bool FinalAgainst(const IdRange& hole, const std::optional<int64_t>& time, const Head& known,
+                    EventId final_below) const;
+  bool FallbackFinal(const IdRange& hole, const std::optional<int64_t>& time, const Head& known) const;
+  // The fallback rule's parts: written settle_seconds before the head (its time capped at
+  // the server's clock); at least `ids` ids below the head.
+  bool AgedBy(const std::optional<int64_t>& time, const Head& known) const;
+  static bool FarBelow(const IdRange& hole, const Head& known, EventId ids);
   void Unwatch(std::map<EventId, Hole>::iterator it);
   static constexpr size_t kMaxWatched = 100'000;  // ranges; beyond, the lowest are given up
 
@@ -277,7 +310,21 @@ class Reader final : public BatchSource {
   size_t last_payload_bytes_ = 0;  // to reserve the next batch's buffer in one go
   const std::shared_ptr<BufferPool> pool_ = std::make_shared<BufferPool>();
   int time_index_ = -1;        // the time column's place in select_ (-1: judged by ids)
-  bool sees_transactions_ = false;  // ProveByOpenTransactions has INNODB_TRX to look at
+  bool proves_ = false;  // ProveByOpenTransactions has INNODB_TRX to look at (and may)
+  // The proof's samples: (server time in microseconds, head id visible then), ids rising;
+  // ids up to final_below_ are proven final.
+  std::deque<std::pair<int64_t, EventId>> samples_;
+  EventId final_below_ = kBeforeFirstId;
+  bool proof_stalled_ = false;  // a transaction open longer than settle_seconds holds it
+  bool warned_stall_ = false;
+  std::chrono::steady_clock::time_point last_proof_{};
+  static constexpr size_t kMaxSamples = 4096;  // beyond, the newest is overwritten
+  static constexpr int64_t kProofMarginUs = 50'000;
+  std::unique_ptr<Connection> proof_;  // the proof's own connection (its canary transaction)
+  // On `c`: the server's clock, then in a transaction begun after it (the canary) the
+  // oldest open writer's start (seconds, NULL: none), that clock, and whether INNODB_TRX
+  // shows the canary.
+  static Result<Rows> ProofQuery(Connection& c);
   EventId settle_ids_ = 0;     // by ids: how far below the head a hole is final
   Head known_;                 // the newest head read (committed when read)
   std::map<EventId, Hole> watched_;                  // lo -> hole
@@ -303,6 +350,11 @@ class Reader final : public BatchSource {
   std::condition_variable wake_, read_;
   bool quit_ = false;
 };
+
+// Whether the server can say which transactions are open, for the proof that holes are
+// final: InnoDB's INNODB_TRX, readable with the PROCESS grant, and not on a Galera node (it
+// shows only that node's transactions).
+bool CanSeeOpenTransactions(Connection& connection);
 
 // The highest event id in the table (kBeforeFirstId when it is empty).
 Result<EventId> ReadHeadId(Connection& connection, const EventTableOptions& events);
