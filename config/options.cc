@@ -254,6 +254,16 @@ const std::vector<OptionSpec>& Table() {
        "seconds to wait at start for the replica to show rewind's marker (its lag) before refusing it (1-86400)",
        [](ParsedOptions& o, const std::string& v) { return Seconds("read-wait", v, 1, 86400, o.read_wait_seconds); },
        Show(&ReplayPart::read_wait_seconds)},
+      {"read-check", "", Group::kReplay, false, {},
+       "how the replica is compared with the primary before its events are read: 'counts' (each chunk of ids' "
+       "count and sum of ids, index-only on both servers) or 'full' (also a checksum of every event's class and "
+       "payload: the primary reads every event once)",
+       [](ParsedOptions& o, const std::string& v) {
+         if (v != "counts" && v != "full") return Status::InvalidInput("--read-check takes 'counts' or 'full'");
+         o.read_check_full = v == "full";
+         return Status::Ok();
+       },
+       [](const ParsedOptions& o) { return std::string(o.read_check_full ? "full" : "counts"); }},
       {"flush-every", "", Group::kReplay, false, {}, "each read model commits at least every N events",
        [](ParsedOptions& o, const std::string& v) {
          return Integer("flush-every", v, 1, std::numeric_limits<int64_t>::max(), o.flush_every_events);

@@ -115,6 +115,10 @@ struct ReplayPart {
   unsigned read_port = 0;
   // How long a run waits at start to see its marker on the read server before refusing it.
   double read_wait_seconds = 60;
+  // How the replica's events are compared with the primary's before they are read
+  // (pipeline/replay/read_replica.h, CompareWithPrimary): false, each chunk of ids' count
+  // and sum of ids; true, also a checksum of every event's class and payload.
+  bool read_check_full = false;
   // A projector commits at least every this many events: what a crash can cost to redo.
   uint64_t flush_every_events = RunnerOptions().flush_every_events;  // the runner's default
   // ...and whenever it holds this many distinct pending rows: bounds memory by keys.

@@ -273,6 +273,53 @@ TEST_F(ReplicaTest, TheLagIsMeasuredAndReported) {
 // table (not replicated), or with another one; a server that is not a replica (with the
 // primary's server_id, without the database, or with an event table of its own); the primary
 // itself.
+// A replica that diverged (rows deleted on it, outside replication) is checked, not
+// trusted: refused before any work, naming the ids, the live table untouched; a changed
+// payload, which the counts cannot see, is refused by --read-check full.
+TEST_F(ReplicaTest, ADivergedReplicaIsRefusedBeforeAnyWork) {
+  ConnectionOptions o = Primary("rewind_test_replica_diverged", 20'000, 0, 0.02);
+  auto c = Connect(o);
+  ASSERT_TRUE(c);
+  ASSERT_EQ(RunRewind({"replay", "visits_per_day", "--quiet"}, Env(o)).code, 0);
+  const int64_t events = Count(*c, "SELECT COUNT(*) FROM stored_events");
+  const int64_t live = Count(*c, "SELECT SUM(`count`) FROM visits_per_day");
+  ConnectionOptions on_replica = pair_.replica;
+  on_replica.database = o.database;
+  auto r = Connect(on_replica);
+  ASSERT_TRUE(r);
+  ASSERT_TRUE(WaitUntil(*r, "SELECT COUNT(*) FROM stored_events", events));
+  // A clean replica passes the check (and says what it compared).
+  Outcome clean = RunRewind(FromReplica({"replay", "visits_per_day", "--quiet"}), Env(o));
+  ASSERT_EQ(clean.code, 0) << clean.err;
+  EXPECT_NE(clean.err.find("matches it in"), std::string::npos) << clean.err;
+  // 98 events deleted on the replica alone.
+  ASSERT_TRUE(r->Execute("SET SESSION sql_log_bin = 0").ok());
+  ASSERT_TRUE(r->Execute("DELETE FROM stored_events WHERE id > 7000 ORDER BY id LIMIT 98").ok());
+  Outcome run = RunRewind(FromReplica({"replay", "visits_per_day", "--quiet"}), Env(o));
+  EXPECT_EQ(run.code, 1) << run.err;
+  EXPECT_NE(run.err.find("differs from the primary in"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("it has diverged"), std::string::npos) << run.err;
+  EXPECT_EQ(Count(*c, "SELECT SUM(`count`) FROM visits_per_day"), live);
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND "
+                      "TABLE_NAME LIKE '%rewind_new'"),
+            0);
+  // Same ids, another payload: the counts match; the full check sees it.
+  ConnectionOptions o2 = Primary("rewind_test_replica_changed", 3'000);
+  auto c2 = Connect(o2);
+  ASSERT_TRUE(c2);
+  on_replica.database = o2.database;
+  auto r2 = Connect(on_replica);
+  ASSERT_TRUE(r2);
+  ASSERT_TRUE(WaitUntil(*r2, "SELECT COUNT(*) FROM stored_events", Count(*c2, "SELECT COUNT(*) FROM stored_events")));
+  ASSERT_TRUE(r2->Execute("SET SESSION sql_log_bin = 0").ok());
+  ASSERT_TRUE(r2->Execute("UPDATE stored_events SET payload = REPLACE(payload, '\"url\"', '\"url \"') WHERE id = "
+                          "(SELECT id FROM (SELECT id FROM stored_events ORDER BY id LIMIT 1 OFFSET 1500) x)")
+                  .ok());
+  Outcome full = RunRewind(FromReplica({"replay", "visits_per_day", "--quiet", "--read-check", "full"}), Env(o2));
+  EXPECT_EQ(full.code, 1) << full.err;
+  EXPECT_NE(full.err.find("other ids or other contents"), std::string::npos) << full.err;
+}
+
 TEST_F(ReplicaTest, AServerNotReplicatingTheEventTableIsRefused) {
   ConnectionOptions o = Primary("rewind_test_replica_refused", 2'000);
   auto c = Connect(o);

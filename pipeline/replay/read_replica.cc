@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <random>
 
 #include "errors/fault.h"
@@ -203,6 +204,107 @@ Result<ReplicaCheck> CheckReplica(Connection& primary, Connection& replica,
     }
   }
   return check;
+}
+
+namespace {
+
+// Per chunk of ids: "count sum [checksum]", keyed by the chunk's number.
+Result<std::map<std::string, std::string>> ChunkSums(Connection& c, const EventTableOptions& e, EventId lo,
+                                                     EventId hi, EventId chunk, bool full,
+                                                     const std::vector<std::string>* only) {
+  const std::string id = QuoteIdentifier(e.id_column);
+  std::string what = fmt::format("COUNT(*), SUM({})", id);
+  if (full) {
+    const std::string type = e.type_path.empty() ? QuoteIdentifier(e.type_column) : std::string("''");
+    what += fmt::format(", BIT_XOR(CRC32(CONCAT_WS(0x1f, {}, {})))", type, QuoteIdentifier(e.payload_column));
+  }
+  std::string where = fmt::format("{} > {} AND {} <= {}", id, IdText(lo), id, IdText(hi));
+  if (only != nullptr) {
+    std::string keys;
+    for (const std::string& k : *only) keys += (keys.empty() ? "" : ", ") + k;
+    where += fmt::format(" AND FLOOR({} / {}) IN ({})", id, IdText(chunk), keys);
+  }
+  Result<Rows> rows = c.Query(fmt::format("SELECT FLOOR({0} / {1}) AS k, {2} FROM {3} WHERE {4} GROUP BY k",
+                                          id, IdText(chunk), what, QuoteIdentifier(e.table), where));
+  if (!rows.ok()) return rows.status();
+  std::map<std::string, std::string> out;
+  for (const auto& row : rows->rows) {
+    std::string v;
+    for (size_t i = 1; i < row.size(); ++i) v += (i > 1 ? " " : "") + row[i].value_or("NULL");
+    out[row[0].value_or("NULL")] = v;
+  }
+  return out;
+}
+
+// The keys whose values differ (or that one side lacks).
+std::vector<std::string> Differing(const std::map<std::string, std::string>& a,
+                                   const std::map<std::string, std::string>& b) {
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : a) {
+    auto it = b.find(k);
+    if (it == b.end() || it->second != v) keys.push_back(k);
+  }
+  for (const auto& [k, v] : b) {
+    if (!a.count(k)) keys.push_back(k);
+  }
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  return keys;
+}
+
+std::string Described(const std::map<std::string, std::string>& m, const std::string& k) {
+  auto it = m.find(k);
+  if (it == m.end()) return "0 events";
+  return it->second.substr(0, it->second.find(' ')) + " events";
+}
+
+}  // namespace
+
+Result<ReplicaComparison> CompareWithPrimary(Connection& primary, Connection& replica,
+                                             const EventTableOptions& events, EventId head, bool full,
+                                             const std::string& run_id, const std::string& lock_prefix,
+                                             const std::string& locked_table, double wait_seconds,
+                                             const std::atomic<bool>& stop) {
+  ReplicaComparison out;
+  if (head == kBeforeFirstId) return out;
+  Result<std::optional<std::string>> low =
+      primary.QueryValue(fmt::format("SELECT MIN({}) FROM {}", QuoteIdentifier(events.id_column),
+                                     QuoteIdentifier(events.table)));
+  if (!low.ok()) return low.status();
+  const EventId lo = (*low ? ParseEventId(**low).value_or(1) : 1) - 1;
+  if (lo >= head) return out;
+  const EventId chunk = std::max<EventId>(10'000, (head - lo) / 256 + 1);
+  auto timed = [&](auto&& f) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = f();
+    out.primary_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return r;
+  };
+  Result<std::map<std::string, std::string>> p =
+      timed([&] { return ChunkSums(primary, events, lo, head, chunk, full, nullptr); });
+  if (!p.ok()) return p.status().With("comparing the replica with the primary (on the primary)");
+  Result<std::map<std::string, std::string>> r = ChunkSums(replica, events, lo, head, chunk, full, nullptr);
+  if (!r.ok()) return r.status().With("comparing the replica with the primary (on the replica)");
+  out.chunks = p->size();
+  std::vector<std::string> differ = Differing(*p, *r);
+  if (differ.empty()) return out;
+  // Again, once a new marker shows that the replica holds what the primary had committed.
+  p = timed([&] { return ChunkSums(primary, events, lo, head, chunk, full, &differ); });
+  if (!p.ok()) return p.status();
+  Result<ReplicaCheck> again =
+      CheckReplica(primary, replica, events, run_id, lock_prefix, locked_table, wait_seconds, stop);
+  if (!again.ok()) return again.status();
+  r = ChunkSums(replica, events, lo, head, chunk, full, &differ);
+  if (!r.ok()) return r.status();
+  for (const std::string& k : Differing(*p, *r)) {
+    const EventId n = ParseEventId(k).value_or(0);
+    out.diverged.push_back({std::max(lo + 1, n * chunk), std::min(head, n * chunk + chunk - 1)});
+    if (out.first_difference.empty()) {
+      out.first_difference = fmt::format("primary {}, replica {}", Described(*p, k), Described(*r, k));
+      if (Described(*p, k) == Described(*r, k)) out.first_difference += " (other ids or other contents)";
+    }
+  }
+  return out;
 }
 
 }  // namespace rw

@@ -281,12 +281,29 @@ Status Build::CheckTheReadServer() {
   Result<ReplicaCheck> check = CheckReplica(*admin_, **c, o_.events, sum_.run_id, plan_.lock_prefix,
                                             lock_tables_.front(), o_.read_wait_seconds, stop_);
   if (!check.ok()) return check.status();
+  // Checked, not trusted: what it holds of the ids to read, chunk by chunk, against the primary.
+  Result<ReplicaComparison> compared =
+      CompareWithPrimary(*admin_, **c, o_.events, sum_.head_id, o_.read_check_full, sum_.run_id, plan_.lock_prefix,
+                         lock_tables_.front(), o_.read_wait_seconds, stop_);
+  if (!compared.ok()) return compared.status();
+  if (!compared->diverged.empty()) {
+    const IdRange& first = compared->diverged.front();
+    return Status::InvalidInput(fmt::format(
+        "the read server {} differs from the primary in {} of {} chunks of ids, the first ids {} to {} ({}), "
+        "also after it showed a new marker: it has diverged (rows changed on it outside replication?). Nothing "
+        "was created; rebuild reading from the primary (without --read-host/--read-socket), or repair the "
+        "replica (pt-table-sync) and run again",
+        (*c)->options().Describe(), compared->diverged.size(), compared->chunks, IdText(first.lo),
+        IdText(first.hi), compared->first_difference));
+  }
   fmt::print(
       stderr,
       "rewind: reading the events up to id {} from the replica {}: it lags {:.3f} s behind the "
-      "primary (a marker written there was seen after that); the catch-up and the cut-over read "
-      "the primary\n",
-      IdText(sum_.head_id), (*c)->options().Describe(), check->lag_seconds);
+      "primary (a marker written there was seen after that) and matches it in {} chunks of ids ({}; "
+      "{:.2f} s on the primary); the catch-up and the cut-over read the primary\n",
+      IdText(sum_.head_id), (*c)->options().Describe(), check->lag_seconds, compared->chunks,
+      o_.read_check_full ? "counts, sums of ids and checksums of every event" : "counts and sums of ids",
+      compared->primary_seconds);
   sum_.replica_lag_seconds = check->lag_seconds;
   read_server_ = std::move(*c);
   return Status::Ok();

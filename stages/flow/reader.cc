@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <thread>
 
 #include "projectors/civil_time.h"
 #include "errors/fault.h"
@@ -345,6 +346,19 @@ Result<std::unique_ptr<Reader>> Reader::Make(std::unique_ptr<Connection> connect
                                                    *query_bytes, time_index, *known));
   reader->proves_ = proves;
   reader->Sample(*known);
+  // The first proof before the first page, so that rebuilding history watches nothing: it
+  // can succeed once the server's clock has moved kProofMarginUs past the sample (and, on a
+  // busy server, once the writers open then have ended: up to kFirstProofWait).
+  if (proves) {
+    constexpr auto kFirstProofWait = std::chrono::milliseconds(1500);
+    const auto deadline = std::chrono::steady_clock::now() + kFirstProofWait;
+    std::this_thread::sleep_for(std::chrono::microseconds(kProofMarginUs + 10'000));
+    for (;;) {
+      reader->Prove();
+      if (reader->samples_.empty() || std::chrono::steady_clock::now() >= deadline) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(150));  // > the cache's 0.1 s
+    }
+  }
   return reader;
 }
 
@@ -530,23 +544,27 @@ Status Reader::ProveByOpenTransactions() {
   // Not more often than this: INNODB_TRX is a cache, refreshed only once nobody has read it
   // for 0.1 s, so polling it faster would keep it from being refreshed at all.
   constexpr auto kProofEvery = std::chrono::milliseconds(250);
-  const auto started = std::chrono::steady_clock::now();
-  if (started - last_proof_ < kProofEvery) return Status::Ok();
-  last_proof_ = started;
+  if (std::chrono::steady_clock::now() - last_proof_ < kProofEvery) return Status::Ok();
+  Prove();
+  return Status::Ok();
+}
+
+void Reader::Prove() {
+  last_proof_ = std::chrono::steady_clock::now();
   if (!proof_) {  // (re)opened here: a proof is never a need, so a failure only delays it
     Result<std::unique_ptr<Connection>> c = Connection::Open(connection_->options());
-    if (!c.ok()) return Status::Ok();
+    if (!c.ok()) return;
     proof_ = std::move(*c);
   }
   Result<Rows> r = ProofQuery(*proof_);
   if (!r.ok()) {
     proof_.reset();
-    return Status::Ok();
+    return;
   }
   const auto& row = r->rows[0];
   // The canary (this connection's own transaction, begun after `since`) not shown: the
   // cache predates it (someone else reads INNODB_TRX too often), so it proves nothing.
-  if (!row[2] || *row[2] == "0" || !row[1]) return Status::Ok();
+  if (!row[2] || *row[2] == "0" || !row[1]) return;
   const int64_t since = std::strtoll(row[1]->c_str(), nullptr, 10);
   const bool open = row[0].has_value();  // some writing transaction is open
   const int64_t oldest = open ? std::strtoll(row[0]->c_str(), nullptr, 10) * 1'000'000 : since;
@@ -571,7 +589,6 @@ Status Reader::ProveByOpenTransactions() {
   }
   proof_stalled_ = stalled;
   MarkDue();
-  return Status::Ok();
 }
 
 Result<Rows> Reader::ProofQuery(Connection& c) {

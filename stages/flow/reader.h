@@ -21,9 +21,9 @@
 //    that proof is final. No application clock takes part. INNODB_TRX is a cache, refreshed
 //    only when nobody read it for 0.1 s: each proof runs in a transaction of its own (the
 //    canary, begun after the clock it compares with) and counts only when the view shows
-//    the canary, i.e. was built after it; and proofs come at most every 250 ms. Rebuilding
-//    history watches only the holes read before the first proof (under a second's worth of
-//    reading), re-reads them once and is done.
+//    the canary, i.e. was built after it; and proofs come at most every 250 ms. Make() makes
+//    the first proof before the first page (waiting up to 1.5 s for the writers open at the
+//    start to end), so rebuilding history watches nothing.
 //    A transaction open longer than settle_seconds stalls the proof: holes are then judged
 //    by the fallback rule below (said once on the console).
 //  - By the fallback rule, where the server cannot tell. No one clock decides: a hole is
@@ -325,6 +325,8 @@ class Reader final : public BatchSource {
   // oldest open writer's start (seconds, NULL: none), that clock, and whether INNODB_TRX
   // shows the canary.
   static Result<Rows> ProofQuery(Connection& c);
+  // One proof now (ProveByOpenTransactions without its pacing).
+  void Prove();
   EventId settle_ids_ = 0;     // by ids: how far below the head a hole is final
   Head known_;                 // the newest head read (committed when read)
   std::map<EventId, Hole> watched_;                  // lo -> hole
