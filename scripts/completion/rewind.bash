@@ -12,7 +12,7 @@ _rewind_valued="--socket --host --port --user --database --connect-timeout --con
   --events-table --id-column --type-column --type-path --payload-column --event-class
   --uuid-column --time-column --poll --settle --settle-ids --cutover-timeout --batch-size
   --max-in-flight --read-connections --result-buffer --read-host --read-port --read-socket
-  --read-wait --flush-every --flush-max-rows --write-every --models
+  --read-wait --read-check --flush-every --flush-max-rows --write-every --models
   --progress --stats-json --only --stress-database --out --repeat --budget-ms --sample --max-events-per-second
   --throttle-threads-running --max-failures --until-id --until-time --into --against
   --format --textfile"
@@ -35,6 +35,10 @@ _rewind() {
       ;;
     --progress)
       COMPREPLY=($(compgen -W "auto bar plain none" -- "$cur"))
+      return 0
+      ;;
+    --read-check)
+      COMPREPLY=($(compgen -W "counts full" -- "$cur"))
       return 0
       ;;
     --format)
