@@ -4,10 +4,9 @@
 
 #include <algorithm>
 #include <charconv>
-#include <fstream>
-#include <sstream>
 #include <toml++/toml.h>
 
+#include "config/careful_file.h"
 #include "projectors/projector.h"
 #include "stages/db/checkpoint_store.h"
 #include "stages/db/table_admin.h"
@@ -445,11 +444,9 @@ Result<std::vector<ModelPlan>> ParseModels(std::string_view text, const std::str
 }
 
 Result<std::vector<ModelPlan>> LoadModels(const std::string& file, const std::string& events_table) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return Status::NotFound(fmt::format("cannot read the models file '{}'", file));
-  std::stringstream text;
-  text << in.rdbuf();
-  return ParseModels(text.str(), file, events_table);
+  Result<CarefulFile> read = ReadCarefully(file, "models file");
+  if (!read.ok()) return read.status();
+  return ParseModels(read->text, file, events_table);
 }
 
 }  // namespace rw

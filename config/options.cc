@@ -1,5 +1,7 @@
 #include "config/options.h"
 
+#include "config/careful_file.h"
+
 #include "projectors/civil_time.h"
 #include "stages/db/table_admin.h"
 
@@ -17,6 +19,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <sstream>
 
 // Where the config search looks after the user's file (cmake/package.cmake defines them).
 #ifndef REWIND_SYSTEM_CONFIG
@@ -538,16 +541,12 @@ struct Applier {
 // `key = value` lines. `#` starts a comment only at the start of a line (a password may
 // hold one); a value may be quoted ("..." or '...'); a UTF-8 BOM is skipped; a boolean
 // option takes true/false/yes/no/on/off/1/0.
+// The file is read carefully (config/careful_file.h): refused when every user may write it,
+// and a password in it refused when it belongs to another user.
 Status ReadConfigFile(const std::string& path, Applier& a) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    return Status::InvalidInput(fmt::format("config file '{}' is a directory", path));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return Status::NotFound(
-        fmt::format("cannot read config file '{}': {}", path, std::strerror(errno)));
-  }
+  Result<CarefulFile> file = ReadCarefully(path, "config file");
+  if (!file.ok()) return file.status();
+  std::istringstream in(file->text);
   std::string line;
   for (int n = 1; std::getline(in, line); ++n) {
     if (n == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
@@ -569,6 +568,9 @@ Status ReadConfigFile(const std::string& path, Applier& a) {
     if (Find(key) == nullptr) {
       return Status::InvalidInput(
           fmt::format("{}:{}: unknown key '{}' (keys are the long flag names of rewind --help)", path, n, key));
+    }
+    if (key == "password") {
+      if (Status s = RefuseSecretFrom(*file, path, "config file", "a password"); !s.ok()) return s;
     }
     if (key == "models" && !value.empty() && value[0] != '/') {  // beside the config file
       value = (std::filesystem::path(path).parent_path() / value).lexically_normal().string();

@@ -261,6 +261,83 @@ std::vector<std::string> KeptAmongTheFirst(size_t n) {
   return want;
 }
 
+// Issue 37 part 4. The log with one line of 50 KB (a 20 KB referer, a 30 KB agent) after the
+// first `k` lines, then 50 more. Returns the file; `k` is the first kept line from 100 on.
+std::string LogWithALongLine(size_t& k, const std::string& name) {
+  const std::vector<std::string> lines = LogLines();
+  const std::vector<Expected> reference = ReferenceIngest(kLog);
+  k = 100;
+  while (reference[k].reason != "kept") ++k;
+  // The kept line with its referer and agent (its last two quoted fields) made long.
+  const std::string& l = lines[k];
+  const size_t agent = l.rfind(" \"", l.size() - 3);
+  const size_t referer = l.rfind(" \"", agent - 1);
+  const std::string longer = l.substr(0, referer) + " \"http://example.com/" + std::string(20000, 'r') +
+                             "\" \"Mozilla/5.0 " + std::string(30000, 'a') + "\"\n";
+  const std::string file = ::testing::TempDir() + "/" + name;
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  for (size_t i = 0; i < k; ++i) out << lines[i];
+  out << longer;
+  for (size_t i = k + 1; i < k + 51; ++i) out << lines[i];
+  return file;
+}
+
+// A line whose event does not fit the payload column (TEXT: 65,535 bytes) is refused with its
+// line number and nothing of it is stored cut: the lines before it are stored, the position
+// stays before it, and the next run refuses it again rather than skip it or store it twice.
+TEST(Ingest, ALineThatDoesNotFitThePayloadColumnIsRefusedByItsNumber) {
+  ConnectionOptions o = EmptyStore("rewind_test_ingest_long_line");
+  auto c = Connect(o);
+  size_t k = 0;
+  const std::string file = LogWithALongLine(k, "rewind_long_line.log");
+  const std::vector<std::string> lines = LogLines();
+  uint64_t before = 0;
+  for (size_t i = 0; i < k; ++i) before += lines[i].size();
+  for (int run = 0; run < 2; ++run) {
+    Outcome refused = RunRewind({"ingest", file, "--batch-size", "30"}, Env(o));
+    EXPECT_NE(refused.code, 0) << refused.out;
+    EXPECT_NE(refused.err.find(fmt::format("line {}", k + 1)), std::string::npos) << refused.err;
+    EXPECT_NE(refused.err.find("65,535"), std::string::npos) << refused.err;
+    EXPECT_EQ(StoredVisits(*c), KeptAmongTheFirst(k)) << "run " << run;
+    EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM stored_events WHERE NOT JSON_VALID(payload)"), 0);
+    EXPECT_EQ(Count(*c, "SELECT byte_offset FROM rewind_ingest_positions"), static_cast<int64_t>(before));
+  }
+  // Widened, the column takes it whole, and the rest after it.
+  ASSERT_TRUE(c->Execute("ALTER TABLE stored_events MODIFY payload MEDIUMTEXT NULL").ok());
+  Outcome widened = RunRewind({"ingest", file, "--batch-size", "30"}, Env(o));
+  ASSERT_EQ(widened.code, 0) << widened.err;
+  EXPECT_EQ(StoredVisits(*c), KeptAmongTheFirst(k + 51));
+  EXPECT_EQ(Count(*c, "SELECT MAX(CHAR_LENGTH(JSON_VALUE(payload, '$.userAgent'))) FROM stored_events"),
+            30000 + 12);
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM stored_events WHERE NOT JSON_VALID(payload)"), 0);
+  std::remove(file.c_str());
+}
+
+// Every warning of a load is read: a uuid column narrower than a uuid (the server would cut
+// each one to its width) stops the ingest before its batch is stored, with the server's words.
+TEST(Ingest, AWarningOfTheServerStopsTheBatchItCameFrom) {
+  ConnectionOptions o = FreshDatabase("rewind_test_ingest_warning");
+  auto c = Connect(o);
+  ASSERT_TRUE(c->Execute("CREATE TABLE stored_events (id BIGINT AUTO_INCREMENT PRIMARY KEY, uuid CHAR(8) NOT "
+                         "NULL, eventClass VARCHAR(255) NOT NULL, payload TEXT NULL, createdAt DATETIME NOT "
+                         "NULL) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4")
+                  .ok());
+  auto mode = c->QueryValue("SELECT @@GLOBAL.sql_mode");
+  ASSERT_TRUE(mode.ok() && *mode);
+  struct Restore {
+    Connection& c;
+    std::string mode;
+    ~Restore() { EXPECT_TRUE(c.Execute("SET GLOBAL sql_mode = " + c.Quote(mode)).ok()); }
+  } restore{*c, **mode};
+  for (const std::string& m : {**mode, std::string()}) {  // the server's own, then not strict
+    ASSERT_TRUE(c->Execute("SET GLOBAL sql_mode = " + c->Quote(m)).ok());
+    Outcome run = RunRewind({"ingest", kLog, "--batch-size", "500"}, Env(o));
+    EXPECT_NE(run.code, 0) << "sql_mode '" << m << "'";
+    EXPECT_NE(run.err.find("uuid"), std::string::npos) << run.err;
+    EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM stored_events"), 0) << "sql_mode '" << m << "'";
+  }
+}
+
 // Two `rewind ingest` of one file at once: the second is refused, naming the file, while
 // the first holds a batch's transaction open (a fault point, not a sleep); the first then
 // ends and every line is stored once.

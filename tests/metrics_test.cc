@@ -236,6 +236,35 @@ TEST_F(MetricsTest, TextfileIsReplacedByARename) {
   std::filesystem::remove_all(dir);
 }
 
+// Issue 37 part 5: the temporary file is made afresh (O_EXCL, never through a symlink
+// another user planted at the name it would take) and is 0644 whatever the umask, as the
+// textfile collector's user must read it. The name an older rewind took was predictable,
+// `.rewind.prom.<pid>.tmp`: a shell plants a symlink there for its own pid, then execs
+// rewind under that pid.
+TEST_F(MetricsTest, TextfileIsWrittenThroughNoPlantedSymlinkAndIsReadableByTheCollector) {
+  const std::string dir = ::testing::TempDir() + "/rewind_textfile_link_" + std::to_string(getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string file = dir + "/rewind.prom", victim = dir + "/victim";
+  std::ofstream(victim) << "precious\n";
+  std::vector<std::string> command = Rewind({"status", "--format", "prometheus", "--textfile", file});
+  command.insert(command.begin(), {"/bin/sh", "-c",
+                                   "ln -s \"$VICTIM\" \"$DIR/.rewind.prom.$$.tmp\" && umask 077 && exec \"$0\" \"$@\""});
+  std::vector<std::string> env = Env(options_);
+  env.push_back("VICTIM=" + victim);
+  env.push_back("DIR=" + dir);
+  Subprocess run(command, env);
+  ASSERT_EQ(run.Wait(), 0) << run.err();
+  EXPECT_EQ(ReadFile(victim), "precious\n");
+  Outcome printed = RunRewind({"status", "--format", "prometheus"}, Env(options_));
+  EXPECT_EQ(ReadFile(file), printed.out);
+  struct stat st {};
+  ASSERT_EQ(::lstat(file.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  EXPECT_EQ(st.st_mode & 07777, 0644u);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_F(MetricsTest, FormatChoicesAndTheirMistakes) {
   Outcome json = RunRewind({"status", "--format", "json"}, Env(options_));
   ASSERT_EQ(json.code, 0) << json.err;

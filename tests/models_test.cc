@@ -5,7 +5,11 @@
 
 #include <fmt/core.h>
 
+#include <sys/stat.h>
+
+#include <cstdio>
 #include <deque>
+#include <fstream>
 
 #include "config/models.h"
 #include "projectors/declared.h"
@@ -102,6 +106,23 @@ TEST(Models, EveryMistakeIsNamedWithItsLine) {
   ExpectError(With("{ column = \"status\",  op = \"last\", value = \"refunded\", on = ['Shop\\Refunded'] },",
                    "{ column = \"status\",  op = \"sum\", value = \"abc\", on = ['Shop\\Refunded'] },"),
               "m.toml:12", "is not a decimal(38,10)");
+}
+
+// Issue 37 part 5: a models file every user may write is refused before it is parsed.
+TEST(Models, AModelsFileEveryUserMayWriteIsRefused) {
+  const std::string path = ::testing::TempDir() + "/rewind_models_writable.toml";
+  std::ofstream(path) << kGood;
+  ASSERT_EQ(::chmod(path.c_str(), 0646), 0);
+  auto refused = LoadModels(path, "stored_events");
+  ASSERT_FALSE(refused.ok()) << "a world-writable models file was read";
+  EXPECT_NE(refused.status().message().find("models file '" + path + "' is writable by every user"),
+            std::string::npos)
+      << refused.status().message();
+  ASSERT_EQ(::chmod(path.c_str(), 0644), 0);
+  auto read = LoadModels(path, "stored_events");
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  EXPECT_EQ(read->size(), 1u);
+  std::remove(path.c_str());
 }
 
 TEST(Models, TheVersionIsAHashOfTheDeclarationNotOfTheBytes) {

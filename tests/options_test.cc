@@ -1,5 +1,8 @@
 // Option precedence: defaults < config file < environment < flags.
 #include "config/options.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
 #include "pipeline/commands.h"
 
 #include <fmt/core.h>
@@ -201,6 +204,41 @@ TEST(Options, ScrubsThePasswordFromArgv) {
   EXPECT_EQ(std::string(argv[2]), "--password=xxxxxxx");
   EXPECT_EQ(std::string(argv[3]), "-pxxxxxxx");
   EXPECT_EQ(std::string(argv[4]), "--all");
+}
+
+// Issue 37 part 5. A config file every user may write is refused (a group-writable one is
+// taken: a group of operators sharing one is a choice); one that belongs to another user may
+// not give the password, and gives the rest.
+TEST(Options, AConfigFileEveryUserMayWriteIsRefused) {
+  const std::string path = ::testing::TempDir() + "/rewind_options_writable.conf";
+  std::ofstream(path) << "user = someone\n";
+  ASSERT_EQ(::chmod(path.c_str(), 0666), 0);
+  auto refused = ParseRewindCommandLine({"replay", "--all", "--config", path}, Env({}));
+  ASSERT_FALSE(refused.ok()) << "a world-writable config file was read";
+  EXPECT_NE(refused.status().message().find("writable by every user (mode 0666)"), std::string::npos)
+      << refused.status().message();
+  EXPECT_NE(refused.status().message().find(path), std::string::npos);
+  ASSERT_EQ(::chmod(path.c_str(), 0664), 0);
+  auto group = ParseRewindCommandLine({"replay", "--all", "--config", path}, Env({}));
+  ASSERT_TRUE(group.ok()) << group.status().message();
+  EXPECT_EQ(group->options.connection.user, "someone");
+  std::remove(path.c_str());
+}
+
+TEST(Options, APasswordFromAnotherUsersConfigFileIsRefused) {
+  if (::geteuid() != 0) GTEST_SKIP() << "giving a file to another user needs root";
+  const std::string path = ::testing::TempDir() + "/rewind_options_theirs.conf";
+  std::ofstream(path) << "user = someone\npassword = secret\n";
+  ASSERT_EQ(::chown(path.c_str(), 65534, 65534), 0);  // nobody
+  auto refused = ParseRewindCommandLine({"replay", "--all", "--config", path}, Env({}));
+  ASSERT_FALSE(refused.ok()) << "a password was taken from a file another user owns";
+  EXPECT_NE(refused.status().message().find("holds a password but belongs to"), std::string::npos)
+      << refused.status().message();
+  std::ofstream(path) << "user = someone\n";  // no secret: the file is taken
+  auto taken = ParseRewindCommandLine({"replay", "--all", "--config", path}, Env({}));
+  ASSERT_TRUE(taken.ok()) << taken.status().message();
+  EXPECT_EQ(taken->options.connection.user, "someone");
+  std::remove(path.c_str());
 }
 
 TEST(Options, ConfigFileKeepsHashesQuotesBomAndBooleans) {

@@ -249,6 +249,11 @@ bool IpThrottle::Throttled(std::string_view ip, int64_t t) {
   return throttled;
 }
 
+bool IpThrottle::WouldThrottle(std::string_view ip, int64_t t) const {
+  const auto it = latest_.find(std::string(ip));
+  return it != latest_.end() && std::llabs(t - it->second) < seconds_;
+}
+
 void AppendPhpJsonString(std::string& out, std::string_view s) {
   out += '"';
   for (size_t i = 0; i < s.size();) {

@@ -57,6 +57,8 @@ class IpThrottle {
   explicit IpThrottle(int64_t seconds) : seconds_(seconds) {}
   // True when the line must be skipped; either way it becomes the IP's latest time.
   bool Throttled(std::string_view ip, int64_t epoch_seconds);
+  // What Throttled would say, without making it the IP's latest time.
+  bool WouldThrottle(std::string_view ip, int64_t epoch_seconds) const;
   const std::unordered_map<std::string, int64_t>& latest() const { return latest_; }
 
  private:

@@ -51,6 +51,55 @@ struct Counts {
   }
 };
 
+// How much the payload column holds, read before the first batch: an event longer than that
+// is refused by its line number, never stored cut (issue 37 part 4).
+struct ColumnRoom {
+  std::string type;  // as the server spells it, e.g. "text"
+  uint64_t bytes = UINT64_MAX, chars = UINT64_MAX;
+
+  // Why `payload` does not fit, or empty when it does.
+  std::string Misfit(std::string_view payload) const {
+    if (payload.size() > bytes) {
+      return fmt::format("its event is {} bytes, more than the column ({}) holds ({} bytes)",
+                         WithThousands(payload.size()), type, WithThousands(bytes));
+    }
+    if (chars != UINT64_MAX && payload.size() > chars) {
+      const uint64_t n = static_cast<uint64_t>(std::count_if(
+          payload.begin(), payload.end(), [](char ch) { return (static_cast<unsigned char>(ch) & 0xC0) != 0x80; }));
+      if (n > chars) {
+        return fmt::format("its event is {} characters, more than the column ({}) holds ({})",
+                           WithThousands(n), type, WithThousands(chars));
+      }
+    }
+    return {};
+  }
+};
+
+Result<ColumnRoom> PayloadRoom(Connection& c, const EventTableOptions& t) {
+  Result<Rows> r = c.Query(fmt::format(
+      "SELECT COLUMN_TYPE, CHARACTER_OCTET_LENGTH, CHARACTER_MAXIMUM_LENGTH FROM information_schema.COLUMNS "
+      "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = {} AND COLUMN_NAME = {}",
+      c.Quote(t.table), c.Quote(t.payload_column)));
+  if (!r.ok()) return r.status();
+  if (r->rows.empty()) {
+    return Status::Error(Status::Code::kInvalidInput,
+                         fmt::format("ingest writes its events to {}, which has no column {} in this database "
+                                     "(create the events table first, or name its columns in the config)",
+                                     QuoteIdentifier(t.table), QuoteIdentifier(t.payload_column)));
+  }
+  const auto& row = r->rows[0];
+  ColumnRoom room;
+  room.type = row[0].value_or("?");
+  if (!row[1]) {
+    return Status::Error(Status::Code::kInvalidInput,
+                         fmt::format("the column {} of {} is {}, which cannot hold an event's JSON text",
+                                     QuoteIdentifier(t.payload_column), QuoteIdentifier(t.table), room.type));
+  }
+  room.bytes = std::stoull(*row[1]);
+  if (row[2]) room.chars = std::stoull(*row[2]);
+  return room;
+}
+
 // A random (version 4) UUID.
 std::string NewUuid(std::mt19937_64& rng) {
   const uint64_t a = rng(), b = rng();
@@ -314,8 +363,9 @@ class LineSource {
 // its saved position, the kept lines appended batch by batch with the position.
 class FileIngest {
  public:
-  FileIngest(const IngestOptions& o, Connection* c, std::string path, Counts& counts, std::mt19937_64& rng)
-      : o_(o), c_(c), path_(std::move(path)), counts_(counts), rng_(rng),
+  FileIngest(const IngestOptions& o, Connection* c, const ColumnRoom& room, std::string path, Counts& counts,
+             std::mt19937_64& rng)
+      : o_(o), c_(c), room_(room), path_(std::move(path)), counts_(counts), rng_(rng),
         rules_(AccessLogRules::Blog()), throttle_(rules_.throttle_seconds) {
     pos_.source = Normal(path_);
     reading_ = pos_.source;
@@ -400,8 +450,7 @@ class FileIngest {
           if (pos_.offset > 0) continue;  // yes: where its lines were stored
         }
       }
-      pos_.offset += line.size() + (complete ? 1 : 0);
-      if (Status s = Take(line); !s.ok()) return s;
+      if (Status s = Take(line, pos_.offset + line.size() + (complete ? 1 : 0)); !s.ok()) return s;
     }
     if (!source_->status().ok()) return source_->status();  // nothing of the batch stored
     return Commit();
@@ -721,19 +770,26 @@ class FileIngest {
             saved_.lines_read));
   }
 
-  Status Take(const std::string& raw) {
+  // One line, which ends at byte `end` of the file.
+  Status Take(const std::string& raw, uint64_t end) {
     std::string_view line(raw);
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    ++batch_lines_;
     LogVisit v = ParseLogLine(line, rules_);
+    std::string uuid, payload;
+    if (c_ != nullptr && v.skip == SkipReason::kNone && !throttle_.WouldThrottle(v.ip, v.epoch_seconds)) {
+      uuid = NewUuid(rng_);
+      payload = PageVisitedPayload(uuid, v, line);
+      // Refused before it counts (its IP's time untouched), so the next run meets it afresh.
+      if (const std::string misfit = room_.Misfit(payload); !misfit.empty()) return Refuse(misfit);
+    }
+    ++batch_lines_;
+    pos_.offset = end;
     if (v.skip == SkipReason::kNone && throttle_.Throttled(v.ip, v.epoch_seconds)) v.skip = SkipReason::kThrottled;
     if (v.skip != SkipReason::kNone) {
       ++counts_.skipped[SkipReasonName(v.skip)];
     } else {
       ++batch_events_;
       if (c_ != nullptr) {
-        const std::string uuid = NewUuid(rng_);
-        const std::string payload = PageVisitedPayload(uuid, v, line);
         if (bulk_) {
           tsv_.Text(uuid);
           tsv_.Text(o_.events.page_visited_class);
@@ -755,6 +811,21 @@ class FileIngest {
     }
     if (batch_lines_ >= o_.batch_size || values_.size() + tsv_.bytes() >= (8u << 20)) return Commit();
     return Status::Ok();
+  }
+
+  // A line that cannot be stored whole: the lines before it are stored (the position stays
+  // before it), then the ingest stops with its number, so that the next run starts there.
+  Status Refuse(const std::string& why) {
+    const uint64_t number = pos_.lines_read + batch_lines_ + 1;
+    const uint64_t before = counts_.lines + batch_lines_;
+    if (Status s = Commit(); !s.ok()) return s;
+    return Status::Error(
+        Status::Code::kInvalidInput,
+        fmt::format("line {} of {} cannot be stored: {}. Nothing of it was stored ({} line(s) before it "
+                    "were); widen the column (for example ALTER TABLE {} MODIFY {} MEDIUMTEXT) and run "
+                    "again: the ingest continues at that line",
+                    WithThousands(number), shown_, why, WithThousands(before), QuoteIdentifier(o_.events.table),
+                    QuoteIdentifier(o_.events.payload_column)));
   }
 
   // One transaction: the batch's events and where the file stands after them.
@@ -801,8 +872,11 @@ class FileIngest {
             Status t = c_->Execute("START TRANSACTION");
             if (t.ok()) t = CheckPositionUnmoved();
             if (t.ok() && file_) t = CheckFileUnmoved();
+            // Whatever the server's sql_mode, a value it cut or changed stops the batch.
             if (t.ok() && !values_.empty()) t = c_->Execute(insert_prefix_ + values_);
+            if (t.ok() && !values_.empty()) t = c_->RefuseWarnings(fmt::format("the INSERT of {} line(s)", batch_lines_));
             if (t.ok() && !rows.empty()) t = c_->LoadData(load_tail_, rows);
+            if (t.ok() && !rows.empty()) t = c_->RefuseWarnings(fmt::format("the LOAD DATA of {} line(s)", batch_lines_));
             if (t.ok()) t = c_->Execute(position_sql);
             if (t.ok() && !file_sql.empty()) t = c_->Execute(file_sql);
             if (t.ok()) FaultPoint("ingest-batch");
@@ -822,6 +896,7 @@ class FileIngest {
 
   const IngestOptions& o_;
   Connection* c_;
+  const ColumnRoom& room_;
   const std::string path_;
   Counts& counts_;
   std::mt19937_64& rng_;
@@ -898,8 +973,14 @@ int IngestCommand(const IngestOptions& o, const std::vector<std::string>& files,
     fmt::print(stderr, "rewind: {}\n", s.message());
     return exit_code::kError;
   };
+  ColumnRoom room;
+  if (conn) {
+    Result<ColumnRoom> r = PayloadRoom(*conn, o.events);
+    if (!r.ok()) return fail(r.status());
+    room = *r;
+  }
   for (const std::string& file : files) {
-    FileIngest ingest(o, conn.get(), file, counts, rng);
+    FileIngest ingest(o, conn.get(), room, file, counts, rng);
     if (Status s = ingest.Start(); !s.ok()) return fail(s);
     if (Status s = ingest.ReadAvailable(/*rotated=*/false); !s.ok()) return fail(s);
     if (!o.follow) continue;
