@@ -93,6 +93,43 @@ class Parser {
     return out;
   }
 
+  // where = { column = "value" | ["value", ...] | integer, ... }: columns of the event table.
+  Result<std::vector<WherePlan>> Where(const toml::node& n) const {
+    const toml::table* t = n.as_table();
+    if (t == nullptr || t->empty()) {
+      return Fail(n, "'where' must be a table of event-table columns and the values they must hold, e.g. "
+                     "where = { stream = \"accounts\" } or where = { stream = [\"accounts\", \"savings\"] }");
+    }
+    std::vector<WherePlan> out;
+    for (auto&& [k, v] : *t) {
+      WherePlan w;
+      w.column = std::string(k.str());
+      if (!IsPlainIdentifier(w.column, 64)) {
+        return Fail(v, fmt::format("'where' names columns of the event table: '{}' is not a plain identifier", w.column));
+      }
+      auto one = [&](const toml::node& e) -> bool {
+        if (const auto* s = e.as_string()) {
+          w.values.push_back(s->get());
+        } else if (const auto* i = e.as_integer()) {
+          w.values.push_back(std::to_string(i->get()));
+        } else {
+          return false;
+        }
+        return true;
+      };
+      if (const toml::array* a = v.as_array()) {
+        if (a->empty()) return Fail(v, fmt::format("'where' {}: give at least one value", w.column));
+        for (const toml::node& e : *a) {
+          if (!one(e)) return Fail(e, fmt::format("'where' {}: each value is a string or an integer", w.column));
+        }
+      } else if (!one(v)) {
+        return Fail(v, fmt::format("'where' {}: a string, an integer or an array of them", w.column));
+      }
+      out.push_back(std::move(w));
+    }
+    return out;
+  }
+
   // path = "a.b" or field = "column": exactly one.
   Result<FieldSource> Source(const toml::table& t, const char* where, bool required) const {
     Result<std::string> path = String(t, "path", where, false);
@@ -172,7 +209,7 @@ class Parser {
   Result<ModelPlan> Model(const toml::table& t) {
     ModelPlan plan;
     plan.origin = fmt::format("{}:{}", file_, t.source().begin.line);
-    if (Status s = Unknown(t, {"name", "events", "key", "values"}, "a read_model"); !s.ok()) return s;
+    if (Status s = Unknown(t, {"name", "events", "where", "key", "values"}, "a read_model"); !s.ok()) return s;
     Result<std::string> name = String(t, "name", "a read_model", true);
     if (!name.ok()) return name.status();
     plan.name = *name;
@@ -204,6 +241,11 @@ class Parser {
     Result<std::vector<std::string>> classes = Strings(*events, "events");
     if (!classes.ok()) return classes.status();
     plan.events = std::move(*classes);
+    if (const toml::node* where = t.get("where")) {
+      Result<std::vector<WherePlan>> w = Where(*where);
+      if (!w.ok()) return w.status();
+      plan.where = std::move(*w);
+    }
 
     std::vector<std::string> columns;
     const toml::node* keys = t.get("key");

@@ -217,6 +217,13 @@ const std::vector<OptionSpec>& Table() {
        "is this far past it (following, also once watched this long) (0-86400)",
        [](ParsedOptions& o, const std::string& v) { return Seconds("settle", v, 0, 86400, o.settle_seconds); },
        Show(&ReplayPart::settle_seconds)},
+      {"reconcile", "", Group::kReplay, false, {},
+       "with --follow, seconds between reads of every hole in the ids judged final in the last "
+       "hour: an event found there is applied, or counted as missed (0: never) (0-86400)",
+       [](ParsedOptions& o, const std::string& v) {
+         return Seconds("reconcile", v, 0, 86400, o.reconcile_seconds);
+       },
+       Show(&ReplayPart::reconcile_seconds)},
       {"settle-ids", "", Group::kReplay, false, {},
        "judge missing ids by ids, not the time column: final this many ids below the head "
        "(0: by time; no time column: 10000) (0-1000000000)",
@@ -488,7 +495,7 @@ const char* ValueName(const std::string& name) {
                         "flush-max-rows", "write-every", "max-events-per-second", "throttle-threads-running", "until-id"}) {
     if (name == n) return "N";
   }
-  for (const char* n : {"poll", "settle", "cutover-timeout", "read-wait"}) {
+  for (const char* n : {"poll", "settle", "reconcile", "cutover-timeout", "read-wait"}) {
     if (name == n) return "SECONDS";
   }
   if (name == "socket" || name == "read-socket" || name == "stats-json" || name == "models") return "FILE";

@@ -137,6 +137,11 @@ struct ReplayPart {
   // the insert times, e.g. events copied in with their old times): final once this many
   // ids below the head. 0: by the time column; a table without it: 10,000.
   uint64_t settle_ids = ReaderOptions().settle_ids;
+  // Following: how often the holes judged final (in the last hour) are read again, as a
+  // net under the proof and the fallback rule; an event found there is applied where the
+  // read model takes events out of order, else counted as missed: status says the read
+  // model needs a rebuild. 0: never.
+  double reconcile_seconds = 60;
   // How long the cut-over keeps trying to take its locks (the event table's READ lock, the
   // live tables' RENAME) before it gives up cleanly (exit 6, resumable). Each single wait
   // is at most about a second, so no application query waits longer than that.

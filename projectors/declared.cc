@@ -77,6 +77,13 @@ std::string CanonicalForm(const ModelPlan& p) {
   std::vector<std::string> events = p.events;
   std::sort(events.begin(), events.end());
   for (const auto& e : events) out += " " + q(e);
+  std::vector<WherePlan> where = p.where;
+  std::sort(where.begin(), where.end(), [](const WherePlan& a, const WherePlan& b) { return a.column < b.column; });
+  for (WherePlan& w : where) {
+    std::sort(w.values.begin(), w.values.end());
+    out += "\nwhere " + q(w.column);
+    for (const std::string& v : w.values) out += " " + q(v);
+  }
   for (const KeyPlan& k : p.keys) {
     out += fmt::format("\nkey {} {} {} {}{}", q(k.column), q(SourceText(k.source)), BucketName(k.bucket),
                        ValueTypeName(k.type), k.strict ? " strict" : "");
@@ -407,6 +414,8 @@ class DeclaredProjector final : public Projector {
       Mark(model_classes_, c);
     }
     auto is_time = [](ValueType t) { return t == ValueType::kDate || t == ValueType::kDateTime; };
+    where_slots_.clear();
+    for (const WherePlan& w : plan_.where) where_slots_.push_back(catalog.Slot(FieldSource{true, w.column}));
     key_slots_.clear();
     for (const KeyPlan& k : plan_.keys) {
       key_slots_.push_back(catalog.Slot(k.source));
@@ -425,6 +434,20 @@ class DeclaredProjector final : public Projector {
 
   bool reads_class(uint16_t c) const override { return c < model_classes_.size() && model_classes_[c]; }
 
+  std::vector<ColumnIn> where() const override { return plan_.where; }
+
+  // Whether `e` is one of its classes and passes its `where` (byte for byte).
+  bool Selects(const EventRecords& records, const EventRecord& e) const override {
+    if (!reads_class(e.event_class)) return false;
+    for (size_t i = 0; i < plan_.where.size(); ++i) {
+      const FieldValue& v = records.value(e, where_slots_[i]);
+      if (v.kind != ValueKind::kString && v.kind != ValueKind::kNumber) return false;
+      const std::vector<std::string>& values = plan_.where[i].values;
+      if (std::find(values.begin(), values.end(), v.text) == values.end()) return false;
+    }
+    return true;
+  }
+
   void ApplyRecords(const EventRecords& records, std::vector<EventFailure>& failures) override {
     if (fast_) return ApplyCounts(records, failures);
     const size_t nvalues = plan_.values.size(), ncolumns = column_plan_.size();
@@ -432,7 +455,7 @@ class DeclaredProjector final : public Projector {
     present_.resize(nvalues);
     sums_.resize(ncolumns);
     for (const EventRecord& e : records.events) {
-      if (!reads_class(e.event_class) || !e.decoded) continue;
+      if (!e.decoded || !Selects(records, e)) continue;
       // The key.
       key_.clear();
       std::string reason;
@@ -621,7 +644,7 @@ class DeclaredProjector final : public Projector {
     std::string reason;
     ids_of_batch_.clear();  // the batch's text ids are new with every batch
     for (const EventRecord& e : records.events) {
-      if (!reads_class(e.event_class) || !e.decoded) continue;
+      if (!e.decoded || !Selects(records, e)) continue;
       int64_t other = 0;
       if (other_key_ >= 0) {
         const size_t k = static_cast<size_t>(other_key_);
@@ -870,6 +893,7 @@ class DeclaredProjector final : public Projector {
   std::vector<size_t> key_order_;  // key columns in encoded order
   size_t text_keys_ = 0;
   std::vector<bool> model_classes_;
+  std::vector<uint32_t> where_slots_;
   std::vector<uint32_t> key_slots_;
   std::vector<int64_t> value_slots_;
   std::vector<std::vector<bool>> value_on_;

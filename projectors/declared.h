@@ -47,9 +47,16 @@ struct ValuePlan {
   uint32_t line = 0;             // where it is declared, for messages (not part of the version)
 };
 
+// An equality on a column of the event table (`where = { stream = "accounts" }`): an event
+// counts only when the column's text is one of `values`, byte for byte. The reader also
+// sends it to the server with the type filter (stages/flow/reader.h), so that the payloads
+// of other events stay there; the server's equality (its collation) only narrows what comes.
+using WherePlan = ColumnIn;
+
 struct ModelPlan {
   std::string name;                 // the read model and its table
   std::vector<std::string> events;  // classes, compared byte for byte
+  std::vector<WherePlan> where;     // all must hold (empty: every event of its classes)
   std::vector<KeyPlan> keys;
   std::vector<ValuePlan> values;
   std::string origin;               // "file:line" of its declaration, for messages and `list`

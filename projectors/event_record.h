@@ -49,6 +49,13 @@ struct EventRecords {
   const FieldValue& value(const EventRecord& e, size_t slot) const { return values[e.first_value + slot]; }
 };
 
+// An equality on a column of the event table: its text is one of `values`, byte for byte
+// (a declared read model's `where`).
+struct ColumnIn {
+  std::string column;
+  std::vector<std::string> values;
+};
+
 // Where a field comes from: a dotted path into the JSON payload, or an event-table column.
 struct FieldSource {
   bool column = false;

@@ -113,6 +113,13 @@ class Projector {
   virtual void ApplyRecords(const EventRecords& /*records*/, std::vector<EventFailure>& /*failures*/) {}
   // The classes it reads (after Bind), for the runner's filter.
   virtual bool reads_class(uint16_t /*event_class*/) const { return false; }
+  // Whether it applies `record` (of `records`): its class, and any filter of its own on the
+  // event table's columns (a declared `where`).
+  virtual bool Selects(const EventRecords& /*records*/, const EventRecord& record) const {
+    return reads_class(record.event_class);
+  }
+  // That filter, all of which must hold (empty: none), for the reader to send to the server.
+  virtual std::vector<ColumnIn> where() const { return {}; }
   // What, besides its table, makes one build of it differ from another (a declaration's
   // hash); "" for compiled read models, whose version is their table.
   virtual std::string version() const { return {}; }

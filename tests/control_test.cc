@@ -121,6 +121,16 @@ TEST(DryRun, SaysWhyARealRunCouldNotStart) {
   EXPECT_NE(text.out.find("finality: missing ids would be judged final by the event table's times and ids"),
             std::string::npos)
       << text.out;
+  EXPECT_EQ(j["fallback_rule"], "times and ids") << j.dump();
+  // By ids alone (issue 38 part 6): with --settle-ids, or when the table has no time column.
+  Outcome ids = RunRewind({"replay", "--all", "--dry-run", "--settle-ids", "500"}, Env(weak));
+  EXPECT_NE(ids.out.find("judged final by ids alone: final 500 ids below the head (--settle-ids)"), std::string::npos)
+      << ids.out;
+  Outcome untimed = RunRewind({"replay", "--all", "--dry-run", "--time-column", "no_such"}, Env(weak));
+  EXPECT_NE(untimed.out.find("by ids alone: final 10,000 ids below the head (the event table has no time column "
+                             "'no_such')"),
+            std::string::npos)
+      << untimed.out;
   ASSERT_TRUE(c->Execute("DROP USER 'rewind_dry'@'localhost'").ok());
   // Another run holds a read model's lock.
   const std::string pause = PauseFile("dry_lock");

@@ -10,6 +10,7 @@
 
 #include <csignal>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,19 @@ Status Insert(Connection& c, const std::string& url, const std::string& at = "20
   return c.Execute(fmt::format("INSERT INTO stored_events (uuid, eventClass, payload, createdAt) VALUES "
                                "('u', {}, {}, {})",
                                c.Quote(kClass), c.Quote(Payload(url, at)), clock));
+}
+
+// Two application servers whose clocks disagree with the server's, one 120 s slow and one
+// 90 s ahead, each commit `n` events (above whatever hole an open transaction holds).
+bool SkewedWritersCommitAbove(const ConnectionOptions& o, const IdShape& shape, int n) {
+  auto ahead = Application(o, shape), slow = Application(o, shape);
+  for (int i = 0; i < n; ++i) {
+    if (!Insert(*slow, "/slow-clock", "2024-05-06T10:01:00+00:00", "UTC_TIMESTAMP() - INTERVAL 120 SECOND").ok() ||
+        !Insert(*ahead, "/fast-clock", "2024-05-06T10:02:00+00:00", "UTC_TIMESTAMP() + INTERVAL 90 SECOND").ok()) {
+      return false;
+    }
+  }
+  return true;
 }
 
 // `rewind replay --all`, in this process, on `o` with `tweak` applied to the options.
@@ -262,13 +276,10 @@ TEST_P(IdShapes, FollowAppliesALateCommitOnceWhateverTheWritersClocks) {
   ro.all = true;
   Follower follower(ro);
   ASSERT_TRUE(follower.following());
-  auto app = Application(o, shape), ahead = Application(o, shape), slow = Application(o, shape);
+  auto app = Application(o, shape);
   ASSERT_TRUE(app->Execute("START TRANSACTION").ok());
   ASSERT_TRUE(Insert(*app, "/slow-transaction", "2024-05-06T10:00:00+00:00", "UTC_TIMESTAMP()").ok());
-  for (int i = 0; i < 10; ++i) {
-    ASSERT_TRUE(Insert(*slow, "/slow-clock", "2024-05-06T10:01:00+00:00", "UTC_TIMESTAMP() - INTERVAL 120 SECOND").ok());
-    ASSERT_TRUE(Insert(*ahead, "/fast-clock", "2024-05-06T10:02:00+00:00", "UTC_TIMESTAMP() + INTERVAL 90 SECOND").ok());
-  }
+  ASSERT_TRUE(SkewedWritersCommitAbove(o, shape, 10));
   const std::string h = std::to_string(Count(*c, "SELECT MAX(id) FROM stored_events"));
   // The counters applied the events above the hole; sessions_per_day holds them (its
   // checkpoint stays below the hole until it settles).
@@ -283,6 +294,64 @@ TEST_P(IdShapes, FollowAppliesALateCommitOnceWhateverTheWritersClocks) {
   EXPECT_EQ(sum.gaps_given_up, 0u);
   ExpectEveryReadModelMatchesTheEvents(*c);
   EXPECT_EQ(Count(*c, "SELECT `count` FROM visits_per_post_per_day WHERE uri = '/slow-transaction'"), 1);
+}
+
+// Reconciliation (issue 37 part 2). Without PROCESS, following with --settle 1: a transaction
+// stays open longer than that, so its hole is judged final (or given up) while writers 90 s
+// ahead and 120 s slow commit above it; then it commits. The next reconciliation finds the
+// event: the counters apply it once (each equals the events again), sessions_per_day, which
+// applies in id order and is past it, counts it as missed, and status says it needs a
+// rebuild (table, JSON, Prometheus) until it is rebuilt.
+TEST_P(IdShapes, FollowReconcilesAnEventThatCommittedAfterItsHoleWasJudgedFinal) {
+  const IdShape& shape = GetParam();
+  ConnectionOptions o = Store(Db("reconcile"), 3'000, 0, shape);
+  auto c = Connect(o);
+  const ConnectionOptions weak = UserWith(*c, o, std::string("rw_rc_") + shape.name,
+                                          "SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, LOCK TABLES");
+  ReplayOptions ro;
+  ro.connection = weak;
+  ro.all = true;
+  ro.settle_seconds = 1;
+  ro.reconcile_seconds = 0.2;
+  Follower follower(ro);
+  ASSERT_TRUE(follower.following());
+  auto app = Application(o, shape);
+  ASSERT_TRUE(app->Execute("START TRANSACTION").ok());
+  ASSERT_TRUE(Insert(*app, "/committed-after-final", "2030-01-01T10:00:00+00:00", "UTC_TIMESTAMP()").ok());
+  ASSERT_TRUE(SkewedWritersCommitAbove(o, shape, 5));
+  const std::string h = std::to_string(Count(*c, "SELECT MAX(id) FROM stored_events"));
+  // Judged final after a second watched: every read model past it, sessions_per_day too.
+  ASSERT_TRUE(WaitUntil(*c, "SELECT MIN(last_event_id) >= " + h + " AND MAX(gaps) = '' FROM rewind_checkpoints", 1));
+  ASSERT_TRUE(app->Execute("COMMIT").ok());
+  EXPECT_TRUE(WaitUntil(*c, "SELECT MIN(reconciled_events) FROM rewind_checkpoints WHERE projector <> 'sessions_per_day'", 1));
+  EXPECT_TRUE(WaitUntil(*c, "SELECT missed_events FROM rewind_checkpoints WHERE projector = 'sessions_per_day'", 1));
+  const ReplaySummary& sum = follower.Stop();
+  ASSERT_TRUE(sum.status.ok()) << sum.status.message();
+  EXPECT_EQ(sum.finality, "fallback");
+  EXPECT_EQ(sum.reconciled_events, 1u);
+  CreateReferenceView(*c);
+  for (const auto& [table, sql] : ReferenceQueries()) EXPECT_EQ(CompareWithReference(*c, table, sql), "") << table;
+  EXPECT_EQ(Count(*c, "SELECT `count` FROM visits_per_post_per_day WHERE uri = '/committed-after-final'"), 1);
+  EXPECT_NE(TableAsMap(*c, "sessions_per_day"), ReferenceSessions(*c));  // missed, and said so:
+  Outcome json = RunRewind({"status", "--json"}, Env(o));
+  ASSERT_EQ(json.code, 0) << json.err;
+  const nlohmann::json j = nlohmann::json::parse(json.out);
+  for (const auto& m : j["read_models"]) {
+    const bool sessions = m["projector"] == "sessions_per_day";
+    EXPECT_EQ(m["needs_rebuild"], sessions) << m.dump();
+    EXPECT_EQ(m["missed_events"], sessions ? 1 : 0) << m.dump();
+    EXPECT_EQ(m["reconciled_events"], sessions ? 0 : 1) << m.dump();
+  }
+  Outcome table = RunRewind({"status"}, Env(o));
+  EXPECT_NE(table.out.find("[needs rebuild: 1 missed]"), std::string::npos) << table.out;
+  Outcome metrics = RunRewind({"status", "--format", "prometheus"}, Env(o));
+  EXPECT_NE(metrics.out.find("rewind_needs_rebuild{read_model=\"sessions_per_day\",table=\"sessions_per_day\"} 1"),
+            std::string::npos)
+      << metrics.out;
+  // Rebuilt, it equals the events and needs nothing.
+  ASSERT_EQ(RunRewind({"replay", "sessions_per_day", "--quiet"}, Env(o)).code, 0);
+  EXPECT_EQ(TableAsMap(*c, "sessions_per_day"), ReferenceSessions(*c));
+  EXPECT_EQ(Count(*c, "SELECT missed_events FROM rewind_checkpoints WHERE projector = 'sessions_per_day'"), 0);
 }
 
 // kill -9 inside a flush, then --resume: the result equals the events, and verify agrees.

@@ -46,10 +46,16 @@ Result<std::vector<std::unique_ptr<Projector>>> SelectProjectors(const ReplayOpt
                                           o.models_file.empty() ? " (declared ones need --models FILE)" : ""));
     }
   }
+  // --all with --models: the declared read models; the built-in ones too only on the blog's
+  // own event table (elsewhere their tables would be made, empty, in the application's
+  // database). Named, any of them.
+  const EventTableOptions blog;
+  const bool blogs_table = o.events.table == blog.table && o.events.type_column == blog.type_column &&
+                           o.events.type_path.empty() && o.events.payload_column == blog.payload_column;
   for (const ProjectorInfo& info : all) {
-    if (o.all || std::find(o.projectors.begin(), o.projectors.end(), info.name) != o.projectors.end()) {
-      out.push_back(info.make());
-    }
+    const bool named = std::find(o.projectors.begin(), o.projectors.end(), info.name) != o.projectors.end();
+    const bool in_all = o.all && (o.models_file.empty() || !info.origin.empty() || blogs_table);
+    if (named || in_all) out.push_back(info.make());
   }
   return out;
 }
@@ -66,6 +72,27 @@ ReadPlan PlanReads(const EventTableOptions& events, std::vector<std::unique_ptr<
     if (p->reads_records()) p->Bind(plan.catalog);
   }
   plan.scope.classes = plan.catalog.classes();
+  // Per class, the read models' filters on columns (ReadScope::filters); a class that one
+  // reads without a filter (the compiled ones read theirs so) is wanted whatever it holds.
+  const size_t n = plan.scope.classes.size();
+  std::vector<bool> unfiltered(n, false);
+  plan.scope.filters.assign(n, {});
+  for (const auto& p : projectors) {
+    for (size_t c = 0; c < n; ++c) {
+      const bool reads = p->reads_records() ? p->reads_class(static_cast<uint16_t>(c))
+                                            : plan.page_class && c == *plan.page_class;
+      if (!reads) continue;
+      std::vector<ColumnIn> where = p->where();
+      if (where.empty()) {
+        unfiltered[c] = true;
+      } else {
+        plan.scope.filters[c].push_back(std::move(where));
+      }
+    }
+  }
+  for (size_t c = 0; c < n; ++c) {
+    if (unfiltered[c]) plan.scope.filters[c].clear();
+  }
   for (const FieldSource& f : plan.catalog.fields()) {
     if (f.column) plan.scope.columns.push_back(f.name);
   }
@@ -84,6 +111,7 @@ ReaderOptions ReaderOptionsFor(const ReplayOptions& o, const ReadScope& scope) {
   ro.batch_size = o.batch_size;
   ro.settle_seconds = o.settle_seconds;
   ro.settle_ids = o.settle_ids;
+  ro.reconcile = o.follow && o.reconcile_seconds > 0;
   ro.until_time = o.until_time;
   ro.connections = o.read_connections;
   ro.result_buffer = o.result_buffer;

@@ -57,6 +57,16 @@ std::string ReplaySummary::Text() const {
         WithThousands(catch_up_events), late_events, writers_held_seconds, cutover_attempts,
         WithThousands(holes_read_under_lock));
   }
+  if (reconciled_events > 0) {
+    out += fmt::format("reconciliation: {} event(s) found in holes judged final ({:.3f} s reading them)\n",
+                       WithThousands(reconciled_events), reconcile_seconds);
+    for (const ProjectorSummary& p : projectors) {
+      if (p.missed_events > 0) {
+        out += fmt::format("  {} missed {} of them (it applies events in id order): it needs a rebuild\n", p.name,
+                           WithThousands(p.missed_events));
+      }
+    }
+  }
   return out;
 }
 
@@ -83,6 +93,8 @@ std::string ReplaySummary::Json() const {
       {"late_events", late_events},
       {"gaps_given_up", gaps_given_up},
       {"holes_watched_peak", holes_watched_peak},
+      {"reconciled_events", reconciled_events},
+      {"reconcile_seconds", reconcile_seconds},
       {"finality", finality},
       {"holes_read_under_lock", holes_read_under_lock},
       {"catch_up_events", catch_up_events},
@@ -104,6 +116,8 @@ std::string ReplaySummary::Json() const {
                     {"flushes", p.flushes},
                     {"retries", p.retries},
                     {"late_applied", p.late_applied},
+                    {"reconciled_applied", p.reconciled_applied},
+                    {"missed_events", p.missed_events},
                     {"failed_events", p.failed_events},
                     {"apply_seconds", p.apply_seconds},
                     {"flush_seconds", p.flush_seconds}});

@@ -25,6 +25,9 @@ struct ProjectorSummary {
   uint64_t flushes = 0;
   uint64_t retries = 0;
   uint64_t late_applied = 0;
+  // Found by a follow's reconciliation in holes judged final: applied, or missed (it needs
+  // a rebuild).
+  uint64_t reconciled_applied = 0, missed_events = 0;
   uint64_t failed_events = 0;  // given to it and not applied, over the whole run
   double apply_seconds = 0, flush_seconds = 0;
 };
@@ -46,6 +49,9 @@ struct ReplaySummary {
   uint64_t late_events = 0;  // events that committed after a higher id was read
   uint64_t gaps_given_up = 0;
   uint64_t holes_watched_peak = 0;     // the most missing-id ranges watched at once
+  // Following: events found by reconciliations in holes judged final; seconds it read.
+  uint64_t reconciled_events = 0;
+  double reconcile_seconds = 0;
   // How holes were proven final (stages/flow/reader.h, "Gaps"): "server" (its open
   // transactions), "fallback" (the event table's times and ids), "" (nothing read).
   std::string finality;

@@ -128,6 +128,22 @@ Status CutOver(Build& b) {
   return Status::Ok();
 }
 
+// Following: reads again the holes judged final (pipeline's net under the proof and the
+// fallback rule, stages/flow/reader.h "Reconciliation"); says what it found.
+Status Reconcile(Build& b) {
+  Reader& reader = b.reader();
+  if (reader.reconciled_holes() == 0) return Status::Ok();
+  const uint64_t before = reader.reconciled_events();
+  if (Status s = b.Reconcile(); !s.ok()) return s;
+  if (const uint64_t found = reader.reconciled_events() - before; found > 0) {
+    fmt::print(stderr,
+               "rewind: reconciliation found {} event(s) in holes judged final; applied where the read "
+               "model takes events out of order, otherwise counted as missed (rewind status)\n",
+               found);
+  }
+  return Status::Ok();
+}
+
 // Keep applying new events to the live tables, same checkpoint discipline, same
 // in-memory state (sessions continue exactly), until stopped. Ids missing below the
 // head are watched for the settle window, then given up (counted in status).
@@ -141,10 +157,16 @@ Status Follow(Build& b) {
                IdText(sum.head_id));
   }
   const auto poll = std::chrono::milliseconds(static_cast<int64_t>(o.poll_seconds * 1000));
+  const auto reconcile_every = std::chrono::duration<double>(o.reconcile_seconds);
+  auto reconciled_at = std::chrono::steady_clock::now();
   while (!b.stopping()) {
     (void)SleepUnlessStopped(poll, &b.stop_flag());
     if (b.stopping()) break;
     if (Status s = b.EnsureAdmin(); !s.ok()) return s;
+    if (o.reconcile_seconds > 0 && std::chrono::steady_clock::now() - reconciled_at >= reconcile_every) {
+      if (Status s = Reconcile(b); !s.ok()) return s;
+      reconciled_at = std::chrono::steady_clock::now();
+    }
     Result<Head> now = reader.ReadHead();
     if (!now.ok()) return now.status();
     if (now->id <= reader.head() && reader.watched_gaps() == 0) continue;

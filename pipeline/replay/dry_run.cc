@@ -248,6 +248,14 @@ int DryRunCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
   // How the real run would prove missing ids final (stages/flow/reader.h, "Gaps").
   const bool proves = !ReadsFromReplica(o) && CanSeeOpenTransactions(c);
   const char* finality = proves ? "server" : "fallback";
+  // The fallback judges by ids alone without a time column, or with --settle-ids.
+  const bool by_ids = o.settle_ids > 0 || !CheckEventTable(c, o.events, /*with_time_column=*/true).ok();
+  const std::string fallback_rule =
+      by_ids ? fmt::format("by ids alone: final {} ids below the head ({})",
+                           WithThousands(o.settle_ids > 0 ? o.settle_ids : kDefaultSettleIds),
+                           o.settle_ids > 0 ? "--settle-ids"
+                                            : fmt::format("the event table has no time column '{}'", o.events.time_column))
+             : std::string("by the event table's times and ids");
   const char* count_label = exact ? "exact" : "estimate (the optimizer's; counting took too long)";
   if (o.json) {
     nlohmann::json j;
@@ -269,6 +277,7 @@ int DryRunCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
     }
     j["missing_grants"] = missing;
     j["finality"] = finality;
+    if (!proves) j["fallback_rule"] = by_ids ? "ids" : "times and ids";
     fmt::print(out, "{}\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
   } else {
     fmt::print(out, "dry run: nothing was created, locked or written\n");
@@ -287,9 +296,10 @@ int DryRunCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
     fmt::print(out, "estimated duration: {:.1f} s (estimate: the sample's pace, plus writes at about {} rows/s)\n",
                seconds, WithThousands(static_cast<uint64_t>(kAssumedWriteRowsPerSecond)));
     fmt::print(out, "finality: {}\n",
-               proves ? "missing ids would be proven final by the server's open transactions"
-                      : "missing ids would be judged final by the event table's times and ids (the server does "
-                        "not show its open transactions: grant PROCESS, or it is a Galera node or a replica)");
+               proves ? std::string("missing ids would be proven final by the server's open transactions")
+                      : fmt::format("missing ids would be judged final {} (the server does not show its open "
+                                    "transactions: grant PROCESS, or it is a Galera node or a replica)",
+                                    fallback_rule));
     if (blockers.empty()) {
       fmt::print(out, "a real run could start: every grant is there and no other run holds a lock\n");
     } else {

@@ -111,6 +111,16 @@ std::string PrometheusText(const std::vector<checkpoint_store::StatusRow>& rows,
   family("rewind_gaps_given_up_total", "counter",
          "Holes in the ids given up on (never committed within --settle).",
          [&](const Row& r, const Lag&) { return whole(r.gaps_given_up); });
+  family("rewind_reconciled_events_total", "counter",
+         "Events a follow's reconciliation found after their hole was judged final, and applied.",
+         [&](const Row& r, const Lag&) { return whole(r.reconciled_events); });
+  family("rewind_missed_events_total", "counter",
+         "Events found after their hole was judged final that the read model could not take "
+         "(order-dependent, already past them): it needs a rebuild.",
+         [&](const Row& r, const Lag&) { return whole(r.missed_events); });
+  family("rewind_needs_rebuild", "gauge",
+         "1 when the read model missed an event (rewind_missed_events_total > 0): rebuild it.",
+         [&](const Row& r, const Lag&) { return whole(r.needs_rebuild() ? 1 : 0); });
   family("rewind_last_run_events_per_second", "gauge",
          "Events per second of the last completed run.",
          [](const Row& r, const Lag&) { return r.events_per_second; });
@@ -270,6 +280,7 @@ int StatusCommand(const ReplayOptions& o, std::FILE* out) {
   auto state = [&](const checkpoint_store::StatusRow& r) {
     std::string s = r.table == r.live_table ? r.status : r.status + " (" + r.table + ")";
     if (declaration(r) == "older") s += " [older declaration]";
+    if (r.needs_rebuild()) s += fmt::format(" [needs rebuild: {} missed]", r.missed_events);
     return s;
   };
   if (prometheus) {
@@ -330,6 +341,9 @@ int StatusCommand(const ReplayOptions& o, std::FILE* out) {
            {"late_events", r.late_events},
            {"gaps_given_up", r.gaps_given_up},
            {"gaps_watched", r.gaps_watched},
+           {"reconciled_events", r.reconciled_events},
+           {"missed_events", r.missed_events},
+           {"needs_rebuild", r.needs_rebuild()},
            {"events_applied", r.events_applied},
            {"rewind_version",
             r.rewind_version ? nlohmann::json(*r.rewind_version) : nlohmann::json(nullptr)},

@@ -457,11 +457,18 @@ Status Build::ReadOn(const Head& head, Proof proof, std::optional<GapCheck> chec
   return QuietPass();
 }
 
+Status Build::Reconcile() {
+  reader_->QueueReconcile();
+  return QuietPass();
+}
+
 void Build::Collect() {
   sum_.failures = prior_failures_ + recorder_->failures();
   for (const auto& r : runners_) sum_.failures += r->stats().failures_recorded;
   sum_.late_events = reader_->late_events();
   sum_.gaps_given_up = reader_->gaps_given_up();
+  sum_.reconciled_events = reader_->reconciled_events();
+  sum_.reconcile_seconds = reader_->reconcile_seconds();
   sum_.holes_watched_peak = reader_->peak_watched_gaps();
   sum_.finality = reader_->proves_with_server() ? "server" : "fallback";
   for (size_t i = 0; i < runners_.size(); ++i) {
@@ -472,6 +479,8 @@ void Build::Collect() {
     ps.flushes = st.flushes;
     ps.retries = st.retries;
     ps.late_applied = st.late_applied;
+    ps.reconciled_applied = st.reconciled_applied;
+    ps.missed_events = st.missed_events;
     ps.failed_events = prior_failed_[i] + st.failed_events;
     ps.apply_seconds = st.apply_seconds;
     ps.flush_seconds = st.flush_seconds;

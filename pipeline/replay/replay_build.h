@@ -59,6 +59,8 @@ class Build {
   // the holes watched when the check was queued (0 if none was).
   Status ReadOn(const Head& head, Proof proof, std::optional<GapCheck> check,
                 uint64_t* rechecked = nullptr);
+  // Following: reads again the holes judged final (Reader::QueueReconcile), a quiet pass.
+  Status Reconcile();
 
   // Ok, or (when a stop was asked) kCancelled "stopped before the swap", the run interrupted.
   Status StoppedBeforeSwap();

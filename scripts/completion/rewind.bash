@@ -10,7 +10,7 @@ _rewind_flags="--help --version --password --all --resume --stop-on-failure --fo
 # Long options that take a value (the next word).
 _rewind_valued="--socket --host --port --user --database --connect-timeout --config
   --events-table --id-column --type-column --type-path --payload-column --event-class
-  --uuid-column --time-column --poll --settle --settle-ids --cutover-timeout --batch-size
+  --uuid-column --time-column --poll --settle --reconcile --settle-ids --cutover-timeout --batch-size
   --max-in-flight --read-connections --result-buffer --read-host --read-port --read-socket
   --read-wait --read-check --flush-every --flush-max-rows --write-every --models
   --progress --stats-json --only --stress-database --out --repeat --budget-ms --sample --max-events-per-second

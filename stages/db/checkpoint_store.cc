@@ -29,6 +29,8 @@ const char* const kCheckpointsDdl =
     "late_events BIGINT UNSIGNED NOT NULL DEFAULT 0, "
     "failed_events BIGINT UNSIGNED NOT NULL DEFAULT 0, "
     "gaps_given_up BIGINT UNSIGNED NOT NULL DEFAULT 0, "
+    "reconciled_events BIGINT UNSIGNED NOT NULL DEFAULT 0, "
+    "missed_events BIGINT UNSIGNED NOT NULL DEFAULT 0, "
     "started_at DATETIME(6) NULL, updated_at DATETIME(6) NULL, "
     "finished_at DATETIME(6) NULL, seconds DOUBLE NULL, events_per_second DOUBLE NULL, "
     "PRIMARY KEY (projector, target_table)"
@@ -137,6 +139,12 @@ const char* const kMigrateFrom1[] = {
 const char* const kAddRewindVersion =
     "ALTER TABLE rewind_checkpoints ADD COLUMN IF NOT EXISTS rewind_version VARCHAR(64) NOT NULL "
     "DEFAULT '' AFTER source";
+
+// Layout 8: what a follow's reconciliation found (IF NOT EXISTS: a fresh layout has them).
+const char* const kAddReconciliation =
+    "ALTER TABLE rewind_checkpoints "
+    "ADD COLUMN IF NOT EXISTS reconciled_events BIGINT UNSIGNED NOT NULL DEFAULT 0 AFTER gaps_given_up, "
+    "ADD COLUMN IF NOT EXISTS missed_events BIGINT UNSIGNED NOT NULL DEFAULT 0 AFTER reconciled_events";
 
 std::string Hex(std::string_view bytes) {
   static constexpr char kHex[] = "0123456789ABCDEF";
@@ -314,6 +322,10 @@ Status Ensure(Connection& c) {
       s = c.Execute(kSeedIngestFiles);
       if (!s.ok()) s = s.With("recording the ingested files of the saved positions");
     }
+    if (s.ok() && *version < 8) {  // layouts 1 to 7 had no reconciliation
+      s = c.Execute(kAddReconciliation);
+      if (!s.ok()) s = s.With("adding the reconciliation's counts to the checkpoints");
+    }
     if (s.ok()) {
       s = c.Execute(fmt::format("REPLACE INTO rewind_schema VALUES (1, {}, NOW(6))", kSchemaVersion));
     }
@@ -351,14 +363,15 @@ Status SetHead(Connection& c, const std::string& projector, const std::string& t
 
 std::string AdvanceSql(Connection& c, const std::string& projector, const std::string& target,
                        EventId last_id, const GapSet& gaps, uint64_t events, uint64_t rows,
-                       uint64_t late, uint64_t failed) {
+                       uint64_t late, uint64_t failed, uint64_t reconciled, uint64_t missed) {
   return fmt::format(
       "UPDATE rewind_checkpoints SET last_event_id = {}, gaps = {}, events_applied = "
       "events_applied + {}, rows_written = rows_written + {}, late_events = late_events + {}, "
-      "failed_events = failed_events + {}, updated_at = NOW(6) WHERE projector = {} AND "
+      "failed_events = failed_events + {}, reconciled_events = reconciled_events + {}, "
+      "missed_events = missed_events + {}, updated_at = NOW(6) WHERE projector = {} AND "
       "target_table = {}",
-      IdText(last_id), c.Quote(gaps.Text()), events, rows, late, failed, c.Quote(projector),
-      c.Quote(target));
+      IdText(last_id), c.Quote(gaps.Text()), events, rows, late, failed, reconciled, missed,
+      c.Quote(projector), c.Quote(target));
 }
 
 Status BecomeLive(Connection& c, const std::string& projector, const std::string& built,
@@ -693,17 +706,18 @@ Result<std::vector<StatusRow>> StatusRows(Connection& c, EventId head, int layou
       "k.projector)), k.run_id, "
       "COALESCE(k.finished_at, k.updated_at), ROUND(k.seconds, 2), ROUND(k.events_per_second), "
       "k.late_events, k.gaps_given_up, IF(k.gaps = '', 0, 1 + LENGTH(k.gaps) - "
-      "LENGTH(REPLACE(k.gaps, ',', ''))), k.source, k.events_applied, {version} "
+      "LENGTH(REPLACE(k.gaps, ',', ''))), k.source, k.events_applied, {version}, {reconciled} "
       "FROM rewind_checkpoints k ORDER BY k.projector, k.target_table",
       fmt::arg("head", head_text),
-      fmt::arg("version", layout >= 5 ? "NULLIF(k.rewind_version, '')" : "NULL")));
+      fmt::arg("version", layout >= 5 ? "NULLIF(k.rewind_version, '')" : "NULL"),
+      fmt::arg("reconciled", layout >= 8 ? "k.reconciled_events, k.missed_events" : "0, 0")));
   if (!r.ok()) return r.status();
   // The columns above, named for messages.
   static constexpr const char* kColumns[] = {
       "projector",      "target_table",  "live_table",    "status",      "last_event_id",
       "behind",         "failures",      "run_id",        "last run at", "seconds",
       "events/s",       "late_events",   "gaps_given_up", "gaps",        "source",
-      "events_applied", "rewind_version"};
+      "events_applied", "rewind_version", "reconciled_events", "missed_events"};
   std::vector<StatusRow> out;
   out.reserve(r->rows.size());
   for (const auto& row : r->rows) {
@@ -746,6 +760,8 @@ Result<std::vector<StatusRow>> StatusRows(Connection& c, EventId head, int layou
                          .late_events = count(11),
                          .gaps_given_up = count(12),
                          .gaps_watched = count(13),
+                         .reconciled_events = count(17),
+                         .missed_events = count(18),
                          .source = text(14),
                          .events_applied = count(15),
                          .rewind_version = row[16]};

@@ -29,6 +29,9 @@
 //                       of its other connections, and the lifetime of the server those ids
 //                       belong to. A holder of a lock whose run has stopped beating is dead
 //                       (table_admin::TakeLock). A clean end deletes the row; a killed run's stays.
+//   Layout 8 adds rewind_checkpoints.reconciled_events and missed_events: events found by a
+//                       follow's reconciliation in holes judged final, applied or (an
+//                       order-dependent read model past them) missed: it needs a rebuild.
 //   Layout 5 adds rewind_checkpoints.rewind_version: the version of the rewind that started
 //   the row's build ('' on rows older rewinds wrote).
 //   rewind_replica_markers  one row per marker a run reading from a replica (--read-host)
@@ -57,7 +60,7 @@
 
 namespace rw {
 
-inline constexpr int kSchemaVersion = 7;
+inline constexpr int kSchemaVersion = 8;
 inline constexpr const char* kSchemaTable = "rewind_schema";
 inline constexpr const char* kCheckpointTable = "rewind_checkpoints";
 inline constexpr const char* kFailureTable = "rewind_failures";
@@ -158,7 +161,7 @@ Status SetHead(Connection& c, const std::string& projector, const std::string& t
 // The statement a flush runs inside its transaction: moves the checkpoint.
 std::string AdvanceSql(Connection& c, const std::string& projector, const std::string& target,
                        EventId last_id, const GapSet& gaps, uint64_t events, uint64_t rows,
-                       uint64_t late, uint64_t failed);
+                       uint64_t late, uint64_t failed, uint64_t reconciled = 0, uint64_t missed = 0);
 // After the swap: the build's row becomes the live table's row (the old one goes).
 Status BecomeLive(Connection& c, const std::string& projector, const std::string& built_table,
                   const std::string& live_table, CheckpointStatus status, double seconds,
@@ -252,6 +255,11 @@ struct StatusRow {
   uint64_t late_events = 0;
   uint64_t gaps_given_up = 0;
   uint64_t gaps_watched = 0;  // ranges of ids still watched for a late commit
+  // Found by a follow's reconciliation after their hole was judged final (layout 8): applied,
+  // and missed (the read model needs a rebuild when any was).
+  uint64_t reconciled_events = 0;
+  uint64_t missed_events = 0;
+  bool needs_rebuild() const { return missed_events > 0; }
   std::string source;         // the event source's fingerprint
   uint64_t events_applied = 0;
   // The rewind that built it; none on a layout before 5 or a row an older rewind wrote.

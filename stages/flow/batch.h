@@ -101,6 +101,11 @@ struct Batch {
   // applies those still open for it), and `settled` lists the gap ranges that are closed
   // now (found, made final by the cut-over's lock, or given up).
   bool late = false;
+  // A late batch of a reconciliation (stages/flow/reader.h): its events were found in
+  // holes judged final. A consumer applies those it judged final (at or below where it
+  // applied, not open for it) if it takes events out of order, and otherwise counts them
+  // as missed (its read model needs a rebuild). `settled` lists their ids.
+  bool reconciled = false;
   std::vector<IdRange> settled;
   uint64_t rows_read = 0;  // every event in the range, skipped ones included
   uint64_t skipped = 0;    // events of types no selected projector handles

@@ -123,13 +123,15 @@ void ProjectorRunner::ApplyRecords(const Batch& batch, bool late) {
   if (records.empty()) return;
   const auto start = std::chrono::steady_clock::now();
   uint64_t mine = 0, undecoded = 0;
+  const EventRecords view{records, batch.values, batch.width};
   for (const EventRecord& r : records) {
     if (!projector_->reads_class(r.event_class)) continue;
+    if (r.decoded && !projector_->Selects(view, r)) continue;  // its `where` leaves it out
     ++mine;
     undecoded += r.decoded ? 0 : 1;
   }
   new_failures_.clear();
-  projector_->ApplyRecords(EventRecords{records, batch.values, batch.width}, new_failures_);
+  projector_->ApplyRecords(view, new_failures_);
   for (EventFailure& f : new_failures_) {
     // The payload's first bytes, as the decoder's failures have them.
     const auto raw = std::lower_bound(batch.raw.begin(), batch.raw.end(), f.id,
@@ -182,6 +184,47 @@ Status ProjectorRunner::ApplyLate(const Batch& batch) {
   Settle(batch.settled);
   if (projector_->order_dependent()) ReleaseHeld();
   return Status::Ok();
+}
+
+// The ids found by a reconciliation that this runner had settled as final (at or below
+// where it applied, not open): a read model that takes events out of order applies them
+// (opened again for the late path, which settles them); an order-dependent one still holds
+// the events above those it has not passed yet, and misses the others (counted: it needs
+// a rebuild). Ids still open for it go the late way as any late event.
+Status ProjectorRunner::ApplyReconciled(const Batch& batch) {
+  uint64_t missed = 0;
+  for (const IdRange& r : batch.settled) {
+    for (EventId id = r.lo; id <= r.hi && id <= applied_id_; ++id) {
+      if (gaps_.Contains(id)) continue;
+      if (projector_->order_dependent() && id <= CheckpointId()) {
+        missed += Reads(batch, id) ? 1 : 0;
+      } else {
+        gaps_.Add({id, id});
+      }
+    }
+  }
+  const uint64_t late_before = stats_.late_applied;
+  if (Status s = ApplyLate(batch); !s.ok()) return s;
+  stats_.reconciled_applied += stats_.late_applied - late_before;
+  reconciled_since_flush_ += stats_.late_applied - late_before;
+  stats_.missed_events += missed;
+  missed_since_flush_ += missed;
+  if (missed > 0) {
+    PrintLine(fmt::format("{}: {} event(s) appeared in holes judged final, below events it already applied in "
+                          "id order: counted as missed; the read model needs a rebuild",
+                          projector_->name(), missed));
+  }
+  return Status::Ok();
+}
+
+bool ProjectorRunner::Reads(const Batch& batch, EventId id) const {
+  if (projector_->reads_records()) {
+    return std::any_of(batch.records.begin(), batch.records.end(), [&](const EventRecord& r) {
+      return r.id == id && projector_->Selects(EventRecords{batch.records, batch.values, batch.width}, r);
+    });
+  }
+  return std::any_of(batch.visits.begin(), batch.visits.end(), [&](const PageVisit& v) { return v.id == id; }) ||
+         std::find(batch.dropped.begin(), batch.dropped.end(), id) != batch.dropped.end();
 }
 
 void ProjectorRunner::Hold(std::span<const PageVisit> visits) {
@@ -286,7 +329,7 @@ Result<bool> ProjectorRunner::Fold(const Batch& batch) {
   }
   last_sequence_ = static_cast<int64_t>(batch.sequence);
   if (batch.late) {
-    if (Status s = ApplyLate(batch); !s.ok()) return s;
+    if (Status s = batch.reconciled ? ApplyReconciled(batch) : ApplyLate(batch); !s.ok()) return s;
     return false;
   }
   if (batch.last_id <= applied_id_) {  // committed before a resume
@@ -378,7 +421,7 @@ Status ProjectorRunner::WaitForWriter() {
 std::unique_ptr<ProjectorRunner::FlushJob> ProjectorRunner::PrepareFlush() {
   const EventId checkpoint = CheckpointId();
   if (checkpoint == committed_id_ && projector_->pending_rows() == 0 && !gaps_changed_ &&
-      failed_since_flush_ == 0) {
+      failed_since_flush_ == 0 && reconciled_since_flush_ == 0 && missed_since_flush_ == 0) {
     return nullptr;
   }
   const auto start = std::chrono::steady_clock::now();
@@ -426,7 +469,8 @@ std::unique_ptr<ProjectorRunner::FlushJob> ProjectorRunner::PrepareFlush() {
   }
   steps.push_back(Step{checkpoint_store::AdvanceSql(*connection_, job->name, options_.target_table, checkpoint,
                                                     gaps, events_since_flush_, job->rows, late_since_flush_,
-                                                    failed_since_flush_),
+                                                    failed_since_flush_, reconciled_since_flush_,
+                                                    missed_since_flush_),
                        {}, false});
   // What the flush commits is no longer pending: the next events count towards the next.
   job->failures = pending_failures_.size();
@@ -434,6 +478,7 @@ std::unique_ptr<ProjectorRunner::FlushJob> ProjectorRunner::PrepareFlush() {
   gaps_changed_ = false;
   late_since_flush_ = 0;
   failed_since_flush_ = 0;
+  reconciled_since_flush_ = missed_since_flush_ = 0;
   target_empty_ = false;
   events_since_flush_ = 0;
   job->seconds = Seconds(start);

@@ -99,6 +99,10 @@ struct RunnerStats {
   uint64_t flushes = 0;
   uint64_t retries = 0;
   uint64_t late_applied = 0;  // events that committed after a higher id was applied
+  // Of a reconciliation (stages/flow/batch.h): applied after their hole was judged final,
+  // and missed (an order-dependent read model past them: it needs a rebuild).
+  uint64_t reconciled_applied = 0;
+  uint64_t missed_events = 0;
   uint64_t failed_events = 0; // events given to this read model that it could not apply
   uint64_t failures_recorded = 0;  // of those, recorded by this runner (declared read models)
   double apply_seconds = 0;
@@ -203,6 +207,9 @@ class ProjectorRunner {
   // (Projector::committed_columns), once, before the first event.
   Status LoadCommitted();
   Status ApplyLate(const Batch& batch);
+  Status ApplyReconciled(const Batch& batch);
+  // Whether `batch` holds an event with id `id` that this read model reads.
+  bool Reads(const Batch& batch, EventId id) const;
   // Removes ranges that are settled (found, or final) from the watched gaps.
   void Settle(const std::vector<IdRange>& settled);
   // Order-dependent read models: applies in id order only, holding the visits above the
@@ -230,6 +237,7 @@ class ProjectorRunner {
   bool gaps_changed_ = false;
   uint64_t late_since_flush_ = 0;
   uint64_t failed_since_flush_ = 0;
+  uint64_t reconciled_since_flush_ = 0, missed_since_flush_ = 0;
   int64_t last_sequence_ = -1;
   bool target_empty_;      // nothing has been written into the target yet
   bool bulk_load_ok_ = true;  // the server allows LOAD DATA LOCAL INFILE

@@ -33,7 +33,7 @@ std::optional<int64_t> EventTimeSeconds(std::string_view text) {
 Status CheckEventTable(Connection& c, const EventTableOptions& e, bool with_time_column) {
   Result<Rows> table = c.Query(fmt::format(
       "SELECT COLUMN_NAME, DATA_TYPE, IS_NULLABLE FROM information_schema.COLUMNS WHERE "
-      "TABLE_SCHEMA = DATABASE() AND TABLE_NAME = {}",
+      "TABLE_SCHEMA = DATABASE() AND TABLE_NAME = {} ORDER BY ORDINAL_POSITION",
       c.Quote(e.table)));
   if (!table.ok()) return table.status();
   if (table->rows.empty()) {
@@ -50,9 +50,17 @@ Status CheckEventTable(Connection& c, const EventTableOptions& e, bool with_time
     if (col == &e.time_column && !with_time_column) continue;
     if (col == &e.type_column && !e.type_path.empty()) continue;  // the class is in the payload
     if (column(*col) == nullptr) {
-      return Status::NotFound(fmt::format("event table '{}' has no column '{}' (see --id-column, "
-                                          "--type-column, --payload-column, --time-column)",
-                                          e.table, *col));
+      std::string has;
+      for (const auto& row : table->rows) has += (has.empty() ? "" : ", ") + row[0].value_or("");
+      const std::string flag =
+          col == &e.id_column        ? "name the id column with --id-column"
+          : col == &e.type_column    ? "name the type column with --type-column, or, when the type is inside the "
+                                       "JSON payload (evtstore's `type`, EventSauce's `headers.__event_type`), "
+                                       "give its path with --type-path"
+          : col == &e.payload_column ? "name the payload column with --payload-column"
+                                     : "name the time column with --time-column";
+      return Status::NotFound(fmt::format("event table '{}' has no column '{}': {} (its columns: {})", e.table,
+                                          *col, flag, has));
     }
   }
   const auto& id = *column(e.id_column);
@@ -291,6 +299,27 @@ Reader::Reader(std::unique_ptr<Connection> c, std::vector<std::unique_ptr<Connec
     index = fmt::format(", CASE {}{} END", compare.column, index);
     with_class_ = true;
   }
+  // The read models' filters on columns (ReadScope::filters): a class that has some is
+  // wanted only where one of them holds.
+  std::string filtered, filter;
+  for (size_t i = 0; i < classes.size() && i < options_.scope.filters.size(); ++i) {
+    const auto& alternatives = options_.scope.filters[i];
+    if (alternatives.empty()) continue;
+    const std::string cls = compare.literal_prefix + connection_->Quote(classes[i]);
+    filtered += (filtered.empty() ? "" : ", ") + cls;
+    std::string any;
+    for (const std::vector<ColumnIn>& all : alternatives) {
+      std::string each;
+      for (const ColumnIn& in : all) {
+        std::string values;
+        for (const std::string& v : in.values) values += (values.empty() ? "" : ", ") + connection_->Quote(v);
+        each += fmt::format("{}{} IN ({})", each.empty() ? "" : " AND ", QuoteIdentifier(in.column), values);
+      }
+      any += fmt::format("{}({})", any.empty() ? "" : " OR ", each);
+    }
+    filter += fmt::format(" OR ({} = {} AND ({}))", compare.column, cls, any);
+  }
+  if (!filtered.empty()) filter = fmt::format(" AND ({} NOT IN ({}){})", compare.column, filtered, filter);
   std::string columns;
   for (const std::string& col : options_.scope.columns) columns += ", " + QuoteIdentifier(col);
   if (time_index >= 0) {  // last: each hole is judged by the time of the event above it
@@ -299,9 +328,9 @@ Reader::Reader(std::unique_ptr<Connection> c, std::vector<std::unique_ptr<Connec
   }
   settle_ids_ = static_cast<EventId>(options_.settle_ids);
   if (time_index_ < 0 && settle_ids_ == 0) settle_ids_ = kDefaultSettleIds;
-  select_ = fmt::format("SELECT {id}, CASE WHEN {match}{until} THEN COALESCE({payload}, '') END{index}{columns} "
+  select_ = fmt::format("SELECT {id}, CASE WHEN {match}{until}{filter} THEN COALESCE({payload}, '') END{index}{columns} "
                         "FROM {table}",
-                        fmt::arg("until", until), fmt::arg("id", QuoteIdentifier(e.id_column)),
+                        fmt::arg("until", until), fmt::arg("filter", filter), fmt::arg("id", QuoteIdentifier(e.id_column)),
                         fmt::arg("match", match), fmt::arg("index", index), fmt::arg("columns", columns),
                         fmt::arg("payload", QuoteIdentifier(e.payload_column)),
                         fmt::arg("table", QuoteIdentifier(e.table)));
@@ -482,6 +511,7 @@ void Reader::Watch(IdRange range, std::optional<int64_t> time,
   }
   auto lowest = watched_.begin();
   settled_.push_back({lowest->first, lowest->second.hi});
+  RememberFinal({lowest->first, lowest->second.hi});
   ++gaps_given_up_;
   Unwatch(lowest);
 }
@@ -668,6 +698,13 @@ Result<Head> Reader::ReadHead() {
 Result<std::unique_ptr<Batch>> Reader::Next() {
   // The proof, a few times a second while a sampled head is not proven yet.
   if (Status s = ProveByOpenTransactions(); !s.ok()) return s;
+  if (reconcile_queued_) {
+    reconcile_queued_ = false;
+    if (!final_holes_.empty()) {
+      WaitForStartedPages();
+      return Reconcile();
+    }
+  }
   if (queued_check_ || !due_.empty()) {
     std::optional<GapCheck> kind = queued_check_;
     queued_check_.reset();
@@ -922,18 +959,9 @@ Status Reader::ReadPage(Connection& connection, const std::string& sql, Page& pa
   return s.ok() ? bad_id : s;
 }
 
-Result<std::unique_ptr<Batch>> Reader::ReadGaps(std::optional<GapCheck> kind) {
-  std::unique_ptr<Batch> batch = NewBatch();
-  batch->late = true;
-  batch->after_id = batch->last_id = kBeforeFirstId;
-  // What to read: the due holes, and for a check every watched one.
-  std::vector<IdRange> ranges = due_.ranges();
-  if (kind) {
-    for (const auto& [lo, hole] : watched_) ranges.push_back({lo, hole.hi});
-    std::sort(ranges.begin(), ranges.end(), [](const IdRange& a, const IdRange& b) { return a.lo < b.lo; });
-  }
+Status Reader::ReadIds(std::vector<IdRange> ranges, Batch& batch, std::vector<EventId>& found) {
+  std::sort(ranges.begin(), ranges.end(), [](const IdRange& a, const IdRange& b) { return a.lo < b.lo; });
   const std::string id = QuoteIdentifier(options_.events.id_column);
-  std::vector<EventId> found;
   constexpr size_t kRangesPerQuery = 1000;
   for (size_t from = 0; from < ranges.size(); from += kRangesPerQuery) {
     std::string where;
@@ -944,25 +972,76 @@ Result<std::unique_ptr<Batch>> Reader::ReadGaps(std::optional<GapCheck> kind) {
                             : fmt::format("{} BETWEEN {} AND {}", id, IdText(r.lo), IdText(r.hi));
     }
     const std::string sql = fmt::format("{} WHERE {} ORDER BY {}", select_, where, id);
-    const size_t raw_before = batch->raw.size(), found_before = found.size();
-    const size_t columns_before = batch->raw_columns.size();
-    const size_t bytes_before = batch->payloads.size();
-    const uint64_t rows_before = batch->rows_read, skipped_before = batch->skipped;
+    const size_t raw_before = batch.raw.size(), found_before = found.size();
+    const size_t columns_before = batch.raw_columns.size();
+    const size_t bytes_before = batch.payloads.size();
+    const uint64_t rows_before = batch.rows_read, skipped_before = batch.skipped;
     Status s = RetryOnConnectionLoss(*connection_, [&] {
-      batch->raw.resize(raw_before);
-      batch->raw_columns.resize(columns_before);
+      batch.raw.resize(raw_before);
+      batch.raw_columns.resize(columns_before);
       found.resize(found_before);
-      batch->payloads.resize(bytes_before);
-      batch->rows_read = rows_before;
-      batch->skipped = skipped_before;
+      batch.payloads.resize(bytes_before);
+      batch.rows_read = rows_before;
+      batch.skipped = skipped_before;
       return connection_->Stream(sql, [&](char** values, unsigned long* lengths) {
         const std::optional<EventId> got = ParseEventId(std::string_view(values[0], lengths[0]));
         if (!got) return;
         found.push_back(*got);
-        AddEvent(*batch, *got, values, lengths, with_class_, options_.scope.columns.size());
+        AddEvent(batch, *got, values, lengths, with_class_, options_.scope.columns.size());
       });
     });
-    if (!s.ok()) return s.With("reading the ids watched for late commits");
+    if (!s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+void Reader::RememberFinal(IdRange range) {
+  if (!options_.reconcile) return;
+  final_holes_.Add(range);
+  final_order_.emplace_back(std::chrono::steady_clock::now(), range);
+  while (final_order_.size() > kMaxReconciled) {
+    final_holes_.Subtract(final_order_.front().second);
+    final_order_.pop_front();
+  }
+}
+
+Result<std::unique_ptr<Batch>> Reader::Reconcile() {
+  const auto start = std::chrono::steady_clock::now();
+  const auto horizon = std::chrono::duration<double>(kReconcileHorizonSeconds);
+  while (!final_order_.empty() && start - final_order_.front().first > horizon) {
+    final_holes_.Subtract(final_order_.front().second);
+    final_order_.pop_front();
+  }
+  std::unique_ptr<Batch> batch = NewBatch();
+  batch->late = batch->reconciled = true;
+  batch->after_id = batch->last_id = kBeforeFirstId;
+  std::vector<EventId> found;
+  if (Status s = ReadIds(final_holes_.ranges(), *batch, found); !s.ok()) {
+    return s.With("reading again the holes judged final (reconciliation)");
+  }
+  for (EventId f : found) {
+    final_holes_.Subtract({f, f});
+    batch->settled.push_back({f, f});
+  }
+  reconciled_events_ += found.size();
+  batch->payloads.append(simdjson::SIMDJSON_PADDING, '\0');
+  batch->sequence = next_sequence_++;
+  reconcile_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return batch;
+}
+
+Result<std::unique_ptr<Batch>> Reader::ReadGaps(std::optional<GapCheck> kind) {
+  std::unique_ptr<Batch> batch = NewBatch();
+  batch->late = true;
+  batch->after_id = batch->last_id = kBeforeFirstId;
+  // What to read: the due holes, and for a check every watched one.
+  std::vector<IdRange> ranges = due_.ranges();
+  if (kind) {
+    for (const auto& [lo, hole] : watched_) ranges.push_back({lo, hole.hi});
+  }
+  std::vector<EventId> found;
+  if (Status s = ReadIds(std::move(ranges), *batch, found); !s.ok()) {
+    return s.With("reading the ids watched for late commits");
   }
   late_events_ += found.size();
   // What is settled now: the ids found; the due holes (final: read once more after the
@@ -982,9 +1061,16 @@ Result<std::unique_ptr<Batch>> Reader::ReadGaps(std::optional<GapCheck> kind) {
     if (lo < f) Watch({lo, f - 1}, hole.time, hole.since);
     if (f < hole.hi) Watch({f + 1, hole.hi}, hole.time, hole.since);
   }
-  for (const IdRange& r : due_.ranges()) settled.push_back(r);  // found ids inside come twice: harmless
+  for (const IdRange& r : due_.ranges()) {
+    settled.push_back(r);  // found ids inside come twice: harmless
+    if (kind != GapCheck::kFinal) RememberFinal(r);
+  }
   due_ = GapSet();
   if (kind == GapCheck::kFinal) {
+    // Under the cut-over's lock no insert is open: every hole below the head is final for
+    // good, those judged before too. Reconciliation covers what is judged after it.
+    final_holes_ = GapSet();
+    final_order_.clear();
     for (const auto& [lo, hole] : watched_) settled.push_back({lo, hole.hi});
     watched_.clear();
     by_time_.clear();
@@ -996,12 +1082,14 @@ Result<std::unique_ptr<Batch>> Reader::ReadGaps(std::optional<GapCheck> kind) {
       auto next = std::next(it);
       if (now - it->second.since >= window) {
         settled.push_back({it->first, it->second.hi});
+        RememberFinal({it->first, it->second.hi});
         ++gaps_given_up_;
         Unwatch(it);
       }
       it = next;
     }
   }
+  for (EventId f : found) final_holes_.Subtract({f, f});  // in a due hole: not final
   batch->payloads.append(simdjson::SIMDJSON_PADDING, '\0');
   batch->sequence = next_sequence_++;
   return batch;

@@ -45,6 +45,15 @@
 // insert is open) settles every hole. Settled ranges reach the projectors in a later batch's
 // `settled`. At most kMaxWatched holes are watched; beyond, the lowest are given up.
 //
+// Reconciliation (ReaderOptions::reconcile, when following): a hole judged final may still
+// fill if the judgement was wrong (the fallback rule met a transaction open longer than it
+// allows, or a proof was wrong). The holes settled as final (read once more and found
+// empty, or given up) are remembered for kReconcileHorizonSeconds, at most kMaxReconciled
+// ranges (the oldest forgotten first), and QueueReconcile() reads them all again: what it
+// finds comes in a reconciled batch (stages/flow/batch.h), each id once, and is forgotten.
+// The cut-over's final check forgets them all: under its lock no insert is open, so every
+// hole below the head is final for good; following reconciles what is judged after it.
+//
 // A lost connection (server restart) is retried: reconnect with backoff, reread the page.
 //
 // Several connections (ReaderOptions::connections > 1): after the first page, pages are id
@@ -99,6 +108,11 @@ struct EventTableOptions {
 struct ReadScope {
   std::vector<std::string> classes;  // empty: the page-visited class alone
   std::vector<std::string> columns;
+  // Per class (aligned with `classes`, or empty): the read models' filters on the event
+  // table's columns under which its payload is wanted, any one of them (each all of its
+  // equalities). No filter for a class: wanted whatever its columns hold. Sent to the
+  // server with the type filter; the read models still apply their own, byte for byte.
+  std::vector<std::vector<std::vector<ColumnIn>>> filters;
 };
 
 struct ReaderOptions {
@@ -134,7 +148,12 @@ struct ReaderOptions {
   // Prove holes final with the server's open transactions where it can tell (see "Gaps");
   // false for a replica, whose transactions are not the primary's.
   bool prove_with_server = true;
+  // Remember the holes judged final for reconciliation (see "Reconciliation" above).
+  bool reconcile = false;
 };
+
+inline constexpr double kReconcileHorizonSeconds = 3600;
+inline constexpr size_t kMaxReconciled = 200'000;
 
 // `sql` padded with a comment to `bytes` long (unchanged when it is as long already): a
 // server reads a longer query into a buffer grown to its length and writes that query's
@@ -200,6 +219,13 @@ class Reader final : public BatchSource {
   void ExtendHead(const Head& head);
   // The next Next() returns a late batch first (see above).
   void QueueGapCheck(GapCheck kind) { queued_check_ = kind; }
+  // The next Next() reads again the holes judged final and returns a reconciled batch
+  // (see "Reconciliation"), when there are any.
+  void QueueReconcile() { reconcile_queued_ = true; }
+  // Events found by reconciliations; the holes remembered for the next; seconds spent.
+  uint64_t reconciled_events() const { return reconciled_events_; }
+  size_t reconciled_holes() const { return final_holes_.size(); }
+  double reconcile_seconds() const { return reconcile_seconds_; }
   // Where the server shows its open transactions (see "Gaps"): proves final the ids below
   // every head sampled before all of them began, and marks due the watched holes among
   // them, so that each is read once more and settled. Nothing happens without that view
@@ -297,6 +323,11 @@ class Reader final : public BatchSource {
   static bool FarBelow(const IdRange& hole, const Head& known, EventId ids);
   void Unwatch(std::map<EventId, Hole>::iterator it);
   static constexpr size_t kMaxWatched = 100'000;  // ranges; beyond, the lowest are given up
+  // Reads the events of `ranges` (any order) into `batch`, their ids into `found`.
+  Status ReadIds(std::vector<IdRange> ranges, Batch& batch, std::vector<EventId>& found);
+  // A hole settled as final, remembered for reconciliation (ReaderOptions::reconcile).
+  void RememberFinal(IdRange range);
+  Result<std::unique_ptr<Batch>> Reconcile();
 
   std::unique_ptr<Connection> connection_;
   const ReaderOptions options_;
@@ -340,6 +371,12 @@ class Reader final : public BatchSource {
   std::optional<GapCheck> queued_check_;
   uint64_t late_events_ = 0;
   uint64_t gaps_given_up_ = 0;
+  // Reconciliation: the holes judged final, and when (oldest first).
+  GapSet final_holes_;
+  std::deque<std::pair<std::chrono::steady_clock::time_point, IdRange>> final_order_;
+  bool reconcile_queued_ = false;
+  uint64_t reconciled_events_ = 0;
+  double reconcile_seconds_ = 0;
   Throttle* throttle_ = nullptr;
   // Several connections: the pages planned, in id order (the first may be in a worker),
   // the ids planned up to, and the span of the next range.
