@@ -22,16 +22,15 @@ std::string UserName(uid_t uid) {
 bool CarefulFile::OwnedByUsOrRoot() const { return owner == ::geteuid() || owner == 0; }
 
 Result<CarefulFile> ReadCarefully(const std::string& path, std::string_view what) {
+  auto unreadable = [&] { return Status::NotFound(fmt::format("cannot read {} '{}': {}", what, path, std::strerror(errno))); };
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) return Status::NotFound(fmt::format("cannot read {} '{}': {}", what, path, std::strerror(errno)));
+  if (fd < 0) return unreadable();
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
   } closer{fd};
   struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    return Status::NotFound(fmt::format("cannot read {} '{}': {}", what, path, std::strerror(errno)));
-  }
+  if (::fstat(fd, &st) != 0) return unreadable();
   if (S_ISDIR(st.st_mode)) return Status::InvalidInput(fmt::format("{} '{}' is a directory", what, path));
   if (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode) && !S_ISFIFO(st.st_mode)) {  // /dev/null, <(…) pass
     return Status::InvalidInput(fmt::format("{} '{}' is not a regular file", what, path));
@@ -50,7 +49,7 @@ Result<CarefulFile> ReadCarefully(const std::string& path, std::string_view what
     if (n == 0) break;
     if (n < 0) {
       if (errno == EINTR) continue;
-      return Status::NotFound(fmt::format("cannot read {} '{}': {}", what, path, std::strerror(errno)));
+      return unreadable();
     }
     out.text.append(buffer, static_cast<size_t>(n));
   }

@@ -209,13 +209,7 @@ TEST(Sums, UnderFollowASumThatLeavesItsTypeFailsThatEventAndTheFollowerGoesOn) {
 TEST(Sums, AWarningOfRewindsOwnWriteFailsTheFlushAndAFollowSaysTheSwapHadHappened) {
   const ConnectionOptions o = BankStore("rewind_test_sums_warning", {Deposit("a", 100)});
   auto c = Connect(o);
-  auto mode = c->QueryValue("SELECT @@GLOBAL.sql_mode");
-  ASSERT_TRUE(mode.ok() && *mode);
-  struct Restore {
-    Connection& c;
-    std::string mode;
-    ~Restore() { EXPECT_TRUE(c.Execute("SET GLOBAL sql_mode = " + c.Quote(mode)).ok()); }
-  } restore{*c, **mode};
+  GlobalsRestored restored(*c, {"sql_mode"});
   ASSERT_TRUE(c->Execute("SET GLOBAL sql_mode = ''").ok());
   {
     Subprocess run(Rewind({"replay", "totals", "--models", ModelsFile(), "--follow", "--poll", "0.05",

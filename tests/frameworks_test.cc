@@ -456,10 +456,12 @@ key    = [ { column = "stream", field = "stream" } ]
 values = [ { column = "openings", op = "count" } ]
 )toml";
   const std::string stats = ::testing::TempDir() + "/rewind_where.json";
-  Outcome run = RunRewind({"replay", "--all", "--models", models, "--events-table", "events", "--id-column",
-                           "position", "--type-path", "type", "--payload-column", "event", "--quiet", "--stats-json",
-                           stats},
-                          Env(o));
+  const std::vector<std::string> replay = {"replay", "--all", "--models", models, "--events-table", "events",
+                                           "--id-column", "position", "--type-path", "type", "--payload-column",
+                                           "event", "--quiet"};
+  std::vector<std::string> with_stats = replay;
+  with_stats.insert(with_stats.end(), {"--stats-json", stats});
+  Outcome run = RunRewind(with_stats, Env(o));
   ASSERT_EQ(run.code, 0) << run.err;
   ExpectNoCompiledTables(*c);
   const std::string type = "JSON_VALUE(event, '$.type')";
@@ -491,9 +493,7 @@ where  = { no_such_column = "x" }
 key    = [ { column = "account_id", field = "aggregate_id" } ]
 values = [ { column = "closures", op = "count" } ]
 )toml";
-  Outcome bad = RunRewind({"replay", "--all", "--models", models, "--events-table", "events", "--id-column",
-                           "position", "--type-path", "type", "--payload-column", "event", "--quiet"},
-                          Env(o));
+  Outcome bad = RunRewind(replay, Env(o));
   EXPECT_NE(bad.code, 0);
   EXPECT_NE(bad.err.find("no_such_column"), std::string::npos) << bad.err;
 }

@@ -423,29 +423,6 @@ TEST(OddInput, IdsFromDenseToSparseToDenseAreReadOnceOnOneConnectionOrTwo) {
   }
 }
 
-// Server-wide settings a test changes, put back however it ends (the suite runs one test at
-// a time, so no other test sees them).
-class GlobalsRestored {
- public:
-  GlobalsRestored(Connection& c, std::vector<std::string> names) : c_(c) {
-    for (const std::string& n : names) {
-      auto v = c_.QueryValue("SELECT @@GLOBAL." + n);
-      if (v.ok() && *v) saved_.emplace_back(n, **v);
-    }
-  }
-  ~GlobalsRestored() {
-    for (const auto& [name, value] : saved_) {
-      const bool number = value.find_first_not_of("0123456789") == std::string::npos;
-      EXPECT_TRUE(c_.Execute(fmt::format("SET GLOBAL {} = {}", name, number ? value : c_.Quote(value))).ok())
-          << name << " = " << value;
-    }
-  }
-
- private:
-  Connection& c_;
-  std::vector<std::pair<std::string, std::string>> saved_;
-};
-
 // A server with the default net_buffer_length writes a result in 16 KB pieces. rewind pads
 // each page query that may bring 256 events or more with a comment so that the server reads
 // it into a buffer of --result-buffer bytes (128 KB by default) and writes that page's rows

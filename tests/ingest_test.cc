@@ -324,11 +324,7 @@ TEST(Ingest, AWarningOfTheServerStopsTheBatchItCameFrom) {
                   .ok());
   auto mode = c->QueryValue("SELECT @@GLOBAL.sql_mode");
   ASSERT_TRUE(mode.ok() && *mode);
-  struct Restore {
-    Connection& c;
-    std::string mode;
-    ~Restore() { EXPECT_TRUE(c.Execute("SET GLOBAL sql_mode = " + c.Quote(mode)).ok()); }
-  } restore{*c, **mode};
+  GlobalsRestored restored(*c, {"sql_mode"});
   for (const std::string& m : {**mode, std::string()}) {  // the server's own, then not strict
     ASSERT_TRUE(c->Execute("SET GLOBAL sql_mode = " + c->Quote(m)).ok());
     Outcome run = RunRewind({"ingest", kLog, "--batch-size", "500"}, Env(o));

@@ -2,6 +2,7 @@
 // (REWIND_SOCKET / REWIND_HOST, REWIND_USER, REWIND_PASSWORD in the environment).
 #pragma once
 
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -155,6 +156,29 @@ inline ConnectionOptions Store(const std::string& name, uint64_t events, uint64_
 
 // A fresh server user `name` with `grants` on o's database (e.g. "SELECT, INSERT"); returns
 // the options that connect as that user. `admin` must hold the GRANT OPTION.
+// Server-wide settings a test changes, put back however it ends (the suite runs one test at
+// a time, so no other test sees them).
+class GlobalsRestored {
+ public:
+  GlobalsRestored(Connection& c, std::vector<std::string> names) : c_(c) {
+    for (const std::string& n : names) {
+      auto v = c_.QueryValue("SELECT @@GLOBAL." + n);
+      if (v.ok() && *v) saved_.emplace_back(n, **v);
+    }
+  }
+  ~GlobalsRestored() {
+    for (const auto& [name, value] : saved_) {
+      const bool number = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
+      EXPECT_TRUE(c_.Execute(fmt::format("SET GLOBAL {} = {}", name, number ? value : c_.Quote(value))).ok())
+          << name << " = " << value;
+    }
+  }
+
+ private:
+  Connection& c_;
+  std::vector<std::pair<std::string, std::string>> saved_;
+};
+
 inline ConnectionOptions UserWith(Connection& admin, const ConnectionOptions& o, const std::string& name,
                                   const std::string& grants) {
   const std::string user = "'" + name + "'@'localhost'";

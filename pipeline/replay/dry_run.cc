@@ -248,13 +248,13 @@ int DryRunCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
   // How the real run would prove missing ids final (stages/flow/reader.h, "Gaps").
   const bool proves = !ReadsFromReplica(o) && CanSeeOpenTransactions(c);
   const char* finality = proves ? "server" : "fallback";
-  // The fallback judges by ids alone without a time column, or with --settle-ids.
-  const bool by_ids = o.settle_ids > 0 || !CheckEventTable(c, o.events, /*with_time_column=*/true).ok();
+  // The fallback rule as the reader would apply it: by the times and ids, or by ids alone.
+  Result<std::string> why_ids = WhyJudgedByIds(c, o.events, o.settle_ids);
+  if (!why_ids.ok()) return fail(why_ids.status().message());
+  const bool by_ids = !why_ids->empty();
   const std::string fallback_rule =
       by_ids ? fmt::format("by ids alone: final {} ids below the head ({})",
-                           WithThousands(o.settle_ids > 0 ? o.settle_ids : kDefaultSettleIds),
-                           o.settle_ids > 0 ? "--settle-ids"
-                                            : fmt::format("the event table has no time column '{}'", o.events.time_column))
+                           WithThousands(o.settle_ids > 0 ? o.settle_ids : kDefaultSettleIds), *why_ids)
              : std::string("by the event table's times and ids");
   const char* count_label = exact ? "exact" : "estimate (the optimizer's; counting took too long)";
   if (o.json) {

@@ -161,7 +161,7 @@ Status SetHead(Connection& c, const std::string& projector, const std::string& t
 // The statement a flush runs inside its transaction: moves the checkpoint.
 std::string AdvanceSql(Connection& c, const std::string& projector, const std::string& target,
                        EventId last_id, const GapSet& gaps, uint64_t events, uint64_t rows,
-                       uint64_t late, uint64_t failed, uint64_t reconciled = 0, uint64_t missed = 0);
+                       uint64_t late, uint64_t failed, uint64_t reconciled, uint64_t missed);
 // After the swap: the build's row becomes the live table's row (the old one goes).
 Status BecomeLive(Connection& c, const std::string& projector, const std::string& built_table,
                   const std::string& live_table, CheckpointStatus status, double seconds,

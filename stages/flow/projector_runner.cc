@@ -219,9 +219,9 @@ Status ProjectorRunner::ApplyReconciled(const Batch& batch) {
 
 bool ProjectorRunner::Reads(const Batch& batch, EventId id) const {
   if (projector_->reads_records()) {
-    return std::any_of(batch.records.begin(), batch.records.end(), [&](const EventRecord& r) {
-      return r.id == id && projector_->Selects(EventRecords{batch.records, batch.values, batch.width}, r);
-    });
+    const EventRecords view{batch.records, batch.values, batch.width};
+    return std::any_of(batch.records.begin(), batch.records.end(),
+                       [&](const EventRecord& r) { return r.id == id && projector_->Selects(view, r); });
   }
   return std::any_of(batch.visits.begin(), batch.visits.end(), [&](const PageVisit& v) { return v.id == id; }) ||
          std::find(batch.dropped.begin(), batch.dropped.end(), id) != batch.dropped.end();

@@ -342,6 +342,19 @@ Reader::Reader(std::unique_ptr<Connection> c, std::vector<std::unique_ptr<Connec
   if (!watched_.empty()) queued_check_ = GapCheck::kRecheck;
 }
 
+Result<std::string> WhyJudgedByIds(Connection& c, const EventTableOptions& e, uint64_t settle_ids) {
+  if (settle_ids > 0) return std::string("--settle-ids");
+  Result<bool> has = HasColumn(c, e, e.time_column);
+  if (!has.ok()) return has.status();
+  if (!*has) return fmt::format("the event table has no time column '{}'", e.time_column);
+  Result<Head> head = HeadOf(c, e, /*with_time=*/true);
+  if (!head.ok()) return head.status();
+  if (head->id != kBeforeFirstId && !head->time) {
+    return fmt::format("the time column '{}' of the head does not parse as a time", e.time_column);
+  }
+  return std::string();
+}
+
 Result<std::unique_ptr<Reader>> Reader::Make(std::unique_ptr<Connection> connection,
                                              const ReaderOptions& options) {
   if (options.batch_size == 0) return Status::InvalidInput("batch size must be positive");
@@ -355,15 +368,11 @@ Result<std::unique_ptr<Reader>> Reader::Make(std::unique_ptr<Connection> connect
   if (!query_bytes.ok()) return query_bytes.status();
   // Holes are judged by the time column when the table has it (and its head's time
   // parses), else by ids.
-  int time_index = -1;
-  if (options.settle_ids == 0) {
-    Result<bool> has = HasColumn(*connection, options.events, options.events.time_column);
-    if (!has.ok()) return has.status();
-    if (*has) time_index = 0;
-  }
+  Result<std::string> by_ids = WhyJudgedByIds(*connection, options.events, options.settle_ids);
+  if (!by_ids.ok()) return by_ids.status();
+  const int time_index = by_ids->empty() ? 0 : -1;
   Result<Head> known = HeadOf(*connection, options.events, time_index >= 0);
   if (!known.ok()) return known.status();
-  if (time_index >= 0 && known->id != kBeforeFirstId && !known->time) time_index = -1;
   std::vector<std::unique_ptr<Connection>> helpers;
   for (size_t i = 1; i < options.connections; ++i) {
     Result<std::unique_ptr<Connection>> c = Connection::Open(connection->options());
@@ -999,7 +1008,11 @@ void Reader::RememberFinal(IdRange range) {
   if (!options_.reconcile) return;
   final_holes_.Add(range);
   final_order_.emplace_back(std::chrono::steady_clock::now(), range);
-  while (final_order_.size() > kMaxReconciled) {
+  ForgetFinals(std::chrono::steady_clock::time_point::min());
+}
+
+void Reader::ForgetFinals(std::chrono::steady_clock::time_point older_than) {
+  while (!final_order_.empty() && (final_order_.size() > kMaxReconciled || final_order_.front().first < older_than)) {
     final_holes_.Subtract(final_order_.front().second);
     final_order_.pop_front();
   }
@@ -1007,11 +1020,8 @@ void Reader::RememberFinal(IdRange range) {
 
 Result<std::unique_ptr<Batch>> Reader::Reconcile() {
   const auto start = std::chrono::steady_clock::now();
-  const auto horizon = std::chrono::duration<double>(kReconcileHorizonSeconds);
-  while (!final_order_.empty() && start - final_order_.front().first > horizon) {
-    final_holes_.Subtract(final_order_.front().second);
-    final_order_.pop_front();
-  }
+  ForgetFinals(start - std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                           std::chrono::duration<double>(kReconcileHorizonSeconds)));
   std::unique_ptr<Batch> batch = NewBatch();
   batch->late = batch->reconciled = true;
   batch->after_id = batch->last_id = kBeforeFirstId;

@@ -327,6 +327,8 @@ class Reader final : public BatchSource {
   Status ReadIds(std::vector<IdRange> ranges, Batch& batch, std::vector<EventId>& found);
   // A hole settled as final, remembered for reconciliation (ReaderOptions::reconcile).
   void RememberFinal(IdRange range);
+  // Forgets the oldest remembered holes: beyond kMaxReconciled, and those judged before `older_than`.
+  void ForgetFinals(std::chrono::steady_clock::time_point older_than);
   Result<std::unique_ptr<Batch>> Reconcile();
 
   std::unique_ptr<Connection> connection_;
@@ -394,6 +396,11 @@ class Reader final : public BatchSource {
 // final: InnoDB's INNODB_TRX, readable with the PROCESS grant, and not on a Galera node (it
 // shows only that node's transactions).
 bool CanSeeOpenTransactions(Connection& connection);
+
+// How the fallback rule judges holes on this table (see "Gaps"): "" when by the time column,
+// else why by ids alone ("--settle-ids"; the table has no time column; its head's time does
+// not parse). The reader and the dry run ask this one function.
+Result<std::string> WhyJudgedByIds(Connection& connection, const EventTableOptions& events, uint64_t settle_ids);
 
 // The highest event id in the table (kBeforeFirstId when it is empty).
 Result<EventId> ReadHeadId(Connection& connection, const EventTableOptions& events);
