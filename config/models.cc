@@ -209,7 +209,9 @@ class Parser {
   Result<ModelPlan> Model(const toml::table& t) {
     ModelPlan plan;
     plan.origin = fmt::format("{}:{}", file_, t.source().begin.line);
-    if (Status s = Unknown(t, {"name", "events", "where", "key", "values"}, "a read_model"); !s.ok()) return s;
+    if (Status s = Unknown(t, {"name", "events", "where", "key", "values", "hand_over"}, "a read_model"); !s.ok()) {
+      return s;
+    }
     Result<std::string> name = String(t, "name", "a read_model", true);
     if (!name.ok()) return name.status();
     plan.name = *name;
@@ -245,6 +247,15 @@ class Parser {
       Result<std::vector<WherePlan>> w = Where(*where);
       if (!w.ok()) return w.status();
       plan.where = std::move(*w);
+    }
+    if (const toml::node* hand_over = t.get("hand_over")) {
+      Result<std::string> sql = String(t, "hand_over", "a read_model", true);
+      if (!sql.ok()) return sql.status();
+      if (sql->find('?') == std::string::npos) {
+        return Fail(*hand_over, "'hand_over' is a statement whose '?' is the last event id applied, e.g. "
+                                "\"UPDATE bookmarks SET position = ? WHERE bookmark = 'balances'\"");
+      }
+      plan.hand_over = std::move(*sql);
     }
 
     std::vector<std::string> columns;

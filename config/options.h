@@ -93,6 +93,9 @@ struct ReplayPart {
   bool all = false;
   // Continue an interrupted rebuild from its checkpoints instead of starting over.
   bool resume = false;
+  // A declared read model's live table that the application made is rebuilt in its shape
+  // (stages/db/live_shape.h); this replaces it with rewind's shape instead, keeping it aside.
+  bool reshape = false;
   // Stop at the first event that cannot be applied, instead of recording it and going on.
   bool stop_on_failure = false;
   // Batches in the pipeline at once, plus the one being read and those read ahead on the

@@ -405,6 +405,7 @@ class DeclaredProjector final : public Projector {
   void Apply(std::span<const PageVisit>) override {}  // reads records, never visits
   std::string version() const override { return version_; }
   std::string origin() const override { return plan_.origin; }
+  std::string hand_over() const override { return plan_.hand_over; }
 
   void Bind(EventCatalog& catalog) override {
     model_classes_.clear();

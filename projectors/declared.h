@@ -59,6 +59,9 @@ struct ModelPlan {
   std::vector<WherePlan> where;     // all must hold (empty: every event of its classes)
   std::vector<KeyPlan> keys;
   std::vector<ValuePlan> values;
+  // A statement of the application's run at the swap, its one `?` the last event id applied
+  // (Projector::hand_over); not part of the version: it changes no row of the read model.
+  std::string hand_over;
   std::string origin;               // "file:line" of its declaration, for messages and `list`
 };
 

@@ -83,6 +83,10 @@ struct Column {
 struct TableSpec {
   std::string name;             // live table name, e.g. "visits_per_day"
   std::vector<Column> columns;  // keys first, then values
+  // Set by the stage that writes (never by a projector): the rows go into a table of the
+  // application's shape (stages/db/live_shape.h), by column name, without rewind's storage
+  // columns (no key hash, no `__id`), merged on the table's own unique key.
+  bool bare = false;
 };
 
 class Projector {
@@ -125,6 +129,10 @@ class Projector {
   virtual std::string version() const { return {}; }
   // Where it was declared ("" when compiled).
   virtual std::string origin() const { return {}; }
+  // The application's statement that takes over from the rebuild (a declared `hand_over`,
+  // e.g. "UPDATE bookmarks SET position = ? WHERE bookmark = 'balances'"): run at the swap,
+  // in one transaction with the others, its `?` bound to the last event id applied. "": none.
+  virtual std::string hand_over() const { return {}; }
 
   // Read models with values bounded by their type that events add to (declared sums of
   // decimals and bigints) refuse, in id order, each event that would take its key's value

@@ -55,6 +55,9 @@ Status CutOverOnce(Build& b, Connection& lock) {
   const std::string& events_table = b.options().events.table;
   ReplaySummary& sum = b.summary();
   ++sum.cutover_attempts;
+  // A read model handed back to the application's projector: that projector must not have
+  // written its live table during the rebuild (hand_over.h).
+  if (Status s = hand_over::CheckUntouched(b.admin(), b.hand_overs()); !s.ok()) return s;
   Status held = table_admin::HoldWriters(lock, events_table);
   if (held.code() == Status::Code::kRetryable) {
     return Status::Error(
@@ -86,7 +89,24 @@ Status CutOverOnce(Build& b, Connection& lock) {
     FaultPoint("before-swap");
     s = b.EnsureAdmin();
   }
+  // The position goes back in a transaction committed once the swap is done.
+  std::unique_ptr<Connection> handing;
+  std::vector<uint64_t> changed;
+  if (s.ok() && !b.hand_overs().empty()) {
+    Result<std::unique_ptr<Connection>> h = hand_over::Begin(b.options().connection, b.hand_overs(), sum.head_id, &changed);
+    if (h.ok()) handing = std::move(*h);
+    else s = h.status();
+  }
   if (s.ok()) s = b.SwapIn();
+  if (handing) {
+    s = hand_over::Finish(*handing, b.hand_overs(), sum.head_id, s);
+    for (size_t i = 0; s.ok() && i < changed.size(); ++i) {
+      const hand_over::Step& step = b.hand_overs()[i];
+      fmt::print(stderr, "rewind: {} handed back at event {}: {} ({} row(s) changed{})\n", step.read_model,
+                 IdText(sum.head_id), step.sql, changed[i],
+                 changed[i] == 0 ? ": none; is the application's bookmark row there, or was it at this id already?" : "");
+    }
+  }
   (void)table_admin::ReleaseWriters(lock);
   sum.writers_held_seconds += Since(held_since);
   if (s.code() == Status::Code::kRetryable) {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "pipeline/replay/hand_over.h"
 #include "pipeline/replay/read_replica.h"
 #include "pipeline/replay/replay.h"
 #include "stages/flow/decoder.h"
@@ -52,6 +53,46 @@ Result<std::vector<std::string>> HeldPrivileges(Connection& c) {
   if (!r.ok()) return r.status();
   std::vector<std::string> out;
   for (const auto& row : r->rows) out.push_back(row[0].value_or(""));
+  return out;
+}
+
+// What the run would do to a read model's live table, in words (beneath its row).
+std::string LiveTableWords(const std::string& live, bool exists, const live_shape::Judgement& j, bool swap) {
+  using live_shape::Kind;
+  if (!swap) return fmt::format("beside {} (left as it is){}", live,
+                                j.kind == Kind::kApplications ? ", a copy LIKE the application's table" : "");
+  if (!exists) return fmt::format("then creates {} (new, in rewind's shape)", live);
+  switch (j.kind) {
+    case Kind::kNew:
+    case Kind::kRewinds: return fmt::format("then replaces {} (rewind's shape)", live);
+    case Kind::kApplications:
+      return j.problems.empty()
+                 ? fmt::format("then replaces {} with a copy of its shape (the application's table: CREATE TABLE ... LIKE it, "
+                               "the read model's columns written by name)", live)
+                 : fmt::format("refused: the rows do not fit the application's table {}", live);
+    case Kind::kReshaped:
+      return fmt::format("then replaces {} with rewind's shape (--reshape), keeping the application's table as {}{}", live,
+                         live, table_admin::kKeptSuffix);
+  }
+  return {};
+}
+
+void PrintLiveTable(std::FILE* out, const std::string& live, bool exists, const live_shape::Judgement& j, bool swap) {
+  fmt::print(out, "  {}\n", LiveTableWords(live, exists, j, swap));
+  if (j.kind == live_shape::Kind::kApplications || j.kind == live_shape::Kind::kReshaped) {
+    for (const std::string& line : j.account) fmt::print(out, "  {}\n", line);
+  }
+}
+
+nlohmann::json LiveTableJson(const std::string& live, bool exists, const live_shape::Judgement& j, bool swap) {
+  static constexpr const char* kKinds[] = {"new", "rewinds", "applications", "reshaped"};
+  nlohmann::json out = {{"name", live},
+                        {"exists", exists},
+                        {"shape", kKinds[static_cast<int>(j.kind)]},
+                        {"does", LiveTableWords(live, exists, j, swap)},
+                        {"fits", j.problems.empty()}};
+  if (!j.account.empty()) out["account"] = j.account;
+  if (!j.problems.empty()) out["problems"] = j.problems;
   return out;
 }
 
@@ -179,20 +220,45 @@ int DryRunCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
   // Tables it would create, locks held by another run, grants it needs.
   // Per read model: its build table exists already, and may be replaced (rewind made it),
   // or is in the way (refused, as the real run would refuse it before any work).
+  // And the live table: rewind's, or the application's (kept in its shape, or refused).
   struct TableState {
     bool exists = false, in_the_way = false;
+    live_shape::Judgement shape;
+    bool live_exists = false;
   };
   std::vector<TableState> tables;
   for (size_t i = 0; i < runners.size(); ++i) {
     const std::string& live = runners[i]->projector().table().name;
     Result<bool> exists = table_admin::Exists(c, models[i].table);
     Status way = CheckTablesInTheWay(c, plan, o.events.table, live);
-    tables.push_back({exists.ok() && *exists, !way.ok()});
+    TableState state{exists.ok() && *exists, !way.ok(), {}, false};
     if (!way.ok()) blockers.push_back(way.message());
+    Result<bool> live_exists = table_admin::Exists(c, live);
+    state.live_exists = live_exists.ok() && *live_exists;
+    Result<live_shape::Judgement> shape = JudgeLiveTable(c, runners[i]->projector(), o.reshape);
+    if (shape.ok()) {
+      state.shape = std::move(*shape);
+    } else {
+      // Refused: the account again, for the text below.
+      Result<live_shape::Judgement> j = live_shape::Judge(c, runners[i]->projector().table(), false);
+      if (j.ok()) state.shape = std::move(*j);
+      blockers.push_back(shape.status().message().substr(0, shape.status().message().find(". Nothing was done")) +
+                         " (--reshape replaces it with rewind's shape, keeping it aside)");
+    }
+    tables.push_back(std::move(state));
     Result<bool> free = table_admin::IsFree(c, plan.lock_prefix, LockedTable(plan, live));
     if (free.ok() && !*free) {
       blockers.push_back(fmt::format("another rewind is rebuilding {} (its lock is held)", models[i].name));
     }
+  }
+  // The hand-overs the swap would run (checked with the server as the real run checks them).
+  std::vector<hand_over::Step> hand_overs;
+  {
+    std::vector<const Projector*> ps;
+    for (const auto& r : runners) ps.push_back(&r->projector());
+    Result<std::vector<hand_over::Step>> h = hand_over::Prepare(c, ps, o.follow, plan.swap());
+    if (h.ok()) hand_overs = std::move(*h);
+    else blockers.push_back(h.status().message());
   }
   std::vector<std::string> needed = {"SELECT", "INSERT", "UPDATE", "DELETE", "CREATE", "DROP", "ALTER"};
   if (plan.swap()) needed.push_back("LOCK TABLES");
@@ -271,11 +337,15 @@ int DryRunCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
                                   {"table", models[i].table},
                                   {"replaces_existing", tables[i].exists && !tables[i].in_the_way},
                                   {"in_the_way", tables[i].in_the_way},
+                                  {"live_table", LiveTableJson(runners[i]->projector().table().name, tables[i].live_exists,
+                                                               tables[i].shape, plan.swap())},
                                   {"estimated_rows", static_cast<uint64_t>(models[i].rows)},
                                   {"estimated_bytes", static_cast<uint64_t>(models[i].bytes)},
                                   {"estimate", !whole}});
     }
     j["missing_grants"] = missing;
+    j["hand_overs"] = nlohmann::json::array();
+    for (const hand_over::Step& h : hand_overs) j["hand_overs"].push_back({{"read_model", h.read_model}, {"sql", h.sql}});
     j["finality"] = finality;
     if (!proves) j["fallback_rule"] = by_ids ? "ids" : "times and ids";
     fmt::print(out, "{}\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
@@ -292,6 +362,11 @@ int DryRunCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
                                     : tables[i].exists ? " (replaces a leftover)" : ""),
                  WithThousands(static_cast<uint64_t>(models[i].rows)), Human(models[i].bytes),
                  whole ? "" : "  (estimate)");
+      PrintLiveTable(out, runners[i]->projector().table().name, tables[i].live_exists, tables[i].shape, plan.swap());
+    }
+    for (const hand_over::Step& h : hand_overs) {
+      fmt::print(out, "hand-over: at the swap, {} runs {} with the last event id applied (the application's "
+                      "projector must be paused until then)\n", h.read_model, h.sql);
     }
     fmt::print(out, "estimated duration: {:.1f} s (estimate: the sample's pace, plus writes at about {} rows/s)\n",
                seconds, WithThousands(static_cast<uint64_t>(kAssumedWriteRowsPerSecond)));

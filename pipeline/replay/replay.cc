@@ -89,6 +89,7 @@ std::string TableKind(const RunPlan& plan) {
 // Creates (or, resuming, finds) the target table and the checkpoint row of a projector.
 // REQUIRES: CheckTablesInTheWay passed for it.
 Result<Prepared> PrepareProjector(Connection& c, const Projector& p, const std::string& target,
+                                  const live_shape::Judgement& shape,
                                   const std::string& kind, const std::string& events_table,
                                   const std::string& fingerprint, bool resume,
                                   const std::string& run_id, EventId head,
@@ -121,7 +122,10 @@ Result<Prepared> PrepareProjector(Connection& c, const Projector& p, const std::
       fmt::print(log, "rewind: {} has no interrupted rebuild to resume; starting it afresh\n", name);
     }
   }
-  if (Status s = table_admin::CreateOwned(c, p.table(), target, p.table().name, kind, events_table);
+  const std::string& live = p.table().name;
+  if (Status s = shape.kind == live_shape::Kind::kApplications
+                     ? table_admin::CreateOwnedLike(c, target, live, kind, events_table)
+                     : table_admin::CreateOwned(c, p.table(), target, live, kind, events_table);
       !s.ok()) {
     return s;
   }
@@ -199,6 +203,8 @@ Status Build::Prepare(std::vector<std::unique_ptr<Projector>> projectors) {
   Status s = ConnectToSource(projectors);
   if (s.ok()) s = PlanTheReads(projectors);
   if (s.ok()) s = NameTheTables(projectors);
+  if (s.ok()) s = JudgeTheLiveTables(projectors);
+  if (s.ok()) s = PrepareTheHandOvers(projectors);
   // Every table in the way is refused before any work (read-only, whatever the layout of
   // the bookkeeping), and again once the locks are held: the authoritative check.
   if (s.ok()) s = CheckTablesInTheWay();
@@ -237,6 +243,34 @@ Status Build::NameTheTables(const std::vector<std::unique_ptr<Projector>>& proje
     names_.emplace_back(p->name());
     lock_tables_.push_back(LockedTable(plan_, p->table().name));
   }
+  return Status::Ok();
+}
+
+// Whether each live table is rewind's or the application's (kept in its shape), before any work.
+Status Build::JudgeTheLiveTables(const std::vector<std::unique_ptr<Projector>>& projectors) {
+  for (const auto& p : projectors) {
+    Result<live_shape::Judgement> j = JudgeLiveTable(*admin_, *p, o_.reshape);
+    if (!j.ok()) return j.status();
+    if (j->kind == live_shape::Kind::kApplications) {
+      fmt::print(stderr, "rewind: {} is the application's table: the rebuild keeps its shape (a copy LIKE it, "
+                         "the read model's columns written by name){}\n",
+                 p->table().name, j->bulk_load ? "" : ", by upserts: its key compares text by a collation");
+    } else if (j->kind == live_shape::Kind::kReshaped) {
+      fmt::print(stderr, "rewind: {} is the application's table: --reshape replaces it with rewind's shape and "
+                         "keeps it aside as {}{}\n",
+                 p->table().name, p->table().name, table_admin::kKeptSuffix);
+    }
+    shapes_.push_back(std::move(*j));
+  }
+  return Status::Ok();
+}
+
+Status Build::PrepareTheHandOvers(const std::vector<std::unique_ptr<Projector>>& projectors) {
+  std::vector<const Projector*> ps;
+  for (const auto& p : projectors) ps.push_back(p.get());
+  Result<std::vector<hand_over::Step>> steps = hand_over::Prepare(*admin_, ps, o_.follow, plan_.swap());
+  if (!steps.ok()) return steps.status();
+  hand_overs_ = std::move(*steps);
   return Status::Ok();
 }
 
@@ -328,7 +362,8 @@ Status Build::PrepareRunners(std::vector<std::unique_ptr<Projector>> projectors,
   std::string resumed_run_id;
   for (auto& p : projectors) {
     const std::string target = p->table().name + plan_.table_suffix;
-    Result<Prepared> prep = PrepareProjector(c, *p, target, TableKind(plan_), o_.events.table,
+    const live_shape::Judgement& shape = shapes_[runners_.size()];
+    Result<Prepared> prep = PrepareProjector(c, *p, target, shape, TableKind(plan_), o_.events.table,
                                              Fingerprint(o_, names_, *p), o_.resume, sum_.run_id,
                                              sum_.head_id, &resumed_run_id, stderr);
     if (!prep.ok()) return prep.status().With(fmt::format("preparing {}", p->name()));
@@ -346,6 +381,8 @@ Status Build::PrepareRunners(std::vector<std::unique_ptr<Projector>> projectors,
     ro.write_every_events = o_.write_every_events;
     ro.run_id = sum_.run_id;
     ro.stop_on_failure = o_.stop_on_failure;
+    ro.application_table = shape.kind == live_shape::Kind::kApplications;
+    ro.bulk_load = shape.bulk_load;
     sum_.projectors.push_back(ProjectorSummary{std::string(p->name()), target, prep->resume_after});
     prior_applied_.push_back(prep->prior_applied);
     prior_failed_.push_back(prep->prior_failed);
@@ -595,7 +632,14 @@ Status Build::StoppedBeforeSwap() {
 
 Status Build::EnsureAdmin() { return rw::EnsureAdmin(*admin_, lock_tables_, plan_.lock_prefix); }
 
-Status Build::SwapIn() { return table_admin::SwapIn(*admin_, live_tables_, plan_.table_suffix); }
+Status Build::SwapIn() {
+  std::vector<table_admin::Swapped> tables;
+  for (size_t i = 0; i < live_tables_.size(); ++i) {
+    const live_shape::Kind kind = shapes_[i].kind;
+    tables.push_back({live_tables_[i], kind != live_shape::Kind::kApplications, kind == live_shape::Kind::kReshaped});
+  }
+  return table_admin::SwapIn(*admin_, tables, plan_.table_suffix);
+}
 
 void Build::BecomeLive(CheckpointStatus status) {
   const double seconds = Since(started_);
@@ -674,6 +718,15 @@ Status CheckTablesInTheWay(Connection& c, const RunPlan& plan, const std::string
   }
   return table_admin::CheckMayReplace(c, live + plan.table_suffix, events_table,
                                       fmt::format("the {} table of {}", TableKind(plan), live));
+}
+
+Result<live_shape::Judgement> JudgeLiveTable(Connection& c, const Projector& p, bool reshape) {
+  if (p.origin().empty()) return live_shape::Judgement{};  // compiled: its table is rewind's
+  Result<live_shape::Judgement> j = live_shape::Judge(c, p.table(), reshape);
+  if (j.ok() && j->kind == live_shape::Kind::kApplications && !j->problems.empty()) {
+    return live_shape::Refusal(p.table().name, *j);
+  }
+  return j;
 }
 
 Status CheckUntilId(Connection& c, const ReplayOptions& o) {

@@ -51,6 +51,7 @@
 #include "projectors/projector.h"
 #include "stages/flow/reader.h"
 #include "stages/db/checkpoint_store.h"
+#include "stages/db/live_shape.h"
 #include "stages/db/table_admin.h"
 
 namespace rw {
@@ -86,6 +87,11 @@ std::string LockedTable(const RunPlan& plan, const std::string& live);
 // Changes nothing; a run checks every read model before any work, as does --dry-run.
 Status CheckTablesInTheWay(Connection& c, const RunPlan& plan, const std::string& events_table,
                            const std::string& live);
+// How a run treats the live table of `p` (stages/db/live_shape.h): a compiled read model's
+// is rewind's (kNew or kRewinds); a declared one's may be the application's, kept in its shape,
+// or (`reshape`) replaced and kept aside. Refuses, with its column-by-column account, an
+// application's table the read model's rows do not fit. Changes nothing.
+Result<live_shape::Judgement> JudgeLiveTable(Connection& c, const Projector& p, bool reshape);
 // Refuses an --until-id below the first event (an empty build) unless --allow-empty.
 Status CheckUntilId(Connection& c, const ReplayOptions& options);
 

@@ -19,6 +19,7 @@
 #include "pipeline/engine/graph.h"
 #include "pipeline/engine/read_models.h"
 #include "pipeline/engine/summary.h"
+#include "pipeline/replay/hand_over.h"
 #include "pipeline/replay/replay.h"
 #include "projectors/projector.h"
 #include "stages/control/progress.h"
@@ -93,12 +94,16 @@ class Build {
   ReplaySummary& summary() { return sum_; }
   Reader& reader() { return *reader_; }
   Connection& admin() { return *admin_; }
+  // The statements that hand the position back at the swap (hand_over.h).
+  const std::vector<hand_over::Step>& hand_overs() const { return hand_overs_; }
 
  private:
   // Prepare's steps, in order.
   Status ConnectToSource(const std::vector<std::unique_ptr<Projector>>& projectors);
   Status PlanTheReads(std::vector<std::unique_ptr<Projector>>& projectors);
   Status NameTheTables(const std::vector<std::unique_ptr<Projector>>& projectors);
+  Status JudgeTheLiveTables(const std::vector<std::unique_ptr<Projector>>& projectors);
+  Status PrepareTheHandOvers(const std::vector<std::unique_ptr<Projector>>& projectors);
   Status CheckTablesInTheWay();
   Status TakeOwnership();
   Status ReadTheHead();
@@ -126,6 +131,8 @@ class Build {
   std::unique_ptr<Connection> admin_;
   bool locked_ = false;
   std::vector<std::string> live_tables_, names_;
+  std::vector<live_shape::Judgement> shapes_;  // of each live table, as live_tables_
+  std::vector<hand_over::Step> hand_overs_;
   std::vector<std::string> lock_tables_;  // the tables this run's named locks are on
   std::vector<uint64_t> prior_applied_, prior_failed_;
   std::unique_ptr<Throttle> throttle_;

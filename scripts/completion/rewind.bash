@@ -5,7 +5,7 @@
 
 _rewind_commands="replay list status verify ingest stress help version"
 # Long options that take no value.
-_rewind_flags="--help --version --password --all --resume --stop-on-failure --follow --quiet --json
+_rewind_flags="--help --version --password --all --resume --reshape --stop-on-failure --follow --quiet --json
   --quick --keep --dry-run --allow-empty --from-start"
 # Long options that take a value (the next word).
 _rewind_valued="--socket --host --port --user --database --connect-timeout --config

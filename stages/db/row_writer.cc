@@ -364,4 +364,11 @@ void SplitByKey::EndRow() {
   key_.clear();
 }
 
+WithoutEventIds::WithoutEventIds(const TableSpec& spec, RowSink& to) : to_(to) {
+  for (const Column& c : spec.columns) {
+    skip_.push_back(false);
+    if (KeepsEventId(c.merge)) skip_.push_back(true);
+  }
+}
+
 }  // namespace rw

@@ -147,4 +147,29 @@ class SplitByKey final : public RowSink {
   std::vector<uint64_t> fresh_keys_;
 };
 
+// Passes a flush's rows on without the event id a projector gives after each first or last
+// value (projectors/projector.h): for a table of the application's shape (TableSpec::bare),
+// which has no `__id` columns.
+class WithoutEventIds final : public RowSink {
+ public:
+  WithoutEventIds(const TableSpec& spec, RowSink& to);
+  void Int(int64_t value) override { if (!Skip()) to_.Int(value); }
+  void Date(int32_t days) override { if (!Skip()) to_.Date(days); }
+  void DateTime(int64_t epoch_seconds) override { if (!Skip()) to_.DateTime(epoch_seconds); }
+  void Text(std::string_view bytes) override { if (!Skip()) to_.Text(bytes); }
+  void Number(std::string_view literal) override { if (!Skip()) to_.Number(literal); }
+  void Double(double value) override { if (!Skip()) to_.Double(value); }
+  void Null() override { if (!Skip()) to_.Null(); }
+  void EndRow() override {
+    at_ = 0;
+    to_.EndRow();
+  }
+
+ private:
+  bool Skip() { return at_ < skip_.size() && skip_[at_++]; }
+  std::vector<bool> skip_;  // per value of a row: an event id
+  size_t at_ = 0;
+  RowSink& to_;
+};
+
 }  // namespace rw

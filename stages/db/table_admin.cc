@@ -225,6 +225,16 @@ Status CreateOwned(Connection& c, const TableSpec& spec, const std::string& name
   return c.Execute(table_schema::CreateTableSql(spec, name));
 }
 
+Status CreateOwnedLike(Connection& c, const std::string& name, const std::string& live,
+                       const std::string& kind, const std::string& events_table) {
+  if (Status s = CheckMayReplace(c, name, events_table, "the " + kind + " table of " + live); !s.ok()) {
+    return s;
+  }
+  if (Status s = checkpoint_store::RecordTable(c, name, live, kind); !s.ok()) return s;
+  if (Status s = c.Execute("DROP TABLE IF EXISTS " + QuoteIdentifier(name)); !s.ok()) return s;
+  return c.Execute(fmt::format("CREATE TABLE {} LIKE {}", QuoteIdentifier(name), QuoteIdentifier(live)));
+}
+
 Status DropOwned(Connection& c, const std::string& name) {
   Result<bool> exists = Exists(c, name);
   if (!exists.ok()) return exists.status();
@@ -249,18 +259,30 @@ Status HoldWriters(Connection& lock, const std::string& events_table) {
 
 Status ReleaseWriters(Connection& lock) { return lock.Execute("UNLOCK TABLES"); }
 
-Status SwapIn(Connection& c, const std::vector<std::string>& live_tables, const std::string& suffix) {
+Status SwapIn(Connection& c, const std::vector<Swapped>& tables, const std::string& suffix) {
   std::vector<std::string> renames, olds;
-  for (const std::string& live : live_tables) {
-    const std::string old = live + kOldSuffix;
+  for (const Swapped& t : tables) {
+    const std::string& live = t.live;
+    const std::string old = live + (t.keep_aside ? kKeptSuffix : kOldSuffix);
     Result<bool> exists = Exists(c, live);
     if (!exists.ok()) return exists.status();
-    // A recorded leftover of an earlier swap goes; anything else there is refused.
-    if (Status s = DropOwned(c, old); !s.ok()) return s;
+    if (t.keep_aside) {
+      Result<bool> in_way = Exists(c, old);
+      if (!in_way.ok()) return in_way.status();
+      if (*in_way) {
+        return Status::InvalidInput(fmt::format(
+            "the table {} is in the way: --reshape keeps the application's {} there; rename or drop it first",
+            old, live));
+      }
+    } else if (Status s = DropOwned(c, old); !s.ok()) {
+      return s;  // a recorded leftover of an earlier swap goes; anything else there is refused
+    }
     if (*exists) {
-      if (Status s = checkpoint_store::RecordTable(c, old, live, "old"); !s.ok()) return s;
+      if (!t.keep_aside) {
+        if (Status s = checkpoint_store::RecordTable(c, old, live, "old"); !s.ok()) return s;
+        olds.push_back(old);
+      }
       renames.push_back(fmt::format("{} TO {}", QuoteIdentifier(live), QuoteIdentifier(old)));
-      olds.push_back(old);
     }
     renames.push_back(fmt::format("{} TO {}", QuoteIdentifier(live + suffix), QuoteIdentifier(live)));
   }
@@ -271,8 +293,12 @@ Status SwapIn(Connection& c, const std::vector<std::string>& live_tables, const 
     return s.With("swapping the rebuilt tables in");
   }
   FaultPoint("after-rename");
-  for (const std::string& live : live_tables) {
-    if (Status s = checkpoint_store::ForgetTable(c, live + suffix); !s.ok()) return s;  // now live
+  for (const Swapped& t : tables) {
+    if (Status s = checkpoint_store::ForgetTable(c, t.live + suffix); !s.ok()) return s;  // now live
+    // The live table is rewind's (rebuilt in its shape next time) or the application's.
+    Status s = t.rewinds_shape ? checkpoint_store::RecordTable(c, t.live, t.live, "live")
+                               : checkpoint_store::ForgetTable(c, t.live);
+    if (!s.ok()) return s;
   }
   for (const std::string& old : olds) {
     if (Status s = DropOwned(c, old); !s.ok()) return s;

@@ -38,7 +38,9 @@ namespace rw::table_admin {
 inline constexpr const char* kShadowSuffix = "__rewind_new";
 inline constexpr const char* kVerifySuffix = "__rewind_verify";
 inline constexpr const char* kOldSuffix = "__rewind_old";
-inline constexpr const char* kOwnSuffixes[] = {kShadowSuffix, kVerifySuffix, kOldSuffix};
+// Where --reshape keeps the application's table it replaced: not recorded, never dropped.
+inline constexpr const char* kKeptSuffix = "__rewind_kept";
+inline constexpr const char* kOwnSuffixes[] = {kShadowSuffix, kVerifySuffix, kOldSuffix, kKeptSuffix};
 // The suffix of kOwnSuffixes that `name` ends with (case-blind), or nullptr.
 const char* OwnSuffixOf(std::string_view name);
 
@@ -56,6 +58,10 @@ Status CheckMayReplace(Connection& c, const std::string& table, const std::strin
 Status CreateOwned(Connection& c, const TableSpec& spec, const std::string& name,
                    const std::string& live, const std::string& kind,
                    const std::string& events_table);
+// The same, of the shape of the table `live` (CREATE TABLE ... LIKE): the application's
+// table kept (stages/db/live_shape.h).
+Status CreateOwnedLike(Connection& c, const std::string& name, const std::string& live,
+                       const std::string& kind, const std::string& events_table);
 // Drops `name` and forgets it when rewind recorded creating it (OK when it does not exist);
 // a table rewind did not make is left alone, with an error naming it.
 Status DropOwned(Connection& c, const std::string& name);
@@ -105,10 +111,19 @@ Result<bool> Exists(Connection& c, const std::string& table, const std::string& 
 Status HoldWriters(Connection& lock, const std::string& events_table);
 Status ReleaseWriters(Connection& lock);
 
+// One live table of a swap: whether its rebuild is of rewind's shape (the live table is then
+// recorded as rewind's, kind "live"; otherwise the application's, and not recorded), and
+// whether the table it replaces is kept aside (--reshape: `live + kKeptSuffix`, not recorded).
+struct Swapped {
+  std::string live;
+  bool rewinds_shape = true;
+  bool keep_aside = false;
+};
 // Swaps every `live + suffix` in for `live` with one RENAME TABLE (the old live tables go to
-// `live + kOldSuffix`, recorded, and are dropped after), waiting at most about a second for
-// open transactions on them. kRetryable when the wait timed out; nothing was renamed then.
-// An unrecorded `live + kOldSuffix` in the way is refused (Prepare refuses it first).
-Status SwapIn(Connection& c, const std::vector<std::string>& live_tables, const std::string& suffix);
+// `live + kOldSuffix`, recorded, and are dropped after; or aside), waiting at most about a
+// second for open transactions on them. kRetryable when the wait timed out; nothing was
+// renamed then. An unrecorded `live + kOldSuffix` in the way is refused (Prepare refuses it
+// first), and so is anything at `live + kKeptSuffix`.
+Status SwapIn(Connection& c, const std::vector<Swapped>& tables, const std::string& suffix);
 
 }  // namespace rw::table_admin

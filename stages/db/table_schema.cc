@@ -30,6 +30,7 @@ std::string HashDefault(const std::vector<const Column*>& text_keys) {
 }  // namespace
 
 std::string HashColumn(const TableSpec& spec) {
+  if (spec.bare) return {};
   const auto text = TextKeys(spec);
   if (text.empty()) return {};
   std::string name;
@@ -97,7 +98,7 @@ std::string StoredColumnList(const TableSpec& spec) {
       hash_written = true;
     }
     out += (out.empty() ? "" : ", ") + QuoteIdentifier(c.name);
-    if (KeepsEventId(c.merge)) out += ", " + QuoteIdentifier(IdColumn(c));
+    if (KeepsEventId(c.merge) && !spec.bare) out += ", " + QuoteIdentifier(IdColumn(c));
   }
   if (!hash_written) out += ", " + QuoteIdentifier(hash);
   return out;
@@ -114,7 +115,15 @@ std::string MergeClause(const TableSpec& spec) {
       case Merge::kMin: rule = fmt::format("COALESCE(LEAST({0}, VALUES({0})), {0}, VALUES({0}))", q); break;
       case Merge::kMax: rule = fmt::format("COALESCE(GREATEST({0}, VALUES({0})), {0}, VALUES({0}))", q); break;
       case Merge::kFirst:
-      case Merge::kLast: {
+      case Merge::kLast:
+        if (spec.bare) {
+          // No id beside the value (the application's table): the value of the later flush
+          // wins, or the one the row has. The runner applies such a read model in id order.
+          rule = c.merge == Merge::kLast ? fmt::format("IF(VALUES({0}) IS NOT NULL, VALUES({0}), {0})", q)
+                                         : fmt::format("COALESCE({0}, VALUES({0}))", q);
+          break;
+        }
+        {
         // The id first (assignments run left to right, each seeing the ones before): the
         // delta's id wins when it is the lower (first) or higher (last) one, or the row has
         // none (first: only when the row has no value either, as another writer's value is
@@ -155,6 +164,7 @@ std::vector<const Column*> ValueColumns(const TableSpec& spec) {
 }
 
 KeyHash::KeyHash(const TableSpec& spec) {
+  if (spec.bare) return;  // no hash column
   for (size_t i = 0; i < spec.columns.size(); ++i) {
     const Column& c = spec.columns[i];
     text_key_.push_back(c.key() && c.type == ColumnType::kText);

@@ -26,12 +26,17 @@ ProjectorRunner::ProjectorRunner(std::unique_ptr<Projector> p, std::unique_ptr<C
     : projector_(std::move(p)),
       connection_(std::move(c)),
       options_(o),
+      spec_(projector_->table()),
       applied_id_(o.resume_after_id),
       committed_id_(o.resume_after_id),
       gaps_(o.gaps),
       committed_gaps_(o.gaps.Text()),
       target_empty_(o.target_starts_empty) {
-  if (target_empty_) {
+  spec_.bare = o.application_table;
+  for (const Column& c : spec_.columns) ids_kept_ = ids_kept_ && !(spec_.bare && KeepsEventId(c.merge));
+  if (!o.bulk_load) {
+    bulk_load_ok_ = false;
+  } else if (target_empty_) {
     auto allowed = connection_->QueryValue("SELECT @@local_infile");
     bulk_load_ok_ = allowed.ok() && *allowed && **allowed == "1";
   }
@@ -60,7 +65,7 @@ Status ProjectorRunner::LoadCommitted() {
   if (values.empty()) return Status::Ok();
   std::string columns;
   size_t width = 0;
-  for (const Column* k : table_schema::KeyColumns(projector_->table())) {
+  for (const Column* k : table_schema::KeyColumns(spec_)) {
     columns += (columns.empty() ? "" : ", ") + QuoteIdentifier(k->name);
     ++width;
   }
@@ -153,8 +158,27 @@ void ProjectorRunner::ApplyRecords(const Batch& batch, bool late) {
   stats_.apply_seconds += Seconds(start);
 }
 
+void ProjectorRunner::MissBelowCheckpoint(const Batch& batch) {
+  uint64_t missed = 0;
+  for (const EventRecord& r : batch.records) {
+    if (r.id > committed_id_ || !gaps_.Contains(r.id)) continue;
+    gaps_.Subtract({r.id, r.id});
+    gaps_changed_ = true;
+    missed += Reads(batch, r.id) ? 1 : 0;
+  }
+  stats_.missed_events += missed;
+  missed_since_flush_ += missed;
+  if (missed > 0) {
+    PrintLine(fmt::format("{}: {} event(s) committed late, below values it already wrote into the application's "
+                          "table without their ids (a first or last column): counted as missed; the read model "
+                          "needs a rebuild",
+                          projector_->name(), missed));
+  }
+}
+
 Status ProjectorRunner::ApplyLate(const Batch& batch) {
   if (projector_->reads_records()) {
+    if (!ids_kept_) MissBelowCheckpoint(batch);
     ApplyRecords(batch, /*late=*/true);
     Settle(batch.settled);
     return Status::Ok();
@@ -196,7 +220,7 @@ Status ProjectorRunner::ApplyReconciled(const Batch& batch) {
   for (const IdRange& r : batch.settled) {
     for (EventId id = r.lo; id <= r.hi && id <= applied_id_; ++id) {
       if (gaps_.Contains(id)) continue;
-      if (projector_->order_dependent() && id <= CheckpointId()) {
+      if ((projector_->order_dependent() || !ids_kept_) && id <= CheckpointId()) {
         missed += Reads(batch, id) ? 1 : 0;
       } else {
         gaps_.Add({id, id});
@@ -437,7 +461,13 @@ std::unique_ptr<ProjectorRunner::FlushJob> ProjectorRunner::PrepareFlush() {
                           committed_id_ == kBeforeFirstId ? "the first" : IdText(committed_id_ + 1),
                           IdText(checkpoint), options_.target_table);
   std::vector<Step>& steps = job->steps;
-  const TableSpec& spec = projector_->table();
+  const TableSpec& spec = spec_;
+  // The projector's rows, without the ids an application's table has no column for.
+  auto flush_into = [&](RowSink& sink) {
+    if (!spec.bare) return projector_->Flush(sink);
+    WithoutEventIds bare(spec, sink);
+    projector_->Flush(bare);
+  };
   auto load_step = [&](TsvBuilder& tsv) {
     return Step{LoadDataInto(options_.target_table, table_schema::StoredColumnList(spec)), tsv.Take(), true};
   };
@@ -447,19 +477,19 @@ std::unique_ptr<ProjectorRunner::FlushJob> ProjectorRunner::PrepareFlush() {
     TsvBuilder tsv(spec);
     UpsertBuilder upserts(*connection_, spec, options_.target_table, options_.statement_bytes);
     SplitByKey split(table_schema::KeyColumns(spec).size(), written_keys_, tsv, upserts);
-    projector_->Flush(split);
+    flush_into(split);
     job->rows = tsv.rows() + upserts.rows();
     if (tsv.rows() > 0) steps.push_back(load_step(tsv));
     for (std::string& sql : upserts.Take()) steps.push_back(Step{std::move(sql), {}, false});
     written_keys_.Add(split.fresh_keys());
   } else if (target_empty_ && bulk_load_ok_) {
     TsvBuilder tsv(spec);
-    projector_->Flush(tsv);
+    flush_into(tsv);
     job->rows = tsv.rows();
     steps.push_back(load_step(tsv));
   } else {
     UpsertBuilder builder(*connection_, spec, options_.target_table, options_.statement_bytes);
-    projector_->Flush(builder);
+    flush_into(builder);
     job->rows = builder.rows();
     for (std::string& sql : builder.Take()) steps.push_back(Step{std::move(sql), {}, false});
   }

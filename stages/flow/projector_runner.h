@@ -91,6 +91,14 @@ struct RunnerOptions {
   std::string run_id;
   // The first event a declared read model cannot apply ends the run (--stop-on-failure).
   bool stop_on_failure = false;
+  // The target is of the application's shape (stages/db/live_shape.h): rows go by column
+  // name, without rewind's storage columns (TableSpec::bare). A first or last value there
+  // has no id beside it, so an event that comes late, below what a flush already committed,
+  // cannot be placed among them: it is counted as missed (the read model needs a rebuild).
+  bool application_table = false;
+  // Rows may go by LOAD DATA (false: upserts only, as under a collation that makes keys
+  // rewind keeps apart one row of the table).
+  bool bulk_load = true;
 };
 
 struct RunnerStats {
@@ -210,6 +218,9 @@ class ProjectorRunner {
   Status ApplyReconciled(const Batch& batch);
   // Whether `batch` holds an event with id `id` that this read model reads.
   bool Reads(const Batch& batch, EventId id) const;
+  // Without ids_kept_: the late ids of `batch` at or below the checkpoint are taken out of
+  // the gaps and counted as missed (those this read model selects).
+  void MissBelowCheckpoint(const Batch& batch);
   // Removes ranges that are settled (found, or final) from the watched gaps.
   void Settle(const std::vector<IdRange>& settled);
   // Order-dependent read models: applies in id order only, holding the visits above the
@@ -230,6 +241,8 @@ class ProjectorRunner {
   std::unique_ptr<Projector> projector_;
   std::unique_ptr<Connection> connection_;
   RunnerOptions options_;
+  TableSpec spec_;  // the projector's table, as written (bare in an application's table)
+  bool ids_kept_ = true;  // every first or last value is stored with its event's id
   EventId applied_id_;    // highest event id folded into memory
   EventId committed_id_;  // highest event id committed (the checkpoint)
   GapSet gaps_;           // ids <= applied_id_ not seen yet, still watched
