@@ -359,7 +359,9 @@ class Parser {
   }
 
   Result<ValuePlan> Value(const toml::table& v, const ModelPlan& plan, std::vector<std::string>& columns) const {
-    if (Status s = Unknown(v, {"column", "op", "path", "field", "value", "type", "on"}, "a value"); !s.ok()) return s;
+    if (Status s = Unknown(v, {"column", "op", "path", "field", "value", "type", "on", "map"}, "a value"); !s.ok()) {
+      return s;
+    }
     ValuePlan value;
     Result<std::string> col = String(v, "column", "a value", true);
     if (!col.ok()) return col.status();
@@ -404,6 +406,22 @@ class Parser {
         value.constant = b->get() ? "true" : "false";
       } else {
         return Fail(*c, "'value' must be a string, a number or a boolean");
+      }
+    }
+    if (const toml::node* m = v.get("map")) {
+      const toml::table* table = m->as_table();
+      if (table == nullptr || table->empty() || value.source.name.empty()) {
+        return Fail(*m, fmt::format("value '{}': 'map' is a table of the field's texts to the values stored, "
+                                    "e.g. map = {{ O = \"open\", C = \"closed\" }}, on a value with a path or field",
+                                    value.column));
+      }
+      for (const auto& [from, to] : *table) {
+        const auto* text = to.as_string();
+        const auto* number = to.as_integer();
+        if (text == nullptr && number == nullptr) {
+          return Fail(to, fmt::format("value '{}': map's '{}' must be a string or an integer", value.column, from.str()));
+        }
+        value.map.emplace_back(std::string(from.str()), text ? text->get() : std::to_string(number->get()));
       }
     }
     if (value.op == Op::kCount) {
@@ -468,14 +486,18 @@ class Parser {
       }
     }
     if (earlier != nullptr) {
-      // Every contribution to one column adds into it: sums and subtractions of one type.
+      // Every contribution to one column adds into it (sums and subtractions), or sets it by
+      // the event's id (all last, or all first); of one type.
       auto adds = [](Op o) { return o == Op::kSum || o == Op::kSubtract; };
+      const bool same_kind = (adds(earlier->op) && adds(value.op)) ||
+                             (earlier->op == value.op && (value.op == Op::kLast || value.op == Op::kFirst));
       const std::string first_type = ValueTypeName(earlier->type, earlier->precision, earlier->scale);
       const std::string this_type = ValueTypeName(value.type, value.precision, value.scale);
-      if (!adds(earlier->op) || !adds(value.op) || first_type != this_type) {
+      if (!same_kind || first_type != this_type) {
         return Fail(v, fmt::format("column '{}' is declared twice ({} {} here, {} {} at line {}): a "
                                    "column takes several contributions only when each is op = \"sum\" or "
-                                   "\"subtract\" of the same type; otherwise give it another name",
+                                   "\"subtract\", or each \"last\", or each \"first\", of the same type; "
+                                   "otherwise give it another name",
                                    value.column, OpName(value.op), this_type, OpName(earlier->op), first_type,
                                    earlier->line));
       }

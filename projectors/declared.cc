@@ -98,6 +98,9 @@ std::string CanonicalForm(const ModelPlan& p) {
     std::string line = fmt::format("\nvalue {} {} {} {} {}", q(v.column), OpName(v.op), q(SourceText(v.source)),
                                    v.has_constant ? q(v.constant) : "-", ValueTypeName(v.type, v.precision, v.scale));
     for (const auto& e : on) line += " " + q(e);
+    std::vector<std::pair<std::string, std::string>> map = v.map;
+    std::sort(map.begin(), map.end());
+    for (const auto& [from, to] : map) line += " map " + q(from) + " " + q(to);
     const size_t at = std::find(columns.begin(), columns.end(), v.column) - columns.begin();
     if (at == columns.size()) {
       columns.push_back(v.column);
@@ -482,6 +485,20 @@ class DeclaredProjector final : public Projector {
           v = records.value(e, static_cast<size_t>(value_slots_[i]));
         }
         if (v.kind == ValueKind::kMissing || v.kind == ValueKind::kNull) continue;  // untouched
+        if (!p.map.empty()) {
+          const auto to = std::find_if(p.map.begin(), p.map.end(), [&](const auto& m) {
+            return (v.kind == ValueKind::kString || v.kind == ValueKind::kNumber) && m.first == v.text;
+          });
+          if (to == p.map.end()) {
+            reason = fmt::format("value '{}' ({} '{}'): {} is not in its map", p.column,
+                                 p.source.column ? "field" : "path", p.source.name,
+                                 v.kind == ValueKind::kString || v.kind == ValueKind::kNumber
+                                     ? "'" + std::string(v.text.substr(0, 80)) + "'" : std::string("a non-text value"));
+            break;
+          }
+          v.kind = ValueKind::kString;
+          v.text = to->second;
+        }
         if (std::string why = Convert(v, p.type, p.precision, p.scale, Bucket::kNone, typed_[i]); !why.empty()) {
           reason = fmt::format("value '{}' ({}) {}", p.column,
                                p.has_constant ? "constant" : (p.source.column ? "field '" : "path '") + p.source.name + "'",

@@ -34,7 +34,9 @@ struct KeyPlan {
 };
 
 // One contribution to a value column. Several with one column (case-insensitive) are one
-// column that each adds into: all kSum or kSubtract, of one type (config/models.cc checks).
+// column that each adds into (all kSum or kSubtract), or that the event of the highest
+// (all kLast) or lowest (all kFirst) id of any of them sets; of one type (config/models.cc
+// checks).
 struct ValuePlan {
   std::string column;
   Op op = Op::kCount;
@@ -44,6 +46,9 @@ struct ValuePlan {
   ValueType type = ValueType::kBigInt;
   uint8_t precision = 0, scale = 0;  // kDecimal
   std::vector<std::string> on;   // the classes it applies to (empty: every class of the model)
+  // `map`: a field's texts to the values stored ({ O = "open", C = "closed" }); a text not
+  // in it makes the event a failure. Empty: the field's value as it is.
+  std::vector<std::pair<std::string, std::string>> map;
   uint32_t line = 0;             // where it is declared, for messages (not part of the version)
 };
 

@@ -348,5 +348,44 @@ TEST(ApplicationTables, AHandOverIsRefusedWhileTheApplicationsProjectorWritesAnd
   EXPECT_EQ(SortedRows(*c, "SELECT * FROM account_balances"), written);
 }
 
+// The application's values: a status from two event types (constants, the later event wins),
+// and a field's texts mapped to the ones the application stores.
+TEST(ApplicationTables, AColumnTakesTheLastOfSeveralEventTypesAndAMapOfAFieldsTexts) {
+  ConnectionOptions o = EvtstoreEvents("rewind_test_app_values");
+  auto c = Connect(o);
+  const std::string models = ::testing::TempDir() + "/rewind_app_values.toml";
+  std::ofstream(models) << R"toml(
+[[read_model]]
+name   = "account_status"
+events = ["opened", "closed", "deposited", "withdrawn"]
+where  = { stream = "accounts" }
+key    = [ { column = "account_id", field = "aggregate_id" } ]
+values = [
+  { column = "status",    op = "last", value = "open",   on = ["opened"] },
+  { column = "status",    op = "last", value = "closed", on = ["closed"] },
+  { column = "first_move", op = "first", path = "type", map = { deposited = "in", withdrawn = "out" }, on = ["deposited", "withdrawn"] },
+]
+)toml";
+  Outcome r = RunRewind(Replay(models), Env(o));
+  ASSERT_EQ(r.code, 0) << r.err;
+  // By the server: per account (byte for byte), the status of its opened or closed event of
+  // the highest position, and the mapped type of its first move.
+  const std::string extreme = R"sql(
+    (SELECT e.aggregate_id AS a, {0} AS v FROM events e JOIN
+      (SELECT BINARY aggregate_id AS a, {1}(position) AS p FROM events WHERE BINARY stream = 'accounts' AND
+       JSON_VALUE(event, '$.type') IN ({2}) GROUP BY 1) m ON m.p = e.position))sql";
+  const std::string status = fmt::format(fmt::runtime(extreme), "IF(JSON_VALUE(e.event, '$.type') = 'opened', 'open', 'closed')", "MAX",
+                                         "'opened', 'closed'");
+  const std::string move = fmt::format(fmt::runtime(extreme), "IF(JSON_VALUE(e.event, '$.type') = 'deposited', 'in', 'out')", "MIN",
+                                       "'deposited', 'withdrawn'");
+  EXPECT_EQ(SortedRows(*c, "SELECT account_id, COALESCE(status, '-'), COALESCE(first_move, '-') FROM account_status"),
+            SortedRows(*c, fmt::format("SELECT k.a, COALESCE(s.v, '-'), COALESCE(m.v, '-') FROM (SELECT DISTINCT BINARY "
+                                       "aggregate_id AS a FROM events WHERE BINARY stream = 'accounts') k LEFT JOIN {} s "
+                                       "ON BINARY s.a = k.a LEFT JOIN {} m ON BINARY m.a = k.a",
+                                       status, move)));
+  EXPECT_GE(Count(*c, "SELECT COUNT(*) FROM account_status WHERE status = 'closed'"), 10);
+  EXPECT_GE(Count(*c, "SELECT COUNT(*) FROM account_status WHERE first_move = 'out'"), 5);
+}
+
 }  // namespace
 }  // namespace rw

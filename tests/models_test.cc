@@ -390,6 +390,37 @@ TEST(Models, AColumnTakesSeveralSumsAndSubtractionsOfOneType) {
               "m.toml:10", "declared twice");
 }
 
+TEST(Models, AColumnTakesSeveralLastsOrFirstsAndAMap) {
+  const std::string text = R"toml(
+[[read_model]]
+name   = "status"
+events = ["opened", "closed"]
+key    = [ { column = "id", field = "aggregate_id" } ]
+values = [
+  { column = "status", op = "last", value = "open",   on = ["opened"] },
+  { column = "Status", op = "last", value = "closed", on = ["closed"] },
+  { column = "kind",   op = "first", path = "k", map = { a = "alpha", 2 = 3 } },
+]
+)toml";
+  Result<std::vector<ModelPlan>> r = ParseModels(text, "m.toml", "events");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ((*r)[0].values.size(), 3u);
+  EXPECT_EQ((*r)[0].values[1].column, "status");
+  EXPECT_EQ((*r)[0].values[2].map, (std::vector<std::pair<std::string, std::string>>{{"2", "3"}, {"a", "alpha"}}));
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string s = text;
+    return s.replace(s.find(from), from.size(), to);
+  };
+  // last and first do not mix in one column; a map needs a field to map, and texts or integers.
+  ExpectError(with("\"Status\", op = \"last\"", "\"Status\", op = \"first\""), "m.toml:8", "declared twice");
+  ExpectError(with("path = \"k\", map", "value = \"x\", on = [\"opened\"], map"), "m.toml:9", "'map' is a table");
+  ExpectError(with("2 = 3", "2 = 3.5"), "m.toml:9", "must be a string or an integer");
+  // The map is part of the version: another map, another build.
+  Result<std::vector<ModelPlan>> other = ParseModels(with("\"alpha\"", "\"beta\""), "m.toml", "events");
+  ASSERT_TRUE(other.ok());
+  EXPECT_NE(PlanVersion((*r)[0]), PlanVersion((*other)[0]));
+}
+
 TEST(Models, AColumnsContributionsInAnyOrderAreOneVersion) {
   auto version = [](const std::string& text) {
     Result<std::vector<ModelPlan>> r = ParseModels(text, "m.toml", "stored_events");
