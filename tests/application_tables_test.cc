@@ -387,5 +387,56 @@ values = [
   EXPECT_GE(Count(*c, "SELECT COUNT(*) FROM account_status WHERE first_move = 'out'"), 5);
 }
 
+// A column of the application's table NOT NULL with a default, which only some events write:
+// a row whose events of a flush do not write it takes the table's default when new (as the
+// application's own insert does) and keeps its value when not, in the first flush (a bulk
+// load) as in later ones (upserts, one flush every 500 events here).
+TEST(ApplicationTables, AColumnOnlySomeEventsWriteKeepsTheTablesDefaultAndItsValue) {
+  ConnectionOptions o = EvtstoreEvents("rewind_test_app_defaults");
+  auto c = Connect(o);
+  ASSERT_TRUE(c->Execute(R"sql(
+    CREATE TABLE account_states (
+      account_id VARCHAR(64) NOT NULL PRIMARY KEY,
+      balance DECIMAL(14,2) NOT NULL DEFAULT 0.00,
+      status VARCHAR(16) NOT NULL DEFAULT 'none'
+    ) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci)sql").ok());
+  // Accounts that only take deposits, at the end of the table (after a hole).
+  for (int n = 0; n < 6; ++n) {
+    ASSERT_TRUE(c->Execute(fmt::format("INSERT INTO events (position, stream, aggregate_id, version, timestamp, event) "
+                                       "SELECT MAX(position) + 3, 'accounts', 'quiet-{}', 0, '2025-05-02 10:00:00', "
+                                       "'{{\"type\":\"deposited\",\"amount\":{}.25}}' FROM events", n % 3, n + 1))
+                    .ok());
+  }
+  const std::string models = ::testing::TempDir() + "/rewind_app_defaults.toml";
+  std::ofstream(models) << R"toml(
+[[read_model]]
+name   = "account_states"
+events = ["deposited", "withdrawn", "closed"]
+where  = { stream = "accounts" }
+key    = [ { column = "account_id", field = "aggregate_id" } ]
+values = [
+  { column = "balance", op = "sum",      path = "amount", type = "decimal(12,2)", on = ["deposited"] },
+  { column = "balance", op = "subtract", path = "amount", type = "decimal(12,2)", on = ["withdrawn"] },
+  { column = "status",  op = "last",     value = "closed", on = ["closed"] },
+]
+)toml";
+  for (const char* every : {"2000000", "500"}) {
+    std::vector<std::string> args = Replay(models);
+    args.insert(args.end(), {"--flush-every", every});
+    Outcome r = RunRewind(args, Env(o));
+    ASSERT_EQ(r.code, 0) << "--flush-every " << every << ": " << r.err;
+    EXPECT_EQ(SortedRows(*c, "SELECT LOWER(account_id), balance, status FROM account_states"),
+              SortedRows(*c, R"sql(
+      SELECT LOWER(aggregate_id),
+             CAST(SUM(CASE JSON_VALUE(event, '$.type') WHEN 'deposited' THEN 1 WHEN 'withdrawn' THEN -1 ELSE 0 END *
+                      CAST(JSON_VALUE(event, '$.amount') AS DECIMAL(12,2))) AS DECIMAL(14,2)),
+             IF(SUM(JSON_VALUE(event, '$.type') = 'closed') > 0, 'closed', 'none')
+      FROM events WHERE BINARY stream = 'accounts' AND JSON_VALUE(event, '$.type') IN ('deposited', 'withdrawn', 'closed')
+      GROUP BY LOWER(aggregate_id))sql"))
+        << "--flush-every " << every;
+    EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM account_states WHERE status = 'none'"), 3);
+  }
+}
+
 }  // namespace
 }  // namespace rw

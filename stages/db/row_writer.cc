@@ -371,4 +371,51 @@ WithoutEventIds::WithoutEventIds(const TableSpec& spec, RowSink& to) : to_(to) {
   }
 }
 
+void ByWrittenColumns::EndRow() {
+  std::vector<bool> mask(row_.size());
+  for (size_t i = 0; i < row_.size(); ++i) {
+    mask[i] = (i < spec_.columns.size() && spec_.columns[i].key()) || row_[i].kind != Kind::kNull;
+  }
+  size_t g = 0;
+  while (g < masks_.size() && masks_[g] != mask) ++g;
+  if (g == masks_.size()) {
+    masks_.push_back(mask);
+    Group group;
+    group.spec.name = spec_.name;
+    group.spec.bare = spec_.bare;
+    for (size_t i = 0; i < mask.size() && i < spec_.columns.size(); ++i) {
+      if (mask[i]) group.spec.columns.push_back(spec_.columns[i]);
+    }
+    groups_.push_back(std::move(group));
+  }
+  Group& group = groups_[g];
+  for (size_t i = 0; i < row_.size(); ++i) {
+    if (mask[i]) group.values.push_back(std::move(row_[i]));
+  }
+  ++group.rows;
+  row_.clear();
+}
+
+std::vector<ByWrittenColumns::Group> ByWrittenColumns::Take() {
+  masks_.clear();
+  return std::move(groups_);
+}
+
+void ByWrittenColumns::Group::Replay(RowSink& to) const {
+  const size_t width = spec.columns.size();
+  for (size_t i = 0; i < values.size(); ++i) {
+    const Value& v = values[i];
+    switch (v.kind) {
+      case Kind::kInt: to.Int(v.i); break;
+      case Kind::kDate: to.Date(static_cast<int32_t>(v.i)); break;
+      case Kind::kDateTime: to.DateTime(v.i); break;
+      case Kind::kText: to.Text(v.text); break;
+      case Kind::kNumber: to.Number(v.text); break;
+      case Kind::kDouble: to.Double(v.d); break;
+      case Kind::kNull: to.Null(); break;
+    }
+    if ((i + 1) % width == 0) to.EndRow();
+  }
+}
+
 }  // namespace rw

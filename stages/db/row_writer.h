@@ -172,4 +172,54 @@ class WithoutEventIds final : public RowSink {
   RowSink& to_;
 };
 
+// Groups a flush's rows, for a table of the application's shape (TableSpec::bare, after
+// WithoutEventIds), by the value columns they write: a NULL value is one no event of the
+// flush touched, and the table's column may be NOT NULL with a default. Each group's spec
+// names the keys and the columns its rows write, so that its inserts leave the others to
+// the table's DEFAULT (as the application's own upsert does) and its upserts leave them
+// as they are.
+class ByWrittenColumns final : public RowSink {
+ public:
+  explicit ByWrittenColumns(const TableSpec& spec) : spec_(spec) {}
+  void Int(int64_t value) override { Add(Kind::kInt).i = value; }
+  void Date(int32_t days) override { Add(Kind::kDate).i = days; }
+  void DateTime(int64_t epoch_seconds) override { Add(Kind::kDateTime).i = epoch_seconds; }
+  void Text(std::string_view bytes) override { Add(Kind::kText).text = bytes; }
+  void Number(std::string_view literal) override { Add(Kind::kNumber).text = literal; }
+  void Double(double value) override { Add(Kind::kDouble).d = value; }
+  void Null() override { Add(Kind::kNull); }
+  void EndRow() override;
+
+  struct Group;
+  // The groups so far (in the order their first row came); the sink is empty afterwards.
+  std::vector<Group> Take();
+
+ private:
+  enum class Kind : char { kInt, kDate, kDateTime, kText, kNumber, kDouble, kNull };
+  struct Value {
+    Kind kind = Kind::kNull;
+    int64_t i = 0;
+    double d = 0;
+    std::string text;
+  };
+  Value& Add(Kind kind) {
+    row_.emplace_back().kind = kind;
+    return row_.back();
+  }
+
+ public:
+  struct Group {
+    TableSpec spec;             // the keys and the columns these rows write
+    std::vector<Value> values;  // their values, row after row, without the NULLs
+    size_t rows = 0;
+    void Replay(RowSink& to) const;  // the rows, as spec's columns
+  };
+
+ private:
+  const TableSpec& spec_;
+  std::vector<Value> row_;
+  std::vector<Group> groups_;
+  std::vector<std::vector<bool>> masks_;  // per group: which of spec_'s columns it writes
+};
+
 }  // namespace rw

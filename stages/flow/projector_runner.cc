@@ -442,6 +442,36 @@ Status ProjectorRunner::WaitForWriter() {
   return TakeBack(*job);
 }
 
+void ProjectorRunner::AddRowSteps(const TableSpec& spec, const std::function<void(RowSink&)>& rows,
+                                  FlushJob& job) {
+  std::vector<Step>& steps = job.steps;
+  auto load_step = [&](TsvBuilder& tsv) {
+    return Step{LoadDataInto(options_.target_table, table_schema::StoredColumnList(spec)), tsv.Take(), true};
+  };
+  if (keys_known_) {
+    // Every row of the target is this runner's: the keys it never wrote go by LOAD DATA
+    // (all of them in the first flush), the others as upserts.
+    TsvBuilder tsv(spec);
+    UpsertBuilder upserts(*connection_, spec, options_.target_table, options_.statement_bytes);
+    SplitByKey split(table_schema::KeyColumns(spec).size(), written_keys_, tsv, upserts);
+    rows(split);
+    job.rows += tsv.rows() + upserts.rows();
+    if (tsv.rows() > 0) steps.push_back(load_step(tsv));
+    for (std::string& sql : upserts.Take()) steps.push_back(Step{std::move(sql), {}, false});
+    written_keys_.Add(split.fresh_keys());
+  } else if (target_empty_ && bulk_load_ok_) {
+    TsvBuilder tsv(spec);
+    rows(tsv);
+    job.rows += tsv.rows();
+    if (tsv.rows() > 0) steps.push_back(load_step(tsv));
+  } else {
+    UpsertBuilder builder(*connection_, spec, options_.target_table, options_.statement_bytes);
+    rows(builder);
+    job.rows += builder.rows();
+    for (std::string& sql : builder.Take()) steps.push_back(Step{std::move(sql), {}, false});
+  }
+}
+
 std::unique_ptr<ProjectorRunner::FlushJob> ProjectorRunner::PrepareFlush() {
   const EventId checkpoint = CheckpointId();
   if (checkpoint == committed_id_ && projector_->pending_rows() == 0 && !gaps_changed_ &&
@@ -461,38 +491,19 @@ std::unique_ptr<ProjectorRunner::FlushJob> ProjectorRunner::PrepareFlush() {
                           committed_id_ == kBeforeFirstId ? "the first" : IdText(committed_id_ + 1),
                           IdText(checkpoint), options_.target_table);
   std::vector<Step>& steps = job->steps;
-  const TableSpec& spec = spec_;
-  // The projector's rows, without the ids an application's table has no column for.
-  auto flush_into = [&](RowSink& sink) {
-    if (!spec.bare) return projector_->Flush(sink);
-    WithoutEventIds bare(spec, sink);
-    projector_->Flush(bare);
-  };
-  auto load_step = [&](TsvBuilder& tsv) {
-    return Step{LoadDataInto(options_.target_table, table_schema::StoredColumnList(spec)), tsv.Take(), true};
-  };
-  if (keys_known_) {
-    // Every row of the target is this runner's: the keys it never wrote go by LOAD DATA
-    // (all of them in the first flush), the others as upserts.
-    TsvBuilder tsv(spec);
-    UpsertBuilder upserts(*connection_, spec, options_.target_table, options_.statement_bytes);
-    SplitByKey split(table_schema::KeyColumns(spec).size(), written_keys_, tsv, upserts);
-    flush_into(split);
-    job->rows = tsv.rows() + upserts.rows();
-    if (tsv.rows() > 0) steps.push_back(load_step(tsv));
-    for (std::string& sql : upserts.Take()) steps.push_back(Step{std::move(sql), {}, false});
-    written_keys_.Add(split.fresh_keys());
-  } else if (target_empty_ && bulk_load_ok_) {
-    TsvBuilder tsv(spec);
-    flush_into(tsv);
-    job->rows = tsv.rows();
-    steps.push_back(load_step(tsv));
+  if (!spec_.bare) {
+    AddRowSteps(spec_, [&](RowSink& sink) { projector_->Flush(sink); }, *job);
   } else {
-    UpsertBuilder builder(*connection_, spec, options_.target_table, options_.statement_bytes);
-    flush_into(builder);
-    job->rows = builder.rows();
-    for (std::string& sql : builder.Take()) steps.push_back(Step{std::move(sql), {}, false});
+    // The application's table: without the ids it has no column for, and each group of
+    // rows naming only the columns it writes (row_writer.h).
+    ByWrittenColumns groups(spec_);
+    WithoutEventIds bare(spec_, groups);
+    projector_->Flush(bare);
+    for (const ByWrittenColumns::Group& group : groups.Take()) {
+      AddRowSteps(group.spec, [&](RowSink& sink) { group.Replay(sink); }, *job);
+    }
   }
+  target_empty_ = false;
   if (std::string sql = checkpoint_store::InsertFailuresSql(*connection_, options_.run_id, pending_failures_);
       !sql.empty()) {
     steps.push_back(Step{std::move(sql), {}, false});
@@ -509,7 +520,6 @@ std::unique_ptr<ProjectorRunner::FlushJob> ProjectorRunner::PrepareFlush() {
   late_since_flush_ = 0;
   failed_since_flush_ = 0;
   reconciled_since_flush_ = missed_since_flush_ = 0;
-  target_empty_ = false;
   events_since_flush_ = 0;
   job->seconds = Seconds(start);
   return job;

@@ -49,6 +49,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -202,6 +203,9 @@ class ProjectorRunner {
   // Builds the next flush from what is pending, and resets the counts since the last flush;
   // nullptr when there is nothing to commit. REQUIRES: no flush in flight.
   std::unique_ptr<FlushJob> PrepareFlush();
+  // Adds to `job` the steps that write `rows` (given by calling it with a sink) as `spec`'s
+  // columns: LOAD DATA for keys never written, upserts for the others.
+  void AddRowSteps(const TableSpec& spec, const std::function<void(RowSink&)>& rows, FlushJob& job);
   // Runs the flush's transaction (any thread) and records its outcome in it.
   void RunFlush(FlushJob& job) const;
   // The calling thread takes a flush's outcome into the runner's state.
