@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <optional>
 #include <toml++/toml.h>
 
 #include "config/careful_file.h"
@@ -175,8 +176,50 @@ class Parser {
   struct Type {
     ValueType type;
     uint8_t precision = 0, scale = 0;
+    Storage storage = {};
   };
+  // A declared SQL type narrower than rewind's (issue 38, part 2): varchar(N), char(N),
+  // binary(N), varbinary(N) (text), tinyint, smallint, mediumint, int (or integer), each
+  // optionally unsigned, and bigint unsigned (integers up to 2^63 - 1).
+  static std::optional<Type> SqlTypeOf(const std::string& text) {
+    struct Sized { const char* name; const char* sql; uint32_t most; bool bytes; };
+    static constexpr Sized kSized[] = {{"varchar", "VARCHAR", 16383, false}, {"char", "CHAR", 255, false},
+                                       {"binary", "BINARY", 255, true}, {"varbinary", "VARBINARY", 65532, true}};
+    for (const Sized& t : kSized) {
+      unsigned n = 0;
+      char close = 0;
+      const std::string pattern = std::string(t.name) + "(%u%c";
+      if (text.rfind(std::string(t.name) + "(", 0) == 0 && std::sscanf(text.c_str(), pattern.c_str(), &n, &close) == 2 &&
+          close == ')' && text.back() == ')' && text == fmt::format("{}({})", t.name, n) && n >= 1 && n <= t.most) {
+        Type type{ValueType::kText};
+        type.storage.sql = fmt::format("{}({})", t.sql, n);
+        type.storage.length = n;
+        type.storage.bytes = t.bytes;
+        return type;
+      }
+    }
+    struct Int { const char* name; const char* sql; int64_t min, max; };
+    static constexpr Int kInts[] = {{"tinyint", "TINYINT", -128, 127},
+                                    {"smallint", "SMALLINT", -32768, 32767},
+                                    {"mediumint", "MEDIUMINT", -8388608, 8388607},
+                                    {"int", "INT", INT32_MIN, INT32_MAX},
+                                    {"integer", "INT", INT32_MIN, INT32_MAX},
+                                    {"bigint", "BIGINT", INT64_MIN, INT64_MAX}};
+    for (const Int& t : kInts) {
+      for (const bool is_unsigned : {false, true}) {
+        if (text != std::string(t.name) + (is_unsigned ? " unsigned" : "")) continue;
+        if (!is_unsigned && std::string(t.name) == "bigint") return std::nullopt;  // rewind's own
+        Type type{ValueType::kBigInt};
+        type.storage.sql = std::string(t.sql) + (is_unsigned ? " UNSIGNED" : "");
+        type.storage.min = is_unsigned ? 0 : t.min;
+        type.storage.max = is_unsigned ? (t.max == INT64_MAX ? INT64_MAX : 2 * t.max + 1) : t.max;
+        return type;
+      }
+    }
+    return std::nullopt;
+  }
   Result<Type> TypeOf(const toml::node& n, const std::string& text) const {
+    if (std::optional<Type> sql = SqlTypeOf(text)) return *sql;
     if (text == "bigint") return Type{ValueType::kBigInt};
     if (text == "double") return Type{ValueType::kDouble};
     if (text == "text") return Type{ValueType::kText};
@@ -192,7 +235,24 @@ class Parser {
       }
       return Type{ValueType::kDecimal, static_cast<uint8_t>(p), static_cast<uint8_t>(s)};
     }
-    return Fail(n, fmt::format("unknown type '{}' (bigint, decimal(p,s), double, text, date or datetime)", text));
+    return Fail(n, fmt::format("unknown type '{}' (bigint, decimal(p,s), double, text, date or datetime; for a "
+                               "column of its own type: varchar(N), char(N), binary(N), varbinary(N), tinyint, "
+                               "smallint, mediumint, int, each integer optionally unsigned)", text));
+  }
+
+  // A text column's declared `collation` (varchar and char only): a name the server checks.
+  Status CollationOf(const toml::table& t, const std::string& column, Storage& storage) const {
+    const toml::node* cn = t.get("collation");
+    if (cn == nullptr) return Status::Ok();
+    const auto* cs = cn->as_string();
+    if (cs == nullptr) return Fail(*cn, "'collation' must be a string");
+    if (storage.sql.rfind("VARCHAR", 0) != 0 && storage.sql.rfind("CHAR", 0) != 0) {
+      return Fail(*cn, fmt::format("column '{}': a collation is declared with type = \"varchar(N)\" or \"char(N)\"",
+                                   column));
+    }
+    if (!IsPlainIdentifier(cs->get())) return Fail(*cn, fmt::format("collation '{}' is not a plain name", cs->get()));
+    storage.collation = cs->get();
+    return Status::Ok();
   }
 
   Status Column(const toml::table& t, const std::string& name, std::vector<std::string>& seen) const {
@@ -266,7 +326,7 @@ class Parser {
     for (const toml::node& kn : *key_list) {
       const toml::table* k = kn.as_table();
       if (k == nullptr) return Fail(kn, "each key must be a table: { column = ..., path = ... }");
-      if (Status s = Unknown(*k, {"column", "path", "field", "bucket", "type", "strict"}, "a key"); !s.ok()) return s;
+      if (Status s = Unknown(*k, {"column", "path", "field", "bucket", "type", "collation", "strict"}, "a key"); !s.ok()) return s;
       KeyPlan key;
       Result<std::string> col = String(*k, "column", "a key", true);
       if (!col.ok()) return col.status();
@@ -286,10 +346,13 @@ class Parser {
         if (!type.ok()) return type.status();
         if (type->type != ValueType::kText && type->type != ValueType::kBigInt && type->type != ValueType::kDate &&
             type->type != ValueType::kDateTime) {
-          return Fail(*tn, fmt::format("a key's type is text, bigint, date or datetime, not '{}'", ts->get()));
+          return Fail(*tn, fmt::format("a key's type is text, bigint, date, datetime or a text or integer SQL "
+                                       "type (varchar(N), int, ...), not '{}'", ts->get()));
         }
         key.type = type->type;
+        key.storage = type->storage;
       }
+      if (Status s = CollationOf(*k, key.column, key.storage); !s.ok()) return s;
       if (const toml::node* sn = k->get("strict")) {
         const auto* b = sn->as_boolean();
         if (b == nullptr) return Fail(*sn, "'strict' must be true or false");
@@ -359,7 +422,7 @@ class Parser {
   }
 
   Result<ValuePlan> Value(const toml::table& v, const ModelPlan& plan, std::vector<std::string>& columns) const {
-    if (Status s = Unknown(v, {"column", "op", "path", "field", "value", "type", "on", "map"}, "a value"); !s.ok()) {
+    if (Status s = Unknown(v, {"column", "op", "path", "field", "value", "type", "collation", "on", "map"}, "a value"); !s.ok()) {
       return s;
     }
     ValuePlan value;
@@ -474,7 +537,9 @@ class Parser {
       value.type = type->type;
       value.precision = type->precision;
       value.scale = type->scale;
+      value.storage = type->storage;
     }
+    if (Status s = CollationOf(v, value.column, value.storage); !s.ok()) return s;
     if (value.has_constant && (value.type == ValueType::kDecimal || value.type == ValueType::kBigInt)) {
       __int128 ignored;
       const bool fits = value.type == ValueType::kDecimal
@@ -485,14 +550,28 @@ class Parser {
                                                  value.constant, ValueTypeName(value.type, value.precision, value.scale)));
       }
     }
+    if (value.has_constant && value.storage.declared()) {
+      std::string why;
+      int64_t n = 0;
+      if (value.type == ValueType::kText) {
+        why = FitsStorage(value.storage, value.constant);
+      } else if (value.type == ValueType::kBigInt &&
+                 std::from_chars(value.constant.data(), value.constant.data() + value.constant.size(), n).ec ==
+                     std::errc{}) {
+        why = FitsStorage(value.storage, n);
+      }
+      if (!why.empty()) {
+        return Fail(*v.get("value"), fmt::format("value '{}': the constant '{}' {}", value.column, value.constant, why));
+      }
+    }
     if (earlier != nullptr) {
       // Every contribution to one column adds into it (sums and subtractions), or sets it by
       // the event's id (all last, or all first); of one type.
       auto adds = [](Op o) { return o == Op::kSum || o == Op::kSubtract; };
       const bool same_kind = (adds(earlier->op) && adds(value.op)) ||
                              (earlier->op == value.op && (value.op == Op::kLast || value.op == Op::kFirst));
-      const std::string first_type = ValueTypeName(earlier->type, earlier->precision, earlier->scale);
-      const std::string this_type = ValueTypeName(value.type, value.precision, value.scale);
+      const std::string first_type = DeclaredTypeName(earlier->type, earlier->precision, earlier->scale, earlier->storage);
+      const std::string this_type = DeclaredTypeName(value.type, value.precision, value.scale, value.storage);
       if (!same_kind || first_type != this_type) {
         return Fail(v, fmt::format("column '{}' is declared twice ({} {} here, {} {} at line {}): a "
                                    "column takes several contributions only when each is op = \"sum\" or "

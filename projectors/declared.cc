@@ -53,6 +53,39 @@ std::string ValueTypeName(ValueType t, uint8_t precision, uint8_t scale) {
   return "?";
 }
 
+namespace {
+std::string LowerSql(const std::string& sql) {
+  std::string out;
+  for (char c : sql) out += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  return out;
+}
+}  // namespace
+
+std::string DeclaredTypeName(ValueType t, uint8_t precision, uint8_t scale, const Storage& storage) {
+  if (!storage.declared()) return ValueTypeName(t, precision, scale);
+  std::string out = LowerSql(storage.sql);
+  if (!storage.collation.empty()) out += " collate " + storage.collation;
+  return out;
+}
+
+std::string FitsStorage(const Storage& storage, std::string_view text) {
+  if (storage.length == 0) return {};
+  size_t n = text.size();
+  if (!storage.bytes) {  // UTF-8 characters: the bytes that do not continue one
+    n = 0;
+    for (unsigned char c : text) n += (c & 0xC0) != 0x80;
+  }
+  if (n <= storage.length) return {};
+  return fmt::format("is {} {}, longer than {}", n, storage.bytes ? "bytes" : "characters",
+                     LowerSql(storage.sql));
+}
+
+std::string FitsStorage(const Storage& storage, int64_t n) {
+  if (n >= storage.min && n <= storage.max) return {};
+  return fmt::format("{} is out of {} ({}..{})", n, LowerSql(storage.sql),
+                     storage.min, storage.max);
+}
+
 ValueType DefaultKeyType(Bucket b) {
   switch (b) {
     case Bucket::kNone: return ValueType::kText;
@@ -86,7 +119,7 @@ std::string CanonicalForm(const ModelPlan& p) {
   }
   for (const KeyPlan& k : p.keys) {
     out += fmt::format("\nkey {} {} {} {}{}", q(k.column), q(SourceText(k.source)), BucketName(k.bucket),
-                       ValueTypeName(k.type), k.strict ? " strict" : "");
+                       DeclaredTypeName(k.type, 0, 0, k.storage), k.strict ? " strict" : "");
   }
   // A column's contributions at its first place, in a fixed order: they are summed, so the
   // order they are written in is not part of the declaration.
@@ -96,7 +129,8 @@ std::string CanonicalForm(const ModelPlan& p) {
     std::vector<std::string> on = v.on.empty() ? events : v.on;
     std::sort(on.begin(), on.end());
     std::string line = fmt::format("\nvalue {} {} {} {} {}", q(v.column), OpName(v.op), q(SourceText(v.source)),
-                                   v.has_constant ? q(v.constant) : "-", ValueTypeName(v.type, v.precision, v.scale));
+                                   v.has_constant ? q(v.constant) : "-",
+                                   DeclaredTypeName(v.type, v.precision, v.scale, v.storage));
     for (const auto& e : on) line += " " + q(e);
     std::vector<std::pair<std::string, std::string>> map = v.map;
     std::sort(map.begin(), map.end());
@@ -195,7 +229,7 @@ std::string FormatScaled(__int128 value, uint8_t scale) {
 bool CountsOnFastPath(const ModelPlan& p) {
   if (p.values.size() != 1 || p.keys.empty() || p.keys.size() > 2) return false;
   const ValuePlan& v = p.values[0];
-  if (v.op != Op::kCount || v.type != ValueType::kBigInt) return false;
+  if (v.op != Op::kCount || v.type != ValueType::kBigInt || v.storage.declared()) return false;
   // Every event of the model counts: an event of a class outside `on` would make a row of 0.
   for (const std::string& e : p.events) {
     if (!v.on.empty() && std::find(v.on.begin(), v.on.end(), e) == v.on.end()) return false;
@@ -359,7 +393,9 @@ class DeclaredProjector final : public Projector {
   explicit DeclaredProjector(ModelPlan plan)
       : plan_(std::move(plan)), version_(PlanVersion(plan_)), fast_(CountsOnFastPath(plan_)) {
     table_.name = plan_.name;
-    for (const KeyPlan& k : plan_.keys) table_.columns.push_back({k.column, StoredType(k.type)});
+    for (const KeyPlan& k : plan_.keys) {
+      table_.columns.push_back({k.column, StoredType(k.type), Merge::kKey, 0, 0, k.storage});
+    }
     // One stored column per value column; its contributions (sums and subtractions) fold into it.
     for (size_t i = 0; i < plan_.values.size(); ++i) {
       const ValuePlan& v = plan_.values[i];
@@ -367,12 +403,12 @@ class DeclaredProjector final : public Projector {
       while (j < column_plan_.size() && plan_.values[column_plan_[j]].column != v.column) ++j;
       if (j == column_plan_.size()) {
         column_plan_.push_back(i);
-        table_.columns.push_back({v.column, StoredType(v.type), MergeOf(v.op), v.precision, v.scale});
+        table_.columns.push_back({v.column, StoredType(v.type), MergeOf(v.op), v.precision, v.scale, v.storage});
         limit_.push_back(v.type == ValueType::kDecimal ? Pow10(v.precision) : 0);
         // Bounded: what events add to it can leave its type (a bigint count cannot, in 2^63 events).
         const bool bounded = ((v.op == Op::kSum || v.op == Op::kSubtract) &&
                               (v.type == ValueType::kDecimal || v.type == ValueType::kBigInt)) ||
-                             (v.op == Op::kCount && v.type == ValueType::kDecimal);
+                             (v.op == Op::kCount && (v.type == ValueType::kDecimal || v.storage.declared()));
         bounded_of_.push_back(bounded ? static_cast<int64_t>(bounded_.size()) : -1);
         if (bounded) bounded_.push_back(j);
       }
@@ -505,6 +541,14 @@ class DeclaredProjector final : public Projector {
                                why);
           break;
         }
+        // A value stored as it is must fit the column (a sum's is checked as a sum, below).
+        const bool stored_as_is = p.op != Op::kSum && p.op != Op::kSubtract;
+        if (std::string why = stored_as_is ? Fits(p.storage, p.type, typed_[i]) : std::string(); !why.empty()) {
+          reason = fmt::format("value '{}' ({}) {}", p.column,
+                               p.has_constant ? "constant" : (p.source.column ? "field '" : "path '") + p.source.name + "'",
+                               why);
+          break;
+        }
         present_[i] = true;
       }
       if (!reason.empty()) {
@@ -534,12 +578,10 @@ class DeclaredProjector final : public Projector {
             p.op == Op::kSubtract ? __builtin_sub_overflow(sum, delta, &sum) : __builtin_add_overflow(sum, delta, &sum);
         const bool leaves = p.type == ValueType::kDecimal
                                 ? sum >= limit_[column_of_[i]] || sum <= -limit_[column_of_[i]]
-                                : sum > INT64_MAX || sum < INT64_MIN;
+                                : sum > p.storage.max || sum < p.storage.min;
         if (overflow || leaves) {
-          reason = p.type == ValueType::kDecimal
-                       ? fmt::format("value '{}': the {} leaves decimal({},{})", p.column,
-                                     p.op == Op::kCount ? "count" : "sum", p.precision, p.scale)
-                       : fmt::format("value '{}': the sum leaves bigint", p.column);
+          reason = fmt::format("value '{}': the {} leaves {}", p.column, p.op == Op::kCount ? "count" : "sum",
+                               DeclaredTypeName(p.type, p.precision, p.scale, p.storage));
         }
       }
       if (!reason.empty()) {
@@ -769,11 +811,21 @@ class DeclaredProjector final : public Projector {
                            k.source.column ? "field" : "path", k.source.name, KindName(v.kind));
       return false;
     }
-    if (std::string why = Convert(v, k.type, 0, 0, k.bucket, t); !why.empty()) {
+    std::string why = Convert(v, k.type, 0, 0, k.bucket, t);
+    if (why.empty()) why = Fits(k.storage, k.type, t);
+    if (!why.empty()) {
       reason = fmt::format("key '{}' ({} '{}') {}", k.column, k.source.column ? "field" : "path", k.source.name, why);
       return false;
     }
     return true;
+  }
+
+  // Whether a converted value fits its column's declared type: "" when it does (or none is declared).
+  static std::string Fits(const Storage& storage, ValueType type, const Typed& t) {
+    if (!storage.declared()) return {};
+    if (type == ValueType::kText) return FitsStorage(storage, t.s);
+    if (type == ValueType::kBigInt) return FitsStorage(storage, static_cast<int64_t>(t.n));
+    return {};
   }
 
   static void Mark(std::vector<bool>& set, uint16_t c) {

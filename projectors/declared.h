@@ -31,6 +31,7 @@ struct KeyPlan {
   // Text keys only: take JSON strings alone (a number is then a failure, as in the
   // compiled URL read models) instead of a number's literal text.
   bool strict = false;
+  Storage storage;  // a declared SQL type (varchar(N), int, ...): the column's, and what values fit
 };
 
 // One contribution to a value column. Several with one column (case-insensitive) are one
@@ -45,6 +46,7 @@ struct ValuePlan {
   std::string constant;          // `value`, as written
   ValueType type = ValueType::kBigInt;
   uint8_t precision = 0, scale = 0;  // kDecimal
+  Storage storage;               // a declared SQL type (varchar(N), int, ...), if any
   std::vector<std::string> on;   // the classes it applies to (empty: every class of the model)
   // `map`: a field's texts to the values stored ({ O = "open", C = "closed" }); a text not
   // in it makes the event a failure. Empty: the field's value as it is.
@@ -77,6 +79,13 @@ std::string PlanVersion(const ModelPlan& plan);
 const char* BucketName(Bucket b);
 const char* OpName(Op op);
 std::string ValueTypeName(ValueType t, uint8_t precision = 0, uint8_t scale = 0);
+// A declared column's type as its declaration names it: the declared SQL type (lower case,
+// with its collation) when there is one, else ValueTypeName.
+std::string DeclaredTypeName(ValueType t, uint8_t precision, uint8_t scale, const Storage& storage);
+// Whether `text` (a text value) or `n` (an integer) fits `storage`: "" when it does, else why
+// (e.g. "is 70 characters, longer than varchar(64)").
+std::string FitsStorage(const Storage& storage, std::string_view text);
+std::string FitsStorage(const Storage& storage, int64_t n);
 // The type a key has without an explicit `type`: date for day..year, datetime for minute
 // and hour, text otherwise.
 ValueType DefaultKeyType(Bucket b);

@@ -68,12 +68,26 @@ enum class Merge : uint8_t {
 };
 inline bool KeepsEventId(Merge m) { return m == Merge::kFirst || m == Merge::kLast; }
 
+// A declared SQL type narrower than rewind's own for its ColumnType (a declared read model's
+// `type = "varchar(64)"`, "char(2)", "binary(16)", "int unsigned", ...): what a new table's
+// column is made as, and what every value must fit (config/models.cc parses it, the declared
+// projector refuses an event whose value does not fit). Empty `sql`: rewind's own type.
+struct Storage {
+  std::string sql;         // e.g. "VARCHAR(64)", "INT UNSIGNED"; "" none
+  uint32_t length = 0;     // text: at most this many characters (bytes when `bytes`); 0: any
+  bool bytes = false;      // BINARY / VARBINARY: the length counts bytes, no character set
+  int64_t min = INT64_MIN, max = INT64_MAX;  // integers
+  std::string collation;   // a text column's declared collation; "": the database's
+  bool declared() const { return !sql.empty(); }
+};
+
 struct Column {
   std::string name;
   ColumnType type = ColumnType::kInt64;
   Merge merge = Merge::kKey;
   uint8_t precision = 0;  // kDecimal only
   uint8_t scale = 0;      // kDecimal only
+  Storage storage = {};   // a declared type, if any
   bool key() const { return merge == Merge::kKey; }
 };
 

@@ -39,8 +39,7 @@ values = [
 )toml";
 
 // `text` with the line that holds `from` replaced by `to`.
-std::string With(const std::string& from, const std::string& to) {
-  std::string s = kGood;
+std::string With(const std::string& from, const std::string& to, std::string s = kGood) {
   const size_t at = s.find(from);
   EXPECT_NE(at, std::string::npos) << from;
   return s.replace(at, from.size(), to);
@@ -64,6 +63,30 @@ TEST(Models, AGoodFileParsesWithEveryDefaultSpelledOut) {
   EXPECT_EQ(p.values[0].type, ValueType::kBigInt);
   EXPECT_EQ(p.values[1].precision, 18);
   EXPECT_EQ(p.values[2].type, ValueType::kText);
+}
+
+TEST(Models, DeclaredSqlTypesGiveTheColumnAndItsBounds) {
+  std::string text = With("path = \"customer.id\"", "path = \"customer.id\", type = \"varchar(36)\", collation = \"utf8mb4_general_ci\"");
+  text = With("on = ['Shop\\Placed'] },\n  { column = \"revenue\"", "on = ['Shop\\Placed'], type = \"smallint unsigned\" },\n  { column = \"revenue\"", text);
+  auto r = ParseModels(text, "m.toml", "stored_events");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const ModelPlan& p = (*r)[0];
+  EXPECT_EQ(p.keys[0].type, ValueType::kText);
+  EXPECT_EQ(p.keys[0].storage.sql, "VARCHAR(36)");
+  EXPECT_EQ(p.keys[0].storage.length, 36u);
+  EXPECT_EQ(p.keys[0].storage.collation, "utf8mb4_general_ci");
+  EXPECT_EQ(p.values[0].type, ValueType::kBigInt);
+  EXPECT_EQ(p.values[0].storage.sql, "SMALLINT UNSIGNED");
+  EXPECT_EQ(p.values[0].storage.min, 0);
+  EXPECT_EQ(p.values[0].storage.max, 65535);
+  // A declared type is part of the version: another type, another table.
+  EXPECT_NE(PlanVersion(p), PlanVersion((*ParseModels(kGood, "m.toml", "stored_events"))[0]));
+  EXPECT_EQ(FitsStorage(p.keys[0].storage, std::string(36, 'x')), "");
+  std::string accents(30, 'x');
+  for (int i = 0; i < 6; ++i) accents += "\xc3\xa9";  // 36 characters, 42 bytes
+  EXPECT_EQ(FitsStorage(p.keys[0].storage, accents), "") << "characters, not bytes";
+  EXPECT_EQ(FitsStorage(p.keys[0].storage, std::string(37, 'x')), "is 37 characters, longer than varchar(36)");
+  EXPECT_EQ(FitsStorage(p.values[0].storage, int64_t{65536}), "65536 is out of smallint unsigned (0..65535)");
 }
 
 TEST(Models, EveryMistakeIsNamedWithItsLine) {
@@ -95,6 +118,15 @@ TEST(Models, EveryMistakeIsNamedWithItsLine) {
   ExpectError(With("events = ['Shop\\Placed', 'Shop\\Refunded']", "events = []"), "m.toml:4", "is empty");
   ExpectError(With("type = \"decimal(18,2)\"", "type = \"money\""), "m.toml:11", "unknown type 'money'");
   ExpectError(With("type = \"decimal(18,2)\"", "type = \"decimal(40,2)\""), "m.toml:11", "38 digits");
+  // Declared SQL types (issue 38, part 2): their bounds, a collation on text only, a constant that fits.
+  ExpectError(With("type = \"decimal(18,2)\"", "type = \"varchar(0)\""), "m.toml:11", "unknown type 'varchar(0)'");
+  ExpectError(With("type = \"decimal(18,2)\"", "type = \"char(256)\""), "m.toml:11", "unknown type 'char(256)'");
+  ExpectError(With("type = \"decimal(18,2)\"", "type = \"varchar(16)\""), "m.toml:11",
+              "a sum is bigint, decimal(p,s) or double, not 'varchar(16)'");
+  ExpectError(With("type = \"decimal(18,2)\"", "type = \"int\", collation = \"utf8mb4_bin\""), "m.toml:11",
+              "a collation is declared with type");
+  ExpectError(With("value = \"refunded\",", "value = \"refunded\", type = \"char(4)\","), "m.toml:12",
+              "the constant 'refunded' is 8 characters, longer than char(4)");
   ExpectError(With("op = \"sum\",", "op = \"sum\", colour = \"red\","), "m.toml:11", "unknown key 'colour'");
   ExpectError(With("name   = \"revenue\"", "name = \"revenue\"\nowner = \"me\""), "m.toml:4", "unknown key 'owner'");
   ExpectError(std::string(kGood) + "\n[settings]\nx = 1\n", "m.toml:", "unknown key 'settings'");

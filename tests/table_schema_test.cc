@@ -41,6 +41,37 @@ TEST(TableSchema, AKeyWithoutTextIsThePrimaryKey) {
             "COALESCE(GREATEST(`last_at`, VALUES(`last_at`)), `last_at`, VALUES(`last_at`))");
 }
 
+// Issue 38, part 2: declared types make the columns; a text key of a declared length is the
+// PRIMARY KEY itself (no hash), and takes the database's collation unless it declares one.
+TEST(TableSchema, DeclaredTypesMakeTheColumnsAndAKeyAnIndexHoldsIsThePrimaryKey) {
+  Storage varchar64{"VARCHAR(64)", 64};
+  Storage int_unsigned{"INT UNSIGNED"};
+  int_unsigned.min = 0;
+  int_unsigned.max = 4294967295;
+  Storage code{"CHAR(2)", 2};
+  code.collation = "utf8mb4_general_ci";
+  const TableSpec spec{"m", {{"account_id", ColumnType::kText, Merge::kKey, 0, 0, varchar64},
+                             {"n", ColumnType::kInt64, Merge::kAdd, 0, 0, int_unsigned},
+                             {"country", ColumnType::kText, Merge::kLast, 0, 0, code}}};
+  EXPECT_EQ(table_schema::HashColumn(spec), "");
+  EXPECT_EQ(table_schema::CreateTableSql(spec, "m"),
+            "CREATE TABLE `m` (`account_id` VARCHAR(64) NOT NULL, `n` INT UNSIGNED NOT NULL, "
+            "`country` CHAR(2) COLLATE utf8mb4_general_ci NULL, `country__id` DECIMAL(20,0) NULL, "
+            "PRIMARY KEY (`account_id`)) ENGINE=InnoDB");
+  EXPECT_EQ(table_schema::StoredColumnList(spec), "`account_id`, `n`, `country`, `country__id`");
+  EXPECT_TRUE(table_schema::KeyComparedByCollation(spec, "utf8mb4_general_ci"));
+  EXPECT_FALSE(table_schema::KeyComparedByCollation(spec, "utf8mb4_bin"));
+  // A key longer than an index holds (utf8mb4: 4 bytes a character) keeps the hash.
+  TableSpec wide = spec;
+  wide.columns[0].storage = Storage{"VARCHAR(800)", 800};
+  EXPECT_EQ(table_schema::HashColumn(wide), "account_id_hash");
+  // Bytes: no collation, the database's or any.
+  TableSpec bytes = spec;
+  bytes.columns[0].storage = Storage{"BINARY(16)", 16, true};
+  EXPECT_EQ(table_schema::HashColumn(bytes), "");
+  EXPECT_FALSE(table_schema::KeyComparedByCollation(bytes, "utf8mb4_general_ci"));
+}
+
 // first and last keep the id of their event right after them (the merge compares ids;
 // the behaviour against the server is tested by FirstLast.FollowWithALateCommitKeepsIdOrder).
 TEST(TableSchema, FirstAndLastAreStoredWithTheIdOfTheirEvent) {

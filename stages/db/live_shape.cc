@@ -47,6 +47,7 @@ const char* DeclaredKind(const Column& c) {
 }
 
 std::string Declared(const Column& c) {
+  if (c.storage.declared()) return c.storage.sql + (c.storage.collation.empty() ? "" : " COLLATE " + c.storage.collation);
   if (c.type == ColumnType::kDecimal) return fmt::format("decimal({},{})", c.precision, c.scale);
   return DeclaredKind(c);
 }
@@ -198,17 +199,26 @@ std::string FitOf(const Column& declared, const TableColumn& column) {
   return fmt::format("{} cannot hold the read model's {} values", column.column_type, Declared(declared));
 }
 
+// rewind's shape: rows go by LOAD DATA unless a declared text key compares by a collation
+// that folds bytes (its own, or the database's).
+Result<Judgement> InRewindsShape(Connection& c, const TableSpec& spec, Judgement j) {
+  Result<std::optional<std::string>> collation = c.QueryValue("SELECT @@collation_database");
+  if (!collation.ok()) return collation.status();
+  j.bulk_load = !table_schema::KeyComparedByCollation(spec, collation->value_or("binary"));
+  return j;
+}
+
 Result<Judgement> Judge(Connection& c, const TableSpec& spec, bool reshape) {
   Judgement j;
   Result<std::optional<Shape>> read = Read(c, spec.name);
   if (!read.ok()) return read.status();
-  if (!*read) return j;  // kNew
+  if (!*read) return InRewindsShape(c, spec, j);  // kNew
   const Shape& shape = **read;
   Result<std::optional<std::string>> kind = checkpoint_store::RecordedKind(c, spec.name);
   if (!kind.ok()) return kind.status();
   if ((*kind && **kind == "live") || SameAsRewinds(c, spec)) {
     j.kind = Kind::kRewinds;
-    return j;
+    return InRewindsShape(c, spec, j);
   }
   j.kind = reshape ? Kind::kReshaped : Kind::kApplications;
   std::vector<std::string> keys;
@@ -281,6 +291,7 @@ Result<Judgement> Judge(Connection& c, const TableSpec& spec, bool reshape) {
     j.problems.push_back(fmt::format("the table has {} foreign key(s) (to or from it), which a copy LIKE it "
                                      "does not keep", shape.foreign_keys));
   }
+  if (j.kind == Kind::kReshaped) return InRewindsShape(c, spec, j);
   return j;
 }
 

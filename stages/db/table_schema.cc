@@ -7,12 +7,37 @@
 namespace rw::table_schema {
 namespace {
 
+// The bytes a key column takes in an InnoDB index (utf8mb4: four a character).
+size_t KeyBytes(const Column& c) {
+  if (c.type != ColumnType::kText) return 8;
+  return c.storage.length * (c.storage.bytes ? 1 : 4);
+}
+
+// InnoDB's longest index key (DYNAMIC rows).
+constexpr size_t kMaxKeyBytes = 3072;
+
+// The text key columns stored by their hash: all of them, when one has no declared length
+// (any length, beyond an index) or the key is longer than an index takes; else none (a
+// PRIMARY KEY on the columns themselves).
 std::vector<const Column*> TextKeys(const TableSpec& spec) {
   std::vector<const Column*> out;
+  bool indexable = true;
+  size_t bytes = 0;
   for (const Column& c : spec.columns) {
-    if (c.key() && c.type == ColumnType::kText) out.push_back(&c);
+    if (!c.key()) continue;
+    bytes += KeyBytes(c);
+    if (c.type != ColumnType::kText) continue;
+    out.push_back(&c);
+    indexable = indexable && c.storage.length > 0;
   }
+  if (indexable && bytes <= kMaxKeyBytes) out.clear();
   return out;
+}
+
+// Whether a declared text column takes the table's default character set and collation
+// (the database's: no collation declared).
+bool TakesDatabaseCollation(const Column& c) {
+  return c.type == ColumnType::kText && c.storage.declared() && !c.storage.bytes && c.storage.collation.empty();
 }
 
 // The DEFAULT that computes the hash for writers other than rewind: SHA-256 of the one
@@ -42,6 +67,11 @@ std::string IdColumn(const Column& c) { return KeepsEventId(c.merge) ? c.name + 
 
 std::string SqlType(const Column& c) {
   std::string type;
+  if (c.storage.declared()) {
+    type = c.storage.sql;
+    if (!c.storage.collation.empty()) type += " COLLATE " + c.storage.collation;
+    return type + (c.key() || c.merge == Merge::kAdd ? " NOT NULL" : " NULL");
+  }
   switch (c.type) {
     case ColumnType::kInt64: type = "BIGINT"; break;
     case ColumnType::kUInt64: type = "BIGINT UNSIGNED"; break;
@@ -60,7 +90,7 @@ std::string CreateTableSql(const TableSpec& spec, const std::string& name) {
   const std::string hash = HashColumn(spec);
   std::string key_name, key_columns;
   for (const Column& c : spec.columns) {
-    if (c.key() && c.type != ColumnType::kText) {
+    if (c.key() && (c.type != ColumnType::kText || hash.empty())) {
       key_name += (key_name.empty() ? "" : "_") + c.name;
       key_columns += (key_columns.empty() ? "" : ", ") + QuoteIdentifier(c.name);
     }
@@ -85,7 +115,23 @@ std::string CreateTableSql(const TableSpec& spec, const std::string& name) {
     key_columns += (key_columns.empty() ? "" : ", ") + QuoteIdentifier(hash);
     sql += fmt::format("UNIQUE KEY {} ({})", QuoteIdentifier(key_name), key_columns);
   }
+  // rewind's text columns name their collation; a declared text column without one takes
+  // the database's, as the application's own CREATE TABLE would.
+  for (const Column& c : spec.columns) {
+    if (TakesDatabaseCollation(c)) return sql + ") ENGINE=InnoDB";
+  }
   return sql + ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin";
+}
+
+bool KeyComparedByCollation(const TableSpec& spec, std::string_view database_collation) {
+  auto folds = [](std::string_view collation) {
+    return collation != "binary" && !(collation.size() >= 4 && collation.substr(collation.size() - 4) == "_bin");
+  };
+  for (const Column& c : spec.columns) {
+    if (!c.key() || c.type != ColumnType::kText || !c.storage.declared() || c.storage.bytes) continue;
+    if (folds(c.storage.collation.empty() ? database_collation : std::string_view(c.storage.collation))) return true;
+  }
+  return false;
 }
 
 std::string StoredColumnList(const TableSpec& spec) {
@@ -164,7 +210,7 @@ std::vector<const Column*> ValueColumns(const TableSpec& spec) {
 }
 
 KeyHash::KeyHash(const TableSpec& spec) {
-  if (spec.bare) return;  // no hash column
+  if (spec.bare || TextKeys(spec).empty()) return;  // no hash column
   for (size_t i = 0; i < spec.columns.size(); ++i) {
     const Column& c = spec.columns[i];
     text_key_.push_back(c.key() && c.type == ColumnType::kText);

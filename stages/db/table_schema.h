@@ -6,7 +6,9 @@
 // key on (the other key columns, SHA-256 of the text): text can be any length, beyond an
 // InnoDB key prefix. rewind computes the hash and sends it; any other writer (the
 // application's own projector inserting after the swap) gets it from the column's
-// DEFAULT. perf/README.md has the measurements: 1.45x faster bulk loads than MariaDB's
+// DEFAULT. A key of declared types (varchar(N), char(N), binary(N), integers: issue 38,
+// part 2) an index can hold is a PRIMARY KEY on its columns, without the hash. A declared
+// text column takes its declared collation, or the database's. perf/README.md has the measurements: 1.45x faster bulk loads than MariaDB's
 // long unique key, and 1.5-1.8x faster again than the server hashing every row.
 //
 // Thread safety: stateless functions; KeyHash is a value used by one writer.
@@ -35,6 +37,10 @@ std::string CreateTableSql(const TableSpec& spec, const std::string& name);
 // Every stored column in storage order (keys, the hash if any, values each followed by its
 // id column if any), quoted.
 std::string StoredColumnList(const TableSpec& spec);
+// Whether the table's key compares a text column by a collation that folds bytes (a
+// declared varchar or char key, under its collation or else `database_collation`): keys
+// rewind keeps apart may then be one row, which only upserts merge (no LOAD DATA).
+bool KeyComparedByCollation(const TableSpec& spec, std::string_view database_collation);
 // The ON DUPLICATE KEY UPDATE clause that merges a delta row into the table.
 std::string MergeClause(const TableSpec& spec);
 // The read model's own columns (no storage column): what verify compares.
