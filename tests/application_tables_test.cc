@@ -463,6 +463,14 @@ values = [
   { column = "last_move", op = "last",     path = "type", type = "varchar(16)" },
 ]
 )toml";
+  std::vector<std::string> dry = Replay(models);
+  dry.push_back("--dry-run");
+  Outcome d = RunRewind(dry, Env(o));
+  EXPECT_EQ(d.code, 0) << d.err;
+  for (const char* line : {"then creates typed_balances (new", "account_id               VARCHAR(64) NOT NULL",
+                           "moves                    INT UNSIGNED NOT NULL", "key (account_id): its PRIMARY KEY"}) {
+    EXPECT_NE(d.out.find(line), std::string::npos) << line << "\n" << d.out;
+  }
   for (int run = 0; run < 2; ++run) {  // made, then rebuilt as rewind's own
     Outcome r = RunRewind(Replay(models), Env(o));
     ASSERT_EQ(r.code, 3) << r.err;  // done, with an event it could not apply

@@ -15,6 +15,7 @@
 #include "stages/flow/projector_runner.h"
 #include "stages/flow/reader.h"
 #include "stages/db/table_admin.h"
+#include "stages/db/table_schema.h"
 
 namespace rw {
 namespace {
@@ -77,10 +78,29 @@ std::string LiveTableWords(const std::string& live, bool exists, const live_shap
   return {};
 }
 
-void PrintLiveTable(std::FILE* out, const std::string& live, bool exists, const live_shape::Judgement& j, bool swap) {
-  fmt::print(out, "  {}\n", LiveTableWords(live, exists, j, swap));
+// rewind's shape of a table with declared types (issue 38, part 2): each column's type and the key.
+std::vector<std::string> DeclaredShape(const TableSpec& spec) {
+  bool declared = false;
+  for (const Column& c : spec.columns) declared = declared || c.storage.declared();
+  if (!declared) return {};
+  std::vector<std::string> lines;
+  std::string keys;
+  for (const Column& c : spec.columns) {
+    lines.push_back(fmt::format("  {:<24} {}", c.name, table_schema::SqlType(c)));
+    if (c.key()) keys += (keys.empty() ? "" : ", ") + c.name;
+  }
+  const std::string hash = table_schema::HashColumn(spec);
+  lines.push_back(hash.empty() ? fmt::format("  key ({}): its PRIMARY KEY", keys)
+                               : fmt::format("  key ({}): a unique key on {} (longer than an index holds)", keys, hash));
+  return lines;
+}
+
+void PrintLiveTable(std::FILE* out, const TableSpec& spec, bool exists, const live_shape::Judgement& j, bool swap) {
+  fmt::print(out, "  {}\n", LiveTableWords(spec.name, exists, j, swap));
   if (j.kind == live_shape::Kind::kApplications || j.kind == live_shape::Kind::kReshaped) {
     for (const std::string& line : j.account) fmt::print(out, "  {}\n", line);
+  } else {
+    for (const std::string& line : DeclaredShape(spec)) fmt::print(out, "  {}\n", line);
   }
 }
 
@@ -362,7 +382,7 @@ int DryRunCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
                                     : tables[i].exists ? " (replaces a leftover)" : ""),
                  WithThousands(static_cast<uint64_t>(models[i].rows)), Human(models[i].bytes),
                  whole ? "" : "  (estimate)");
-      PrintLiveTable(out, runners[i]->projector().table().name, tables[i].live_exists, tables[i].shape, plan.swap());
+      PrintLiveTable(out, runners[i]->projector().table(), tables[i].live_exists, tables[i].shape, plan.swap());
     }
     for (const hand_over::Step& h : hand_overs) {
       fmt::print(out, "hand-over: at the swap, {} runs {} with the last event id applied (the application's "
