@@ -191,6 +191,13 @@ TEST(Frameworks, LaravelEventSourcingsStoredEventsRebuildExactly) {
                              "stored_events e WHERE e.event_class IN ({0}, {1}, {2}) GROUP BY e.aggregate_uuid",
                              created, added, subtracted, amount),
                  accounts.size());
+  // The example's declared types: the uuid a CHAR(36) PRIMARY KEY, looked up by its index (issue 38, part 2).
+  auto shape = c->Query("SHOW CREATE TABLE account_balances");
+  ASSERT_TRUE(shape.ok() && !shape->rows.empty());
+  const std::string ddl = shape->rows[0][1].value_or("");
+  EXPECT_NE(ddl.find("`account_uuid` char(36)"), std::string::npos) << ddl;
+  EXPECT_NE(ddl.find("PRIMARY KEY (`account_uuid`)"), std::string::npos) << ddl;
+  EXPECT_EQ(ddl.find("_hash"), std::string::npos) << ddl;
   ExpectSameRows(*c, "SELECT day, moves, added, subtracted, net FROM money_moved_per_day",
                  fmt::format("SELECT DATE(e.created_at), COUNT(*), SUM(IF(e.event_class = {0}, {2}, 0)), "
                              "SUM(IF(e.event_class = {1}, {2}, 0)), SUM(IF(e.event_class = {0}, {2}, -{2})) FROM "
