@@ -43,12 +43,20 @@ TEST(TableSchema, AKeyWithoutTextIsThePrimaryKey) {
 
 // Issue 38, part 2: declared types make the columns; a text key of a declared length is the
 // PRIMARY KEY itself (no hash), and takes the database's collation unless it declares one.
+Storage Declared(const std::string& sql, uint32_t length = 0, bool bytes = false) {
+  Storage s;
+  s.sql = sql;
+  s.length = length;
+  s.bytes = bytes;
+  return s;
+}
+
 TEST(TableSchema, DeclaredTypesMakeTheColumnsAndAKeyAnIndexHoldsIsThePrimaryKey) {
-  Storage varchar64{"VARCHAR(64)", 64};
-  Storage int_unsigned{"INT UNSIGNED"};
+  Storage varchar64 = Declared("VARCHAR(64)", 64);
+  Storage int_unsigned = Declared("INT UNSIGNED");
   int_unsigned.min = 0;
   int_unsigned.max = 4294967295;
-  Storage code{"CHAR(2)", 2};
+  Storage code = Declared("CHAR(2)", 2);
   code.collation = "utf8mb4_general_ci";
   const TableSpec spec{"m", {{"account_id", ColumnType::kText, Merge::kKey, 0, 0, varchar64},
                              {"n", ColumnType::kInt64, Merge::kAdd, 0, 0, int_unsigned},
@@ -63,11 +71,11 @@ TEST(TableSchema, DeclaredTypesMakeTheColumnsAndAKeyAnIndexHoldsIsThePrimaryKey)
   EXPECT_FALSE(table_schema::KeyComparedByCollation(spec, "utf8mb4_bin"));
   // A key longer than an index holds (utf8mb4: 4 bytes a character) keeps the hash.
   TableSpec wide = spec;
-  wide.columns[0].storage = Storage{"VARCHAR(800)", 800};
+  wide.columns[0].storage = Declared("VARCHAR(800)", 800);
   EXPECT_EQ(table_schema::HashColumn(wide), "account_id_hash");
   // Bytes: no collation, the database's or any.
   TableSpec bytes = spec;
-  bytes.columns[0].storage = Storage{"BINARY(16)", 16, true};
+  bytes.columns[0].storage = Declared("BINARY(16)", 16, true);
   EXPECT_EQ(table_schema::HashColumn(bytes), "");
   EXPECT_FALSE(table_schema::KeyComparedByCollation(bytes, "utf8mb4_general_ci"));
 }
