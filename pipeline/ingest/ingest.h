@@ -1,5 +1,5 @@
 // Ingest: `rewind ingest FILE...` reads web-server access logs (combined format) and
-// appends every visit the blog's rules keep (stages/access_log.h) to the event table as a
+// appends every visit the blog's rules keep (pipeline/ingest/access_log.h) to the event table as a
 // PageVisited event, in batches, one transaction each. Each batch's transaction also
 // records where the file stands (its identity, the byte offset after the batch's last
 // line, a hash of its first line) and the per-IP throttle's state, so a restart after a

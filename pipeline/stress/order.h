@@ -1,7 +1,7 @@
 // The Order aggregate of `rewind stress`: its events, its fold, and its JSON forms.
 //
 // Pure code beside the projectors (no I/O): stages/event_store reads and decodes, and the
-// stress harness (pipeline/stress.cc) measures fetch, decode and fold apart. Five event
+// stress harness (pipeline/stress/stress.cc) measures fetch, decode and fold apart. Five event
 // types with realistic payloads; OrderSummary folds four of them (OrderNoteAdded is the
 // fifth, which a projection filters out).
 //

@@ -96,7 +96,7 @@ class Connection {
   std::string Quote(std::string_view bytes);
 
   // Re-establishes a lost connection with the same options.
-  // Reconnects (stages/retry.h decides when).
+  // Reconnects (stages/db/retry.h decides when).
   Status Reconnect();
   const ConnectionOptions& options() const { return options_; }
   st_mysql* raw() { return mysql_; }

@@ -16,7 +16,7 @@
 // are unescaped into the batch's arena, a URL, ip or user agent once per batch.
 //
 // URLs and visitors (ip, user agent) get run-wide dense ids (PageVisit::url_id,
-// visitor_id; stages/interner.h): one lookup per text here, keyed by its JSON token, for
+// visitor_id; stages/flow/interner.h): one lookup per text here, keyed by its JSON token, for
 // every read model. The record fields read models key by text get a batch id per text
 // (FieldValue::text_id), so that no read model hashes the text of every event.
 //

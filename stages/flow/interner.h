@@ -3,7 +3,7 @@
 // same bytes during the whole run, so that read models key their state on integers and
 // touch the strings only to write them.
 //
-// Each decoding thread gives a batch's distinct texts batch ids first (stages/decoder.cc),
+// Each decoding thread gives a batch's distinct texts batch ids first (stages/flow/decoder.cc),
 // then Interner turns them into run-wide ids under one lock per batch, copying each text
 // the first time the run sees it.
 //

@@ -9,7 +9,7 @@
 // statements, in one transaction that also moves the projector's checkpoint (the last
 // event id whose effects are committed, and the ids below it still watched for a late
 // commit). A crash therefore loses at most the uncommitted flush, and a rerun resumes
-// exactly from the checkpoint. A late batch (stages/batch.h) applies only the events whose
+// exactly from the checkpoint. A late batch (stages/flow/batch.h) applies only the events whose
 // ids are still open in this runner's own gaps, so a late event counts exactly once.
 //
 // Order-dependent read models (Projector::order_dependent) see events in id order even when

@@ -7,7 +7,7 @@
 // handles come back with a NULL payload (the filter runs in the server, exactly — see
 // ClassComparison — their payloads never cross the wire) and are counted as skipped.
 //
-// Gaps (see stages/gaps.h): an id missing between two events read may belong to a
+// Gaps (see projectors/gaps.h): an id missing between two events read may belong to a
 // transaction that is still open. It matters only while that transaction may still commit.
 // A missing id ("hole") is final when the reader can show that no transaction that could
 // hold it is still open, in one of two ways:
