@@ -2,12 +2,14 @@
 # (scripts/package: CPack's DEB generator). Issue #25.
 #
 #   P/bin/rewind, P/bin/rewind-gen
-#   P/share/doc/rewind/          README.md, the sample config rewind.conf, blog.toml,
+#   P/share/doc/rewind/          README.md, docs/*.md, the sample config rewind.conf, blog.toml,
 #                                shop.toml, examples/*.toml, apache-combined/SOURCE.md
 #   P/share/rewind/apache-combined/access.log
 #                                the access log rewind-gen builds its events from; the
 #                                installed rewind-gen finds it relative to its own location
 #   P/share/bash-completion/completions/rewind
+#                                generated at build time by rewind-completion from its
+#                                template (scripts/completion/rewind.bash.in) and the tables
 #   P/share/man/man1/rewind.1.gz generated at build time by rewind-man (scripts/man) from
 #                                the command and option tables --help is printed from,
 #                                compressed with `gzip -9n` as Debian policy asks
@@ -49,7 +51,16 @@ add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/changelog.Debian.gz
                    COMMAND gzip -9n -c ${CMAKE_BINARY_DIR}/changelog > ${CMAKE_BINARY_DIR}/changelog.Debian.gz
                    DEPENDS ${CMAKE_BINARY_DIR}/changelog
                    COMMENT "Compressing the changelog build/changelog.Debian.gz")
-add_custom_target(rewind_man_page ALL DEPENDS ${CMAKE_BINARY_DIR}/rewind.1.gz ${CMAKE_BINARY_DIR}/changelog.Debian.gz)
+# The bash completion, written by rewind-completion from its template and the same tables.
+add_executable(rewind-completion scripts/completion/rewind_completion.cc)
+target_link_libraries(rewind-completion PRIVATE rewind_pipeline)
+add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/rewind.bash
+                   COMMAND rewind-completion ${CMAKE_SOURCE_DIR}/scripts/completion/rewind.bash.in
+                           ${CMAKE_BINARY_DIR}/rewind.bash
+                   DEPENDS rewind-completion ${CMAKE_SOURCE_DIR}/scripts/completion/rewind.bash.in
+                   COMMENT "Writing the bash completion build/rewind.bash")
+add_custom_target(rewind_man_page ALL DEPENDS ${CMAKE_BINARY_DIR}/rewind.1.gz ${CMAKE_BINARY_DIR}/changelog.Debian.gz
+                                              ${CMAKE_BINARY_DIR}/rewind.bash)
 add_dependencies(rewind rewind_man_page)
 install(FILES ${CMAKE_BINARY_DIR}/rewind.1.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 install(FILES cmake/copyright ${CMAKE_BINARY_DIR}/changelog.Debian.gz DESTINATION ${CMAKE_INSTALL_DOCDIR})
@@ -57,14 +68,16 @@ install(FILES cmake/copyright ${CMAKE_BINARY_DIR}/changelog.Debian.gz DESTINATIO
 install(TARGETS rewind rewind-gen RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(FILES README.md config/rewind.conf config/blog.toml config/shop.toml
         DESTINATION ${CMAKE_INSTALL_DOCDIR})
+file(GLOB REWIND_DOC_PAGES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/docs/*.md)
+install(FILES ${REWIND_DOC_PAGES} DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs)
 file(GLOB REWIND_EXAMPLE_MODELS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/config/examples/*.toml)
 install(FILES ${REWIND_EXAMPLE_MODELS} DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
-# A systemd unit for `rewind replay --follow` (README, "Follow as a service").
+# A systemd unit for `rewind replay --follow` (docs/operations.md, "Follow as a service").
 install(FILES ${CMAKE_SOURCE_DIR}/config/examples/rewind-follow.service DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
 install(FILES tests/data/apache-combined/SOURCE.md DESTINATION ${CMAKE_INSTALL_DOCDIR}/apache-combined)
 install(FILES tests/data/apache-combined/access.log
         DESTINATION ${CMAKE_INSTALL_DATADIR}/rewind/apache-combined)
-install(FILES scripts/completion/rewind.bash DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions
+install(FILES ${CMAKE_BINARY_DIR}/rewind.bash DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions
         RENAME rewind)
 
 # rewind-gen looks for the access log at this path relative to its own directory first

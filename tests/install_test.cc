@@ -85,7 +85,8 @@ std::set<std::string> Words(const std::string& text) {
   return out;
 }
 
-const std::string kCompletion = std::string(REWIND_SOURCE_DIR) + "/scripts/completion/rewind.bash";
+// Written by the build from scripts/completion/rewind.bash.in and the tables (rewind-completion).
+const std::string kCompletion = REWIND_COMPLETION;
 
 // The completion's lists, as bash itself reads them.
 std::string CompletionList(const std::string& variable) {

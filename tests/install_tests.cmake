@@ -3,8 +3,9 @@
 add_executable(install_test install_test.cc)
 target_link_libraries(install_test PRIVATE rewind_pipeline GTest::gtest_main)
 target_compile_definitions(install_test PRIVATE REWIND_SOURCE_DIR="${CMAKE_SOURCE_DIR}"
-                                                REWIND_BINARY="$<TARGET_FILE:rewind>")
-add_dependencies(install_test rewind)
+                                                REWIND_BINARY="$<TARGET_FILE:rewind>"
+                                                REWIND_COMPLETION="${CMAKE_BINARY_DIR}/rewind.bash")
+add_dependencies(install_test rewind rewind_man_page)
 gtest_discover_tests(install_test DISCOVERY_TIMEOUT 60)
 
 # package_test: `cmake --install` of this build tree and its .deb (cpack on this tree's own

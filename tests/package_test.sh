@@ -25,7 +25,8 @@ expect_files() {  # LISTING FILE...: every FILE is a line of LISTING (paths rela
 files=(bin/rewind bin/rewind-gen share/doc/rewind/README.md share/doc/rewind/rewind.conf
        share/doc/rewind/blog.toml share/doc/rewind/shop.toml share/doc/rewind/examples/axon.toml
        share/doc/rewind/examples/eventsauce.toml share/doc/rewind/examples/laravel.toml
-       share/doc/rewind/examples/rewind-follow.service
+       share/doc/rewind/examples/evtstore.toml share/doc/rewind/examples/rewind-follow.service
+       share/doc/rewind/docs/replay.md share/doc/rewind/docs/read-models.md share/doc/rewind/docs/operations.md
        share/doc/rewind/apache-combined/SOURCE.md share/rewind/apache-combined/access.log
        share/bash-completion/completions/rewind share/man/man1/rewind.1.gz
        share/doc/rewind/copyright share/doc/rewind/changelog.Debian.gz)
