@@ -1,4 +1,4 @@
-// Declared read models: the TOML file a user writes instead of C++ (README, "Your own read
+// Declared read models: the TOML file a user writes instead of C++ (docs/read-models.md, "Your own read
 // models"), parsed and checked into plans (projectors/declared.h) before any work.
 //
 // Every mistake is reported with the file, the line and what is wrong: TOML syntax, an

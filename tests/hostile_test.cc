@@ -112,7 +112,7 @@ TEST(Security, StatusWorksForAReadOnlyUserAndCreatesNothing) {
   ASSERT_TRUE(c->Execute("DROP USER 'rewind_ro'@'localhost'").ok());
 }
 
-// The grants the README lists are enough: replay (cut-over included) and verify run with
+// The grants docs/operations.md lists are enough: replay (cut-over included) and verify run with
 // exactly those.
 TEST(Security, TheDocumentedGrantsAreEnough) {
   ConnectionOptions o = Store("rewind_test_grants", 2000);

@@ -8,7 +8,7 @@
 // application's own projector inserting after the swap) gets it from the column's
 // DEFAULT. A key of declared types (varchar(N), char(N), binary(N), integers: issue 38,
 // part 2) an index can hold is a PRIMARY KEY on its columns, without the hash. A declared
-// text column takes its declared collation, or the database's. perf/README.md has the measurements: 1.45x faster bulk loads than MariaDB's
+// text column takes its declared collation, or the database's. perf/HISTORY.md has the measurements: 1.45x faster bulk loads than MariaDB's
 // long unique key, and 1.5-1.8x faster again than the server hashing every row.
 //
 // Thread safety: stateless functions; KeyHash is a value used by one writer.

@@ -622,7 +622,7 @@ void Reader::Prove() {
                        static_cast<double>(since - oldest) >= options_.settle_seconds * 1e6;
   if (stalled && !warned_stall_) {
     PrintLine(fmt::format("a transaction open for {} s holds back the proof that holes are final; "
-                          "judging them by the event table's times and ids meanwhile (see README, late commits)",
+                          "judging them by the event table's times and ids meanwhile (see docs/replay.md, late commits)",
                           (since - oldest) / 1'000'000));
     warned_stall_ = true;
   }
