@@ -95,18 +95,7 @@ class Report {
       fmt::print(stderr, "rewind stress: cannot create {}: {}\n", dir.string(), ec.message());
       return false;
     }
-    {
-      std::ofstream csv(dir / "results.csv");
-      csv << "question,case,metric,value,unit\n";
-      for (const StressRow& r : rows_) {
-        csv << fmt::format("{},{},{},{:.6g},{}\n", r.question, r.case_name, r.metric, r.value,
-                           r.unit);
-      }
-      if (!csv) {
-        fmt::print(stderr, "rewind stress: cannot write {}\n", (dir / "results.csv").string());
-        return false;
-      }
-    }
+    if (!WriteCsv(dir)) return false;
     std::string md;
     const std::time_t now = std::time(nullptr);
     char date[32];
@@ -117,7 +106,45 @@ class Report {
     for (const std::string& line : summary) md += line + "\n";
     const std::string yours = YourLine();
     if (!yours.empty()) md += "\n" + yours + "\n";
-    md += fmt::format(
+    md += RunFacts(date);
+    md += Sections(status);
+    const std::vector<std::string> pngs = Plots(dir);
+    if (!pngs.empty()) {
+      md += "\n## Plots\n\n";
+      for (const std::string& p : pngs) md += fmt::format("![{}]({})\n\n", p, p);
+    }
+    {
+      std::ofstream f(dir / "report.md");
+      f << md;
+      if (!f) {
+        fmt::print(stderr, "rewind stress: cannot write {}\n", (dir / "report.md").string());
+        return false;
+      }
+    }
+    PrintSummary(out, summary, yours, (dir / "report.md").string(), pngs.size());
+    return true;
+  }
+
+ private:
+  // results.csv in `dir`: every measurement, one a line. False when it could not be written.
+  bool WriteCsv(const std::filesystem::path& dir) const {
+    std::ofstream csv(dir / "results.csv");
+    csv << "question,case,metric,value,unit\n";
+    for (const StressRow& r : rows_) {
+      csv << fmt::format("{},{},{},{:.6g},{}\n", r.question, r.case_name, r.metric, r.value,
+                         r.unit);
+    }
+    if (!csv) {
+      fmt::print(stderr, "rewind stress: cannot write {}\n", (dir / "results.csv").string());
+      return false;
+    }
+    return true;
+  }
+
+  // What the figures were measured on, after the summary: the article's set-up, the date
+  // (`date`), the machine, the server and its commit latency at the start and at the end.
+  std::string RunFacts(const char* date) const {
+    std::string md = fmt::format(
         "\nThe article: \"{}\" (EventStoreDB + PostgreSQL; 4 cores, 8 GB, SSD, Docker). Each point "
         "here ran {} "
         "time(s): the median is shown, [min-max] beside it.\n\n",
@@ -142,6 +169,13 @@ class Report {
                 : "Steady through the run.");
       }
     }
+    return md;
+  }
+
+  // The body of report.md after the run's facts: how the run ended, its problems, the
+  // sections that have figures, and every measurement.
+  std::string Sections(const Status& status) const {
+    std::string md;
     if (!status.ok()) md += fmt::format("\n**The run stopped early: {}**\n", status.message());
     for (const std::string& p : ctx_.problems) md += fmt::format("\n**{}**\n", p);
     if (!ctx_.your.table.empty()) md += "\n## Your table\n\n" + YourSection();
@@ -155,19 +189,13 @@ class Report {
       md += fmt::format("| {} | {} | {} | {} | {} |\n", r.question, r.case_name, r.metric,
                         Number(r.value), r.unit);
     }
-    const std::vector<std::string> pngs = Plots(dir);
-    if (!pngs.empty()) {
-      md += "\n## Plots\n\n";
-      for (const std::string& p : pngs) md += fmt::format("![{}]({})\n\n", p, p);
-    }
-    {
-      std::ofstream f(dir / "report.md");
-      f << md;
-      if (!f) {
-        fmt::print(stderr, "rewind stress: cannot write {}\n", (dir / "report.md").string());
-        return false;
-      }
-    }
+    return md;
+  }
+
+  // The summary printed to `out`: the five lines, the user's table, what was checked and
+  // where the report is (`report`, with `plots` PNGs beside it).
+  void PrintSummary(std::FILE* out, const std::vector<std::string>& summary,
+                    const std::string& yours, const std::string& report, size_t plots) const {
     fmt::print(out, "rewind stress: this server beside the article \"{}\"\n", kArticle);
     for (const std::string& line : summary) fmt::print(out, "{}\n", line);
     if (!yours.empty()) fmt::print(out, "{}\n", yours);
@@ -179,12 +207,9 @@ class Report {
     if (!ctx_.your.table.empty()) also("your table unchanged");
     if (checked.empty()) checked = "nothing to check in this run";
     fmt::print(out, "check: {}\n", ctx_.consistent ? checked : "PROBLEMS (see report.md)");
-    fmt::print(out, "report: {} (results.csv, {} plot(s))\n", (dir / "report.md").string(),
-               pngs.size());
-    return true;
+    fmt::print(out, "report: {} (results.csv, {} plot(s))\n", report, plots);
   }
 
- private:
   std::optional<double> Get(const std::string& q, const std::string& c,
                             const std::string& m) const {
     return results_.Get(q, c, m);
@@ -335,7 +360,20 @@ class Report {
     return s;
   }
 
+  // The decisions the figures support, one paragraph each ("" when nothing was measured).
   std::string Decisions() const {
+    std::string s = SnapshotAdvice();
+    s += LoadCostPerEvent();
+    s += SnapshotWriteCosts();
+    s += RecoveryWindow();
+    s += ParallelProjectionsWords();
+    s += AppendsDuringRebuildWords();
+    s += QuickPercentiles();
+    return s;
+  }
+
+  // The snapshot advice for --budget-ms, from question 1's p99 load times ("" without them).
+  std::string SnapshotAdvice() const {
     std::string s;
     const double budget = ctx_.budget_ms;
     if (Get("aggregate_load", "10000", "p99")) {
@@ -369,23 +407,33 @@ class Report {
             Number(*x), Number(Get("aggregate_load", "1000", "p50").value_or(0)));
       }
     }
-    {
-      const auto per_event = [&](const char* n) {
-        return Get("aggregate_load", n, "p50").value_or(0) / std::stod(n) * 1000;
-      };
-      const double a = per_event("1000"), b = per_event("10000");
-      if (a > 0 && b > 0) {
-        const bool flat = b / a < 1.25 && b / a > 0.8;
-        s += fmt::format(
-            "- **Load cost per event** (p50): {} µs at 1,000 events, {} µs at 10,000: {}. The "
-            "article's two figures "
-            "(1.2 ms at 50 events, 847 ms at 10,000) are 24 µs and 85 µs per event.\n",
-            Number(a), Number(b),
-            flat ? "flat, so load time grows linearly with the stream's length"
-                 : (b > a ? "growing, so load time grows faster than the stream"
-                          : "falling with length"));
-      }
+    return s;
+  }
+
+  // The load cost per event at 1,000 and 10,000 events, beside the article's ("" without them).
+  std::string LoadCostPerEvent() const {
+    std::string s;
+    const auto per_event = [&](const char* n) {
+      return Get("aggregate_load", n, "p50").value_or(0) / std::stod(n) * 1000;
+    };
+    const double a = per_event("1000"), b = per_event("10000");
+    if (a > 0 && b > 0) {
+      const bool flat = b / a < 1.25 && b / a > 0.8;
+      s += fmt::format(
+          "- **Load cost per event** (p50): {} µs at 1,000 events, {} µs at 10,000: {}. The "
+          "article's two figures "
+          "(1.2 ms at 50 events, 847 ms at 10,000) are 24 µs and 85 µs per event.\n",
+          Number(a), Number(b),
+          flat ? "flat, so load time grows linearly with the stream's length"
+               : (b > a ? "growing, so load time grows faster than the stream"
+                        : "falling with length"));
     }
+    return s;
+  }
+
+  // The write cost of each snapshot frequency measured in question 2.
+  std::string SnapshotWriteCosts() const {
+    std::string s;
     for (int every : {10, 100}) {
       const std::string c = fmt::format("every_{}", every);
       if (auto w = Get("snapshot", c, "write_per_command")) {
@@ -398,6 +446,12 @@ class Report {
             Spread("snapshot", c, "per_snapshot"), cmd > 0 ? *w / cmd * 100 : 0, Number(cmd));
       }
     }
+    return s;
+  }
+
+  // Question 3's rebuild times as the recovery window, volume by volume.
+  std::string RecoveryWindow() const {
+    std::string s;
     const std::vector<int64_t> volumes = Volumes();
     if (!volumes.empty()) {
       s += "- **Recovery window** (rebuilding OrderSummary from nothing, 100 events per order; "
@@ -417,6 +471,12 @@ class Report {
                 : "");
       }
     }
+    return s;
+  }
+
+  // Parallel projections: one after the other against at once, for each volume measured.
+  std::string ParallelProjectionsWords() const {
+    std::string s;
     for (const StressRow& r : rows_) {
       if (r.question != "parallel_projections" || r.metric != "one_by_one_seconds") continue;
       const std::string& c = r.case_name;  // "<volume>/<k>_models"
@@ -434,6 +494,12 @@ class Report {
           par > 0 && seq / par < 1.5 ? " (the server and the rebuilders share this machine's cores)"
                                      : "");
     }
+    return s;
+  }
+
+  // The appenders' latencies without and during a rebuild.
+  std::string AppendsDuringRebuildWords() const {
+    std::string s;
     if (auto alone = Get("append_during_rebuild", "no_rebuild_10", "p99")) {
       s += fmt::format(
           "- **Appends during a rebuild**: 10 writers' commands take {} ms at p50 and {} ms at p99 "
@@ -446,6 +512,12 @@ class Report {
           Number(Get("append_during_rebuild", "during_rebuild_10", "rebuild_events").value_or(0)),
           Number(Get("append_during_rebuild", "during_rebuild_10", "rebuilds").value_or(0)));
     }
+    return s;
+  }
+
+  // With --quick: which loads the p95 and p99 are, so few were made.
+  std::string QuickPercentiles() const {
+    std::string s;
     if (ctx_.quick) {
       const double loads = Get("aggregate_load", "10000", "loads").value_or(0);
       if (loads > 0) {
@@ -496,16 +568,19 @@ class Report {
         Number(Get("aggregate_load", n, "fold_p50").value_or(0)));
   }
 
-  // The article's figures beside ours, each "slower" row with its reason.
-  std::string Beside() const {
-    struct Row {
-      std::string question, case_name, metric, unit, article_text;
-      double article;
-      bool lower_is_better;
-      std::function<std::string()> why_slower;
-    };
+  // A figure of the article's, and which of ours stands beside it: ours is (question,
+  // case_name, metric) in `unit`; when ours is slower, why_slower() says why.
+  struct ArticleFigure {
+    std::string question, case_name, metric, unit, article_text;
+    double article;
+    bool lower_is_better;
+    std::function<std::string()> why_slower;
+  };
+
+  // The article's figures that questions 1 to 3 answer, in the order of the table.
+  std::vector<ArticleFigure> ArticleFigures() const {
     const double commit = Get("commit", "autocommit_insert", "p50").value_or(0);
-    const std::vector<Row> table = {
+    return {
         {"aggregate_load", "50", "p50", "ms", "1.2 ms", 1.2, true,
          [this] { return LoadParts("50"); }},
         {"aggregate_load", "10000", "p50", "ms", "847 ms", 847, true,
@@ -535,27 +610,14 @@ class Report {
                "server saves less than over a network.");
          }},
     };
+  }
+
+  // The article's figures beside ours, each "slower" row with its reason.
+  std::string Beside() const {
     const std::string head = "| case | ours | the article | ratio | why slower |\n|---|---|---|---|---|\n";
     std::string md = head;
     const std::vector<int64_t> volumes = Volumes();
-    for (const Row& r : table) {
-      std::optional<double> ours = Get(r.question, r.case_name, r.metric);
-      std::string shown = Spread(r.question, r.case_name, r.metric), name = r.case_name;
-      if (!ours && r.metric == "seconds" && !volumes.empty()) {  // --quick: per 100,000 events
-        const std::string method = r.case_name.substr(r.case_name.find('/') + 1);
-        const double v = static_cast<double>(volumes.back());
-        if (auto at = Get(r.question, fmt::format("{}/{}", volumes.back(), method), r.metric)) {
-          ours = *at * 100000 / v;
-          shown = Number(*ours);
-          name = fmt::format("{} per 100,000 events (measured at {})", method, Number(v));
-        }
-      }
-      if (!ours) continue;
-      const double ratio = *ours / r.article;
-      const bool slower = r.lower_is_better ? ratio > 1 : ratio < 1;
-      md += fmt::format("| {} {} {} | {} {} | {} | {:.3g} | {} |\n", r.question, name, r.metric,
-                        shown, r.unit, r.article_text, ratio, slower ? r.why_slower() : "");
-    }
+    for (const ArticleFigure& r : ArticleFigures()) md += FigureRow(r, volumes);
     if (std::optional<int> best = BestWriters("distinct")) {
       md += AppendRow(fmt::format("distinct_{}", *best),
                       fmt::format("distinct streams, best ({} writers)", *best), 45000,
@@ -563,25 +625,55 @@ class Report {
                                   "and all {} writers share two cores.",
                                   CommitWords(), *best));
     }
-    if (std::optional<int> best = OneStreamWriters()) {
-      // Each command reloads the one stream first, and the stream grows through the run: at
-      // question 1's per-event load cost, the average reload is a large part of a command.
-      const std::string c = fmt::format("one_stream_{}", *best);
-      const double grown = Get("concurrent_append", c, "events").value_or(0);
-      std::optional<double> load_10k = Get("aggregate_load", "10000", "p50");
-      std::string why =
-          "every conflict costs a reload of the whole stream and a backoff before the retry.";
-      if (load_10k && grown > 0) {
-        const double us = *load_10k / 10000 * 1000;
-        why = fmt::format(
-            "every command first reloads the one stream, which grows by {} events in the run "
-            "(about {} ms for the average reload at question 1's {} µs per event), and every "
-            "conflict costs another reload and a backoff before the retry.",
-            Number(grown), Number(us * grown / 2 / 1000), Number(us));
-      }
-      md += AppendRow(c, fmt::format("one stream ({} writers)", *best), 1200, why);
-    }
+    if (std::optional<int> best = OneStreamWriters()) md += OneStreamRow(*best);
     if (Writers("distinct").empty()) return md == head ? "" : md;  // question 4 not run
+    return md + WritersTable();
+  }
+
+  // The row of the table Beside() for figure `r` ("" when ours was not measured); with
+  // --quick, a rebuild's seconds per 100,000 events at the largest of `volumes`.
+  std::string FigureRow(const ArticleFigure& r, const std::vector<int64_t>& volumes) const {
+    std::optional<double> ours = Get(r.question, r.case_name, r.metric);
+    std::string shown = Spread(r.question, r.case_name, r.metric), name = r.case_name;
+    if (!ours && r.metric == "seconds" && !volumes.empty()) {  // --quick: per 100,000 events
+      const std::string method = r.case_name.substr(r.case_name.find('/') + 1);
+      const double v = static_cast<double>(volumes.back());
+      if (auto at = Get(r.question, fmt::format("{}/{}", volumes.back(), method), r.metric)) {
+        ours = *at * 100000 / v;
+        shown = Number(*ours);
+        name = fmt::format("{} per 100,000 events (measured at {})", method, Number(v));
+      }
+    }
+    if (!ours) return "";
+    const double ratio = *ours / r.article;
+    const bool slower = r.lower_is_better ? ratio > 1 : ratio < 1;
+    return fmt::format("| {} {} {} | {} {} | {} | {:.3g} | {} |\n", r.question, name, r.metric,
+                       shown, r.unit, r.article_text, ratio, slower ? r.why_slower() : "");
+  }
+
+  // The one-stream row of the table Beside(), for `best` writers.
+  std::string OneStreamRow(int best) const {
+    // Each command reloads the one stream first, and the stream grows through the run: at
+    // question 1's per-event load cost, the average reload is a large part of a command.
+    const std::string c = fmt::format("one_stream_{}", best);
+    const double grown = Get("concurrent_append", c, "events").value_or(0);
+    std::optional<double> load_10k = Get("aggregate_load", "10000", "p50");
+    std::string why =
+        "every conflict costs a reload of the whole stream and a backoff before the retry.";
+    if (load_10k && grown > 0) {
+      const double us = *load_10k / 10000 * 1000;
+      why = fmt::format(
+          "every command first reloads the one stream, which grows by {} events in the run "
+          "(about {} ms for the average reload at question 1's {} µs per event), and every "
+          "conflict costs another reload and a backoff before the retry.",
+          Number(grown), Number(us * grown / 2 / 1000), Number(us));
+    }
+    return AppendRow(c, fmt::format("one stream ({} writers)", best), 1200, why);
+  }
+
+  // Question 4 writer by writer, distinct streams beside one stream, and how it was measured.
+  std::string WritersTable() const {
+    std::string md;
     md +=
         "\n| writers | distinct: events/s | command p50 / p99 ms | one stream: events/s | command "
         "p50 / p99 ms | "
@@ -656,13 +748,44 @@ class Report {
   std::string YourSection() const {
     const YourTableContext& y = ctx_.your;
     const std::string q = "your_table";
-    const auto v = [&](const char* c, const char* m) { return Get(q, c, m).value_or(0); };
-    const double rows = v("table", "rows_used_for_estimates"), sample = v("sample", "events");
+    const double rows = YourFigure("table", "rows_used_for_estimates"),
+                 sample = YourFigure("sample", "events");
     std::string md = fmt::format(
         "`{}`, read only: plain SELECTs on a session whose transactions are READ ONLY, in keyset "
         "pages of 10,000 (each one statement: no transaction held on your table, no locking read); "
         "nothing is written to its database.\n\n",
         y.table);
+    md += YourFacts(rows, sample);
+    md += YourMethods(rows);
+    md += YourEstimates(rows, sample);
+    if (auto f = Get(q, "rewind_your_models", "failures"); f && *f > 0) {
+      md += fmt::format(
+          "\nYour read models could not apply {} events of the sample (rewind_failures in the "
+          "stress database; keep it with --keep to look).\n",
+          Number(*f));
+    }
+    md += fmt::format(
+        "\nChecks: {}.\n",
+        y.checked
+            ? "the built-in read model's events per type (rewind's and by hand) equal a GROUP "
+              "BY over your table restricted to the sampled ids; the sample equals those rows "
+              "(a fingerprint of every column); your database holds the same tables as at the "
+              "start"
+            : "FAILED (see the problems above)");
+    return md;
+  }
+
+  // A figure of the user's table (question your_table), 0 when not measured.
+  double YourFigure(const char* c, const char* m) const {
+    return Get("your_table", c, m).value_or(0);
+  }
+
+  // The bullets of "Your table": its size (`rows`), its payloads, the sample (`sample`
+  // events), its event types and the read models.
+  std::string YourFacts(double rows, double sample) const {
+    const YourTableContext& y = ctx_.your;
+    const auto v = [&](const char* c, const char* m) { return YourFigure(c, m); };
+    std::string md;
     md += fmt::format(
         "- **Size**: {} rows ({}); information_schema's estimate {} rows; ids {} to {}; data {} "
         "MiB + indexes {} MiB (information_schema).\n",
@@ -692,6 +815,14 @@ class Report {
                                                   n += (n.empty() ? "" : ", ") + m;
                                                 return n;
                                               }()));
+    return md;
+  }
+
+  // The table of the methods measured on the sample, each with its estimate for the `rows`.
+  std::string YourMethods(double rows) const {
+    const std::string q = "your_table";
+    const auto v = [&](const char* c, const char* m) { return YourFigure(c, m); };
+    std::string md;
     md += fmt::format(
         "\n| method | events measured | seconds | events/s | your {} rows: estimate "
         "|\n|---|---|---|---|---|\n",
@@ -716,6 +847,15 @@ class Report {
           Number(seconds > 0 ? events / seconds : 0),
           est ? "about " + Seconds(*est) + " (estimate)" : std::string("(fits the line)"));
     }
+    return md;
+  }
+
+  // The estimates for the whole table (`rows`) in words, and how rewind's was made from the
+  // `sample`.
+  std::string YourEstimates(double rows, double sample) const {
+    const std::string q = "your_table";
+    const auto v = [&](const char* c, const char* m) { return YourFigure(c, m); };
+    std::string md;
     md += fmt::format(
         "\nRebuilding your {} events: {}about {} with rewind (estimate from {} events){}, about {} "
         "in batches of 50, about {} with one save per event (estimate from {} events). {} The "
@@ -741,25 +881,22 @@ class Report {
                           "would): its estimate is the whole sample's time per event ({} µs, "
                           "its cost per run included) times the rows, an upper bound.",
                           Number(v("rewind", "seconds_per_event") * 1e6)));
-    if (auto f = Get(q, "rewind_your_models", "failures"); f && *f > 0) {
-      md += fmt::format(
-          "\nYour read models could not apply {} events of the sample (rewind_failures in the "
-          "stress database; keep it with --keep to look).\n",
-          Number(*f));
-    }
-    md += fmt::format(
-        "\nChecks: {}.\n",
-        y.checked
-            ? "the built-in read model's events per type (rewind's and by hand) equal a GROUP "
-              "BY over your table restricted to the sampled ids; the sample equals those rows "
-              "(a fingerprint of every column); your database holds the same tables as at the "
-              "start"
-            : "FAILED (see the problems above)");
     return md;
   }
 
   // One PNG per question with gnuplot (scripts/setup installs it). Returns the file names.
   std::vector<std::string> Plots(const std::filesystem::path& dir) const;
+  // Writes `text` into the file `name` of `dir` (a plot's data, or the gnuplot script).
+  static void PlotData(const std::filesystem::path& dir, const std::string& name,
+                       const std::string& text);
+  // "median min max" of a repeated point (the median three times when it ran once).
+  std::string PlotSpread(const std::string& q, const std::string& c, const std::string& m) const;
+  // Question N's plot: its data written into `dir`, its PNG's name added to `made`, and the
+  // gnuplot commands that draw it returned ("" and nothing written when it was not measured).
+  std::string PlotQuestion1(const std::filesystem::path& dir, std::vector<std::string>& made) const;
+  std::string PlotQuestion2(const std::filesystem::path& dir, std::vector<std::string>& made) const;
+  std::string PlotQuestion3(const std::filesystem::path& dir, std::vector<std::string>& made) const;
+  std::string PlotQuestion4(const std::filesystem::path& dir, std::vector<std::string>& made) const;
 
   const std::string out_dir_;
   const StressResults& results_;
@@ -774,30 +911,50 @@ std::vector<std::string> Report::Plots(const std::filesystem::path& dir) const {
                "rewind stress: gnuplot is not installed (scripts/setup installs it): no plots\n");
     return made;
   }
-  const auto data = [&](const std::string& name, const std::string& text) {
-    std::ofstream(dir / name) << text;
-  };
-  // "median min max" of a repeated point (the median three times when it ran once).
-  const auto spread = [&](const std::string& q, const std::string& c, const std::string& m) {
-    const double v = Get(q, c, m).value_or(0);
-    return fmt::format("{} {} {}", v, Get(q, c, m + "_min").value_or(v),
-                       Get(q, c, m + "_max").value_or(v));
-  };
   const std::string out = dir.string();
   std::string script =
       "set terminal pngcairo size 1000,620 noenhanced font ',11'\nset grid\nset key outside right "
       "top box\n"
       "set format y '%.10g'\nset format x '%.10g'\nset rmargin 34\n";
+  script += PlotQuestion1(dir, made);
+  script += PlotQuestion2(dir, made);
+  script += PlotQuestion3(dir, made);
+  script += PlotQuestion4(dir, made);
+  PlotData(dir, "plots.gp", script);
+  const std::string cmd = fmt::format("gnuplot '{}/plots.gp' 2>'{}/gnuplot.log'", out, out);
+  if (std::system(cmd.c_str()) != 0) {
+    fmt::print(stderr, "rewind stress: gnuplot failed (see {}/gnuplot.log): no plots\n", out);
+    made.clear();
+  }
+  return made;
+}
+
+void Report::PlotData(const std::filesystem::path& dir, const std::string& name,
+                      const std::string& text) {
+  std::ofstream(dir / name) << text;
+}
+
+std::string Report::PlotSpread(const std::string& q, const std::string& c,
+                               const std::string& m) const {
+  const double v = Get(q, c, m).value_or(0);
+  return fmt::format("{} {} {}", v, Get(q, c, m + "_min").value_or(v),
+                     Get(q, c, m + "_max").value_or(v));
+}
+
+std::string Report::PlotQuestion1(const std::filesystem::path& dir,
+                                  std::vector<std::string>& made) const {
+  const std::string out = dir.string();
+  std::string script;
   std::string q1;
   for (const char* n : {"10", "50", "100", "500", "1000", "5000", "10000"}) {
     if (Get("aggregate_load", n, "p50")) {
-      q1 += fmt::format("{} {} {}\n", n, spread("aggregate_load", n, "p50"),
+      q1 += fmt::format("{} {} {}\n", n, PlotSpread("aggregate_load", n, "p50"),
                         Get("aggregate_load", n, "p99").value_or(0));
     }
   }
   if (!q1.empty()) {
-    data("q1.dat", q1);
-    script += fmt::format(
+    PlotData(dir, "q1.dat", q1);
+    script = fmt::format(
         "set output '{0}/q1_aggregate_load.png'\nset title 'Q1: how long does an aggregate take to "
         "load as its stream "
         "grows?'\nset logscale xy\nset xrange [5:20000]\nset yrange [0.01:5000]\nset xlabel "
@@ -816,18 +973,25 @@ std::vector<std::string> Report::Plots(const std::filesystem::path& dir) const {
         out, ctx_.budget_ms);
     made.push_back("q1_aggregate_load.png");
   }
+  return script;
+}
+
+std::string Report::PlotQuestion2(const std::filesystem::path& dir,
+                                  std::vector<std::string>& made) const {
+  const std::string out = dir.string();
+  std::string script;
   std::string q2;
   for (const char* n : {"60", "80", "100", "150", "200", "300", "500", "1000", "2000", "5000"}) {
     if (Get("snapshot", n, "full_p50")) {
-      q2 += fmt::format("{} {} {} {}\n", n, spread("snapshot", n, "full_p50"),
-                        spread("snapshot", n, "snapshot_p50"),
+      q2 += fmt::format("{} {} {} {}\n", n, PlotSpread("snapshot", n, "full_p50"),
+                        PlotSpread("snapshot", n, "snapshot_p50"),
                         Get("snapshot", n, "snapshot_fetch_p50").value_or(0));
     }
   }
   if (!q2.empty()) {
-    data("q2.dat", q2);
+    PlotData(dir, "q2.dat", q2);
     const double x = Get("snapshot", "crossover", "events").value_or(1);
-    script += fmt::format(
+    script = fmt::format(
         "set output '{0}/q2_snapshot.png'\nset title 'Q2: from what length does a snapshot beat a "
         "full replay?'\n"
         "set logscale xy\nset xrange [40:8000]\nset xlabel 'events in the stream (log)'\nset "
@@ -848,6 +1012,13 @@ std::vector<std::string> Report::Plots(const std::filesystem::path& dir) const {
         out, x);
     made.push_back("q2_snapshot.png");
   }
+  return script;
+}
+
+std::string Report::PlotQuestion3(const std::filesystem::path& dir,
+                                  std::vector<std::string>& made) const {
+  const std::string out = dir.string();
+  std::string script;
   std::string q3;
   for (int64_t v : Volumes()) {
     const std::string c = std::to_string(v);
@@ -856,15 +1027,15 @@ std::vector<std::string> Report::Plots(const std::filesystem::path& dir) const {
     for (const char* m : {"single", "batched", "pipeline", "filtered_server", "filtered_client"}) {
       q3 += " " + (estimated && std::string(m) == "single"
                        ? std::string("NaN NaN NaN")
-                       : spread("projection_rebuild", c + "/" + m, "seconds"));
+                       : PlotSpread("projection_rebuild", c + "/" + m, "seconds"));
     }
     q3 += estimated ? fmt::format(" {}\n",
                                   Get("projection_rebuild", c + "/single", "seconds").value_or(0))
                     : std::string(" NaN\n");
   }
   if (!q3.empty()) {
-    data("q3.dat", q3);
-    script += fmt::format(
+    PlotData(dir, "q3.dat", q3);
+    script = fmt::format(
         "set output '{0}/q3_projection_rebuild.png'\nset title 'Q3: how long does rebuilding a "
         "projection take (the "
         "recovery window)?'\nset logscale xy\nset xrange [{1}:{2}]\nset yrange [*:*]\nset xlabel "
@@ -884,17 +1055,25 @@ std::vector<std::string> Report::Plots(const std::filesystem::path& dir) const {
         static_cast<double>(std::max<int64_t>(Volumes().back(), 100000)) * 2);
     made.push_back("q3_projection_rebuild.png");
   }
+  return script;
+}
+
+std::string Report::PlotQuestion4(const std::filesystem::path& dir,
+                                  std::vector<std::string>& made) const {
+  const std::string out = dir.string();
+  std::string script;
   std::string q4;
   for (int w : Writers("distinct")) {
     q4 += fmt::format(
-        "{} {} {}\n", w, spread("concurrent_append", fmt::format("distinct_{}", w), "events_per_s"),
+        "{} {} {}\n", w,
+        PlotSpread("concurrent_append", fmt::format("distinct_{}", w), "events_per_s"),
         Get("concurrent_append", fmt::format("one_stream_{}", w), "events_per_s")
-            ? spread("concurrent_append", fmt::format("one_stream_{}", w), "events_per_s")
+            ? PlotSpread("concurrent_append", fmt::format("one_stream_{}", w), "events_per_s")
             : "NaN NaN NaN");
   }
   if (!q4.empty()) {
-    data("q4.dat", q4);
-    script += fmt::format(
+    PlotData(dir, "q4.dat", q4);
+    script = fmt::format(
         "set output '{0}/q4_concurrent_append.png'\nset title 'Q4: how many events per second can "
         "concurrent writers "
         "append?'\nset logscale xy\nset xrange [0.8:130]\nset yrange [10:100000]\nset xlabel "
@@ -910,13 +1089,7 @@ std::vector<std::string> Report::Plots(const std::filesystem::path& dir) const {
         out);
     made.push_back("q4_concurrent_append.png");
   }
-  data("plots.gp", script);
-  const std::string cmd = fmt::format("gnuplot '{}/plots.gp' 2>'{}/gnuplot.log'", out, out);
-  if (std::system(cmd.c_str()) != 0) {
-    fmt::print(stderr, "rewind stress: gnuplot failed (see {}/gnuplot.log): no plots\n", out);
-    made.clear();
-  }
-  return made;
+  return script;
 }
 
 }  // namespace

@@ -66,9 +66,14 @@ constexpr int64_t kEventsPerStream = 100;  // question 3, as published
 // With --events-table: the copy of the first events of the user's table, in stress's database.
 constexpr const char* kYourSample = "your_events_sample";
 constexpr const char* kYourPart = "your_events_sample_quarter";  // its first quarter
+// With --events-table: the question of the results rows that measure the user's table.
+constexpr const char* kYourQuestion = "your_table";
 // Above this many rows (information_schema's estimate) the user's table is not COUNT(*)ed:
 // the estimate stands (a full count of a large table is a long scan).
 constexpr double kExactCountUpTo = 2'000'000;
+
+// A number a query returned (0 when NULL).
+double NumberOf(const std::optional<std::string>& v) { return v ? std::stod(*v) : 0.0; }
 
 // `text` as a TOML basic string.
 std::string TomlString(std::string_view text) {
@@ -482,48 +487,65 @@ class Stress {
     if (Status s = LoadStreams(store_->tables().events, streams); !s.ok()) return s;
     std::vector<double> full_p50, snap_p50;
     for (int64_t n : lengths) {
-      const std::string stream = fmt::format("q2-{}", n);
-      const int64_t at = n - kTail;
-      if (Status s =
-              store_->SaveSnapshot(stream, at, order::SnapshotJson(Expected(stream, at, n / 2)));
-          !s.ok())
-        return s;
-      std::vector<double> full_runs, snap_runs, fetch_runs;
-      for (int r = 0; r < o_.repeat && !stop_.load(); ++r) {
-        std::vector<double> full, snap, snap_fetch;
-        for (int i = 0; i <= loads && !stop_.load(); ++i) {
-          LoadTimes a, b;
-          Result<order::State> x = LoadOrder(*store_, stream, false, &a);
-          if (!x.ok()) return x.status();
-          Result<order::State> y = LoadOrder(*store_, stream, true, &b);
-          if (!y.ok()) return y.status();
-          if (!(*x == *y)) {
-            return Status::Internal(
-                fmt::format("stream {}: snapshot + tail differs from a full replay", stream));
-          }
-          if (i == 0) continue;
-          full.push_back(a.total);
-          snap.push_back(b.total);
-          snap_fetch.push_back(b.snapshot_fetch);
-        }
-        full_runs.push_back(Percentile(full, 50));
-        snap_runs.push_back(Percentile(snap, 50));
-        fetch_runs.push_back(Percentile(snap_fetch, 50));
-      }
-      const std::string c = std::to_string(n);
-      AddSpread("snapshot", c, "full_p50", full_runs, "ms");
-      AddSpread("snapshot", c, "snapshot_p50", snap_runs, "ms");
-      AddSpread("snapshot", c, "snapshot_fetch_p50", fetch_runs, "ms");
-      full_p50.push_back(Median(full_runs));
-      snap_p50.push_back(Median(snap_runs));
-      Progress(
-          fmt::format("  {:>5} events: full {:.2f} ms, snapshot at {} + {} events {:.2f} ms (the "
-                      "snapshot's read "
-                      "{:.3f} ms)",
-                      n, full_p50.back(), at, kTail, snap_p50.back(), Median(fetch_runs)));
+      if (Status s = SnapshotAgainstReplay(n, kTail, loads, full_p50, snap_p50); !s.ok()) return s;
     }
-    // The crossover: where the full replay starts to cost more than snapshot + tail,
-    // interpolated between the two measured lengths around the change.
+    Crossover(lengths, full_p50, snap_p50);
+    return SnapshotWriteCost();
+  }
+
+  // Question 2 at one stream length `n`: a snapshot saved `tail` events before its end, then
+  // `loads` loads (after a warm-up) by full replay and by snapshot + tail, checked equal, in
+  // each of --repeat rounds. The median of the rounds' p50 of either goes onto `full_p50`
+  // and `snap_p50`.
+  Status SnapshotAgainstReplay(int64_t n, int64_t tail, int loads, std::vector<double>& full_p50,
+                               std::vector<double>& snap_p50) {
+    const std::string stream = fmt::format("q2-{}", n);
+    const int64_t at = n - tail;
+    if (Status s =
+            store_->SaveSnapshot(stream, at, order::SnapshotJson(Expected(stream, at, n / 2)));
+        !s.ok())
+      return s;
+    std::vector<double> full_runs, snap_runs, fetch_runs;
+    for (int r = 0; r < o_.repeat && !stop_.load(); ++r) {
+      std::vector<double> full, snap, snap_fetch;
+      for (int i = 0; i <= loads && !stop_.load(); ++i) {
+        LoadTimes a, b;
+        Result<order::State> x = LoadOrder(*store_, stream, false, &a);
+        if (!x.ok()) return x.status();
+        Result<order::State> y = LoadOrder(*store_, stream, true, &b);
+        if (!y.ok()) return y.status();
+        if (!(*x == *y)) {
+          return Status::Internal(
+              fmt::format("stream {}: snapshot + tail differs from a full replay", stream));
+        }
+        if (i == 0) continue;
+        full.push_back(a.total);
+        snap.push_back(b.total);
+        snap_fetch.push_back(b.snapshot_fetch);
+      }
+      full_runs.push_back(Percentile(full, 50));
+      snap_runs.push_back(Percentile(snap, 50));
+      fetch_runs.push_back(Percentile(snap_fetch, 50));
+    }
+    const std::string c = std::to_string(n);
+    AddSpread("snapshot", c, "full_p50", full_runs, "ms");
+    AddSpread("snapshot", c, "snapshot_p50", snap_runs, "ms");
+    AddSpread("snapshot", c, "snapshot_fetch_p50", fetch_runs, "ms");
+    full_p50.push_back(Median(full_runs));
+    snap_p50.push_back(Median(snap_runs));
+    Progress(
+        fmt::format("  {:>5} events: full {:.2f} ms, snapshot at {} + {} events {:.2f} ms (the "
+                    "snapshot's read "
+                    "{:.3f} ms)",
+                    n, full_p50.back(), at, tail, snap_p50.back(), Median(fetch_runs)));
+    return Status::Ok();
+  }
+
+  // The crossover: where the full replay starts to cost more than snapshot + tail,
+  // interpolated between the two measured lengths around the change (`full_p50` and
+  // `snap_p50` at each of `lengths`).
+  void Crossover(const std::vector<int64_t>& lengths, const std::vector<double>& full_p50,
+                 const std::vector<double>& snap_p50) {
     double crossover = static_cast<double>(lengths.back());
     crossover_note_ = fmt::format("beyond {} events (the longest measured)", lengths.back());
     for (size_t i = 0; i < lengths.size(); ++i) {
@@ -542,8 +564,11 @@ class Stress {
     }
     Add("snapshot", "crossover", "events", std::round(crossover), "count");
     Progress(fmt::format("  crossover: {:.0f} events ({})", crossover, crossover_note_));
-    // The write cost: commands that load the order (snapshot + tail), append one event,
-    // and save a snapshot every k events.
+  }
+
+  // Question 2's write cost: commands that load the order (snapshot + tail), append one
+  // event, and save a snapshot every k events.
+  Status SnapshotWriteCost() {
     const int commands = quick_ ? 300 : 2000;
     for (int every : {10, 100}) {
       std::vector<double> per_command, per_snapshot, command_ms;
@@ -646,7 +671,7 @@ class Stress {
         sql += ", 256)), ";
         const auto cents = [](int64_t c) { return fmt::format("{}.{:02d}", c / 100, c % 100); };
         // status (last) and confirmed_at (first) each with the event's position, which their
-        // merge compares (stages/table_schema.h).
+        // merge compares (stages/db/table_schema.h).
         switch (e->kind) {
           case order::Kind::kCreated:
             sql += fmt::format("'created', {}, 0, 0, 0, NULL, NULL)", position);
@@ -733,109 +758,148 @@ class Stress {
         "of 50, "
         "and with rewind's pipeline");
     for (int64_t volume : volumes) {
-      const std::string table = fmt::format("es_rebuild_{}", volume);
-      EventStore es(*c_, EventStoreTables{table, "es_snapshots"});
-      if (Status s = CreateStore(es); !s.ok()) return s;
-      std::vector<std::tuple<std::string, int64_t, int64_t>> streams;
-      for (int64_t i = 0; i < volume / kEventsPerStream; ++i) {
-        streams.emplace_back(fmt::format("order-{:07d}", i), kEventsPerStream, i % 4 == 3 ? 0 : 90);
-      }
-      if (Status s = LoadStreams(table, streams); !s.ok()) return s;
-      (void)c_->Execute("ANALYZE TABLE " + QuoteIdentifier(table));
-      auto timed = [&](const std::string& method, int runs,
-                       const std::function<Status()>& run) -> Status {
-        std::vector<double> seconds, rates;
-        for (int r = 0; r < runs && !stop_.load(); ++r) {
-          const auto t0 = Clock::now();
-          if (Status s = run(); !s.ok())
-            return s.With(fmt::format("{} events, {}", volume, method));
-          seconds.push_back(Ms(t0, Clock::now()) / 1000);
-          rates.push_back(static_cast<double>(volume) / seconds.back());
-        }
-        const std::string c = fmt::format("{}/{}", volume, method);
-        AddSpread("projection_rebuild", c, "seconds", seconds, "s");
-        AddSpread("projection_rebuild", c, "events_per_s", rates, "events/s");
-        Add("projection_rebuild", c, "runs", static_cast<double>(seconds.size()), "count");
-        Progress(fmt::format("  {:>8} events, {:<16} {:8.2f} s {:>10.0f} events/s ({} run(s))",
-                             volume, method, Median(seconds), Median(rates), seconds.size()));
-        return Status::Ok();
-      };
-      // One save per event is a commit per event: once per volume, and above 100,000 events
-      // estimated from the 100,000-event run (minutes of commits otherwise).
-      const std::optional<double> single_100k =
-          Get("projection_rebuild", "100000/single", "seconds");
-      const bool single_estimated = volume > 100000 && single_100k.has_value();
-      if (single_estimated) {
-        const std::string c = fmt::format("{}/single", volume);
-        Add("projection_rebuild", c, "seconds", *single_100k * static_cast<double>(volume) / 100000,
-            "s");
-        Add("projection_rebuild", c, "events_per_s", 100000 / *single_100k, "events/s");
-        Add("projection_rebuild", c, "estimated", 1, "count");
-        Progress(
-            fmt::format("  {:>8} events, single           estimated from 100,000 events: {:.1f} s",
-                        volume, *single_100k * static_cast<double>(volume) / 100000));
-      } else if (Status s = timed("single", 1,
-                                  [&] { return RebuildByHand(table, spec, "summary_single", 1); });
-                 !s.ok()) {
-        return s;
-      }
-      if (Status s = timed("batched", volume > 100000 ? 1 : o_.repeat,
-                           [&] { return RebuildByHand(table, spec, "summary_batched", 50); });
-          !s.ok()) {
-        return s;
-      }
-      if (Status s = timed("pipeline", o_.repeat, [&] { return Pipeline(table, (*plans)[0]); });
-          !s.ok())
-        return s;
-      if (Status s = timed("filtered_server", o_.repeat,
-                           [&] { return DiscountsPerOrder(table, "discounts_server", true); });
-          !s.ok()) {
-        return s;
-      }
-      if (Status s = timed("filtered_client", o_.repeat,
-                           [&] { return DiscountsPerOrder(table, "discounts_client", false); });
-          !s.ok()) {
-        return s;
-      }
-      const std::string vs = std::to_string(volume);
-      Add("projection_rebuild", vs + "/filtered_server", "speedup_vs_client",
-          Get("projection_rebuild", vs + "/filtered_client", "seconds").value_or(0) /
-              std::max(1e-9,
-                       Get("projection_rebuild", vs + "/filtered_server", "seconds").value_or(1)),
-          "x");
-      // The three OrderSummary tables must be the same table.
-      for (const char* other : {"summary_single", "summary_batched"}) {
-        if (single_estimated && std::string(other) == "summary_single") continue;
-        Result<TableDiff> d = CompareTables(*c_, spec, "order_summary", other);
-        if (!d.ok()) return d.status();
-        if (!d->identical() || d->live_rows != static_cast<uint64_t>(volume / kEventsPerStream)) {
-          consistent_ = false;
-          problems_.push_back(
-              fmt::format("question 3, {} events: {} differs from the pipeline's order_summary",
-                          volume, other));
-        }
-      }
-      if (volume == (quick_ ? volumes.back() : 100000)) {
-        if (Status s = ParallelProjections(table, spec, volume); !s.ok()) return s;
-      }
-      // The two filtered projections must be the same table, with a row for every order
-      // that has a discount.
-      Result<std::optional<std::string>> same = c_->QueryValue(
-          "SELECT COUNT(*) FROM discounts_server s JOIN discounts_client c USING (order_id) "
-          "WHERE s.discounts = c.discounts AND s.discount_cents = c.discount_cents");
-      Result<std::optional<std::string>> all =
-          c_->QueryValue("SELECT COUNT(*) FROM discounts_client");
-      Result<std::optional<std::string>> want =
-          c_->QueryValue(fmt::format("SELECT COUNT(DISTINCT stream) FROM {} WHERE type = '{}'",
-                                     QuoteIdentifier(table), order::kDiscountApplied));
-      if (!same.ok() || !all.ok() || !want.ok() || **same != **all || **all != **want) {
-        consistent_ = false;
-        problems_.push_back(
-            fmt::format("question 3, {} events: the filtered projections differ", volume));
-      }
-      (void)c_->Execute("DROP TABLE IF EXISTS " + QuoteIdentifier(table));
+      const bool parallel = volume == (quick_ ? volumes.back() : 100000);
+      if (Status s = RebuildVolume(volume, spec, (*plans)[0], parallel); !s.ok()) return s;
     }
     return Status::Ok();
+  }
+
+  // Question 3 at one volume: its events loaded into a table of their own, OrderSummary
+  // rebuilt by each method (`plan` for rewind's pipeline, `spec` its table), the discounts
+  // filtered in the server and in the client, the parallel projections when `parallel`,
+  // and the checks that the tables agree. The event table is dropped after.
+  Status RebuildVolume(int64_t volume, const TableSpec& spec, const ModelPlan& plan,
+                       bool parallel) {
+    const std::string table = fmt::format("es_rebuild_{}", volume);
+    if (Status s = LoadRebuildEvents(table, volume); !s.ok()) return s;
+    // One save per event is a commit per event: once per volume, and above 100,000 events
+    // estimated from the 100,000-event run (minutes of commits otherwise).
+    const std::optional<double> single_100k =
+        Get("projection_rebuild", "100000/single", "seconds");
+    const bool single_estimated = volume > 100000 && single_100k.has_value();
+    if (single_estimated) {
+      EstimateSingle(volume, *single_100k);
+    } else if (Status s = TimeRebuild(
+                   volume, "single", 1,
+                   [&] { return RebuildByHand(table, spec, "summary_single", 1); });
+               !s.ok()) {
+      return s;
+    }
+    if (Status s = TimeRebuild(volume, "batched", volume > 100000 ? 1 : o_.repeat,
+                               [&] { return RebuildByHand(table, spec, "summary_batched", 50); });
+        !s.ok()) {
+      return s;
+    }
+    if (Status s =
+            TimeRebuild(volume, "pipeline", o_.repeat, [&] { return Pipeline(table, plan); });
+        !s.ok())
+      return s;
+    if (Status s = TimeRebuild(volume, "filtered_server", o_.repeat,
+                               [&] { return DiscountsPerOrder(table, "discounts_server", true); });
+        !s.ok()) {
+      return s;
+    }
+    if (Status s = TimeRebuild(volume, "filtered_client", o_.repeat,
+                               [&] { return DiscountsPerOrder(table, "discounts_client", false); });
+        !s.ok()) {
+      return s;
+    }
+    const std::string vs = std::to_string(volume);
+    Add("projection_rebuild", vs + "/filtered_server", "speedup_vs_client",
+        Get("projection_rebuild", vs + "/filtered_client", "seconds").value_or(0) /
+            std::max(1e-9,
+                     Get("projection_rebuild", vs + "/filtered_server", "seconds").value_or(1)),
+        "x");
+    if (Status s = CheckSummaries(spec, volume, single_estimated); !s.ok()) return s;
+    if (parallel) {
+      if (Status s = ParallelProjections(table, spec, volume); !s.ok()) return s;
+    }
+    CheckFilteredProjections(table, volume);
+    (void)c_->Execute("DROP TABLE IF EXISTS " + QuoteIdentifier(table));
+    return Status::Ok();
+  }
+
+  // An event store whose events table is `table`, recorded and created, holding `volume`
+  // generated events in orders of kEventsPerStream (three in four confirmed), analyzed.
+  Status LoadRebuildEvents(const std::string& table, int64_t volume) {
+    EventStore es(*c_, EventStoreTables{table, "es_snapshots"});
+    if (Status s = CreateStore(es); !s.ok()) return s;
+    std::vector<std::tuple<std::string, int64_t, int64_t>> streams;
+    for (int64_t i = 0; i < volume / kEventsPerStream; ++i) {
+      streams.emplace_back(fmt::format("order-{:07d}", i), kEventsPerStream, i % 4 == 3 ? 0 : 90);
+    }
+    if (Status s = LoadStreams(table, streams); !s.ok()) return s;
+    (void)c_->Execute("ANALYZE TABLE " + QuoteIdentifier(table));
+    return Status::Ok();
+  }
+
+  // One method of question 3 at `volume` events, run `runs` times: its seconds and events/s
+  // (median, min, max) and its number of runs.
+  Status TimeRebuild(int64_t volume, const std::string& method, int runs,
+                     const std::function<Status()>& run) {
+    std::vector<double> seconds, rates;
+    for (int r = 0; r < runs && !stop_.load(); ++r) {
+      const auto t0 = Clock::now();
+      if (Status s = run(); !s.ok())
+        return s.With(fmt::format("{} events, {}", volume, method));
+      seconds.push_back(Ms(t0, Clock::now()) / 1000);
+      rates.push_back(static_cast<double>(volume) / seconds.back());
+    }
+    const std::string c = fmt::format("{}/{}", volume, method);
+    AddSpread("projection_rebuild", c, "seconds", seconds, "s");
+    AddSpread("projection_rebuild", c, "events_per_s", rates, "events/s");
+    Add("projection_rebuild", c, "runs", static_cast<double>(seconds.size()), "count");
+    Progress(fmt::format("  {:>8} events, {:<16} {:8.2f} s {:>10.0f} events/s ({} run(s))",
+                         volume, method, Median(seconds), Median(rates), seconds.size()));
+    return Status::Ok();
+  }
+
+  // One save per event above 100,000 events: its time estimated from the 100,000-event
+  // run's `single_100k` seconds, not measured.
+  void EstimateSingle(int64_t volume, double single_100k) {
+    const std::string c = fmt::format("{}/single", volume);
+    Add("projection_rebuild", c, "seconds", single_100k * static_cast<double>(volume) / 100000,
+        "s");
+    Add("projection_rebuild", c, "events_per_s", 100000 / single_100k, "events/s");
+    Add("projection_rebuild", c, "estimated", 1, "count");
+    Progress(
+        fmt::format("  {:>8} events, single           estimated from 100,000 events: {:.1f} s",
+                    volume, single_100k * static_cast<double>(volume) / 100000));
+  }
+
+  // The three OrderSummary tables of question 3 at `volume` must be the same table (the
+  // one-save-per-event one not when it was estimated): each difference is a problem.
+  Status CheckSummaries(const TableSpec& spec, int64_t volume, bool single_estimated) {
+    for (const char* other : {"summary_single", "summary_batched"}) {
+      if (single_estimated && std::string(other) == "summary_single") continue;
+      Result<TableDiff> d = CompareTables(*c_, spec, "order_summary", other);
+      if (!d.ok()) return d.status();
+      if (!d->identical() || d->live_rows != static_cast<uint64_t>(volume / kEventsPerStream)) {
+        consistent_ = false;
+        problems_.push_back(
+            fmt::format("question 3, {} events: {} differs from the pipeline's order_summary",
+                        volume, other));
+      }
+    }
+    return Status::Ok();
+  }
+
+  // The two filtered projections of question 3 over `table` must be the same table, with a
+  // row for every order that has a discount: otherwise a problem.
+  void CheckFilteredProjections(const std::string& table, int64_t volume) {
+    Result<std::optional<std::string>> same = c_->QueryValue(
+        "SELECT COUNT(*) FROM discounts_server s JOIN discounts_client c USING (order_id) "
+        "WHERE s.discounts = c.discounts AND s.discount_cents = c.discount_cents");
+    Result<std::optional<std::string>> all =
+        c_->QueryValue("SELECT COUNT(*) FROM discounts_client");
+    Result<std::optional<std::string>> want =
+        c_->QueryValue(fmt::format("SELECT COUNT(DISTINCT stream) FROM {} WHERE type = '{}'",
+                                   QuoteIdentifier(table), order::kDiscountApplied));
+    if (!same.ok() || !all.ok() || !want.ok() || **same != **all || **all != **want) {
+      consistent_ = false;
+      problems_.push_back(
+          fmt::format("question 3, {} events: the filtered projections differ", volume));
+    }
   }
 
   // Parallel projections: kParallel read models (OrderSummary by hand in batches of 50, each
@@ -1064,22 +1128,47 @@ class Stress {
   // the rebuild measured on it (rewind's pipeline; by hand, one save per event and batches of
   // 50), the full table's time estimated, and the checks.
   Status YourTable() {
-    const std::string q = "your_table", table = o_.events.table;
+    const std::string table = o_.events.table;
     const std::string shown = o_.connection.database + "." + table;
     your_.table = shown;
     Progress(fmt::format("your table {}: read only", shown));
-    // Its size: information_schema's estimate, MIN/MAX of the id, and an exact count when
-    // the estimate is small enough for COUNT(*) to be quick.
+    double rows = 0;
+    if (Status s = YourTableSize(table, shown, rows); !s.ok()) return s;
+    uint64_t copied = 0;
+    std::string last;
+    if (Status s = YourSample(table, rows, copied, last); !s.ok()) return s;
+    if (Status s = YourSampleTypes(shown, copied); !s.ok()) return s;
+    Result<std::vector<ModelPlan>> builtin = YourBuiltinModel();
+    if (!builtin.ok()) return builtin.status();
+    // rewind's pipeline is timed on the first quarter of the sample as well as on all of it
+    // (YourPipelineTimed).
+    const uint64_t part = copied / 4;
+    if (Status s = CreateYourPart(part); !s.ok()) return s;
+    std::string single_last;
+    if (Status s = YourRebuilds(*builtin, rows, copied, part, single_last); !s.ok()) return s;
+    // The checks: each read model's events per type equal a GROUP BY over the user's table
+    // restricted to the sampled ids; the copy equals those rows; the user's rows and
+    // database are as they were.
+    if (Status s = CheckYourTypeCounts(table, shown, last, single_last); !s.ok()) return s;
+    if (Status s = CheckYourRowsAndTables(table, shown, last, copied); !s.ok()) return s;
+    your_.checked = consistent_;
+    return Status::Ok();
+  }
+
+  // The size of the user's `table` (`shown` as database.table): information_schema's
+  // estimate, MIN/MAX of the id, and an exact count when the estimate is small enough for
+  // COUNT(*) to be quick. `rows` gets the count, or the estimate.
+  Status YourTableSize(const std::string& table, const std::string& shown, double& rows) {
+    const std::string q = kYourQuestion;
     Result<Rows> info = theirs_->Query(fmt::format(
         "SELECT TABLE_ROWS, DATA_LENGTH, INDEX_LENGTH FROM information_schema.TABLES WHERE "
         "TABLE_SCHEMA = DATABASE() AND TABLE_NAME = {}",
         theirs_->Quote(table)));
     if (!info.ok()) return info.status();
-    const auto number = [](const std::optional<std::string>& v) { return v ? std::stod(*v) : 0.0; };
-    const double estimate = info->rows.empty() ? 0 : number(info->rows[0][0]);
+    const double estimate = info->rows.empty() ? 0 : NumberOf(info->rows[0][0]);
     Add(q, "table", "rows_information_schema_estimate", estimate, "count");
-    Add(q, "table", "data_bytes", info->rows.empty() ? 0 : number(info->rows[0][1]), "bytes");
-    Add(q, "table", "index_bytes", info->rows.empty() ? 0 : number(info->rows[0][2]), "bytes");
+    Add(q, "table", "data_bytes", info->rows.empty() ? 0 : NumberOf(info->rows[0][1]), "bytes");
+    Add(q, "table", "index_bytes", info->rows.empty() ? 0 : NumberOf(info->rows[0][2]), "bytes");
     const std::string id = QuoteIdentifier(o_.events.id_column);
     Result<Rows> span = theirs_->Query(
         fmt::format("SELECT MIN({0}), MAX({0}) FROM {1}", id, QuoteIdentifier(table)));
@@ -1089,12 +1178,12 @@ class Stress {
           fmt::format("your event table {} is empty: nothing to measure", shown));
     your_.min_id = *span->rows[0][0];
     your_.max_id = span->rows[0][1].value_or("");
-    double rows = estimate;
+    rows = estimate;
     if (estimate <= kExactCountUpTo) {
       Result<std::optional<std::string>> n =
           theirs_->QueryValue(fmt::format("SELECT COUNT(*) FROM {}", QuoteIdentifier(table)));
       if (!n.ok()) return n.status();
-      rows = number(*n);
+      rows = NumberOf(*n);
       Add(q, "table", "rows_exact", rows, "count");
       your_.rows_how = "exact COUNT(*)";
     } else {
@@ -1103,10 +1192,42 @@ class Stress {
           "COUNT(*)ed above {} rows)",
           ReadableNumber(kExactCountUpTo));
     }
-    // The sample: the first N events by id, in keyset pages (ids may have holes and steps),
-    // each page one plain SELECT on its own (no transaction held open on the user's table),
-    // loaded into a table of the same columns in stress's database.
+    return Status::Ok();
+  }
+
+  // The sample: the first N events of the user's `table` by id, copied into kYourSample, and
+  // their figures. `copied` gets how many, `last` the last id copied; `rows` (the table's)
+  // becomes at least `copied`.
+  Status YourSample(const std::string& table, double& rows, uint64_t& copied, std::string& last) {
+    const std::string q = kYourQuestion;
     const uint64_t want = o_.sample ? o_.sample : (quick_ ? 20000 : 200000);
+    if (Status s = CreateYourSample(); !s.ok()) return s;
+    const std::string list = TheirColumnList();
+    std::vector<double> payload_bytes;
+    const auto c0 = Clock::now();
+    if (Status s = CopyYourSample(table, list, want, copied, last, payload_bytes); !s.ok())
+      return s;
+    if (stop_.load()) return Status::Error(Status::Code::kCancelled, "stopped");
+    const double copy_s = Ms(c0, Clock::now()) / 1000;
+    your_.last_id = last;
+    Add(q, "sample", "events", static_cast<double>(copied), "count");
+    Add(q, "sample", "copy_seconds", copy_s, "s");
+    double sum = 0;
+    for (double b : payload_bytes) sum += b;
+    Add(q, "sample", "payload_avg_bytes", sum / static_cast<double>(copied), "bytes");
+    Add(q, "sample", "payload_p95_bytes", Percentile(payload_bytes, 95), "bytes");
+    Add(q, "sample", "payload_max_bytes", Percentile(payload_bytes, 100), "bytes");
+    rows = std::max(rows, static_cast<double>(copied));
+    Add(q, "table", "rows_used_for_estimates", rows, "count");
+    Progress(fmt::format("  {} rows ({}); copied the first {} events (ids {} to {}) in {:.2f} s",
+                         ReadableNumber(rows), your_.rows_how, copied, your_.min_id, last, copy_s));
+    (void)c_->Execute("ANALYZE TABLE " + QuoteIdentifier(kYourSample));
+    return Status::Ok();
+  }
+
+  // kYourSample, recorded as stress's own and created (again) with the columns of the user's
+  // table, its id the primary key.
+  Status CreateYourSample() {
     std::string create = "CREATE TABLE " + QuoteIdentifier(kYourSample) + " (";
     for (const auto& [name, type] : their_columns_) {
       create += fmt::format("{} {} {},", QuoteIdentifier(name), type,
@@ -1114,12 +1235,16 @@ class Stress {
     }
     create.back() = ')';
     create += " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin";
-    if (Status s = Recreate(kYourSample, create); !s.ok()) return s;
-    const std::string list = TheirColumnList();
-    std::vector<double> payload_bytes;
-    std::string last;
-    uint64_t copied = 0;
-    const auto c0 = Clock::now();
+    return Recreate(kYourSample, create);
+  }
+
+  // Copies up to `want` first events of the user's `table` (its columns `list`) into
+  // kYourSample in keyset pages (ids may have holes and steps), each page one plain SELECT on
+  // its own (no transaction held open on the user's table). `copied` and `last` get how many
+  // and the last id; `payload_bytes` each payload's size.
+  Status CopyYourSample(const std::string& table, const std::string& list, uint64_t want,
+                        uint64_t& copied, std::string& last, std::vector<double>& payload_bytes) {
+    const std::string id = QuoteIdentifier(o_.events.id_column);
     while (copied < want && !stop_.load()) {
       const uint64_t page = std::min<uint64_t>(10000, want - copied);
       TsvBuilder tsv;
@@ -1147,39 +1272,35 @@ class Stress {
       copied += got;
       if (got < page) break;
     }
-    if (stop_.load()) return Status::Error(Status::Code::kCancelled, "stopped");
-    const double copy_s = Ms(c0, Clock::now()) / 1000;
-    your_.last_id = last;
-    Add(q, "sample", "events", static_cast<double>(copied), "count");
-    Add(q, "sample", "copy_seconds", copy_s, "s");
-    double sum = 0;
-    for (double b : payload_bytes) sum += b;
-    Add(q, "sample", "payload_avg_bytes", sum / static_cast<double>(copied), "bytes");
-    Add(q, "sample", "payload_p95_bytes", Percentile(payload_bytes, 95), "bytes");
-    Add(q, "sample", "payload_max_bytes", Percentile(payload_bytes, 100), "bytes");
-    rows = std::max(rows, static_cast<double>(copied));
-    Add(q, "table", "rows_used_for_estimates", rows, "count");
-    Progress(fmt::format("  {} rows ({}); copied the first {} events (ids {} to {}) in {:.2f} s",
-                         ReadableNumber(rows), your_.rows_how, copied, your_.min_id, last, copy_s));
-    (void)c_->Execute("ANALYZE TABLE " + QuoteIdentifier(kYourSample));
-    // The sample's event types (from the copy, in stress's database).
+    return Status::Ok();
+  }
+
+  // The sample's event types (from the copy, in stress's database), most first, of the
+  // `copied` events; none is refused (`shown`: the user's table).
+  Status YourSampleTypes(const std::string& shown, uint64_t copied) {
+    const std::string q = kYourQuestion;
     Result<Rows> types = c_->Query(fmt::format(
         "SELECT CAST({0} AS BINARY), COUNT(*) FROM {1} WHERE {0} IS NOT NULL GROUP BY 1 ORDER "
         "BY 2 DESC, 1",
         QuoteIdentifier(o_.events.type_column), QuoteIdentifier(kYourSample)));
     if (!types.ok()) return types.status();
     for (const auto& r : types->rows) {
-      your_.types.emplace_back(r[0].value_or(""), number(r[1]));
+      your_.types.emplace_back(r[0].value_or(""), NumberOf(r[1]));
       std::string c = r[0].value_or("");
       std::replace(c.begin(), c.end(), ',', ';');
       if (your_.types.size() <= 10)
-        Add(q, "type:" + c, "share", number(r[1]) / static_cast<double>(copied) * 100, "%");
+        Add(q, "type:" + c, "share", NumberOf(r[1]) / static_cast<double>(copied) * 100, "%");
     }
     if (your_.types.empty())
       return Status::InvalidInput(fmt::format(
           "the first events of {} have no type (column '{}' is NULL): nothing to rebuild", shown,
           o_.events.type_column));
-    // The built-in read model: events per type (per day with a time column).
+    return Status::Ok();
+  }
+
+  // The built-in read model of the user's table: events per type (per day with a time
+  // column), over the sample's types.
+  Result<std::vector<ModelPlan>> YourBuiltinModel() {
     std::string toml = "[[read_model]]\nname = \"your_events_per_type\"\nevents = [";
     for (size_t i = 0; i < your_.types.size(); ++i)
       toml += (i ? ", " : "") + TomlString(your_.types[i].first);
@@ -1196,93 +1317,34 @@ class Stress {
     your_.model = their_time_ ? fmt::format("events per type per day (the day of `{}`)",
                                             o_.events.time_column)
                               : "events per type (no time column `" + o_.events.time_column + "`)";
-    // The methods, timed; each estimated for the whole table by its time per event.
-    const auto extrapolate = [&](const std::string& c, double seconds, double events) {
-      Add(q, c, "seconds_per_event", seconds / events, "s");
-      Add(q, c, "estimated_full_seconds", seconds / events * rows, "s");
-    };
-    const auto timed = [&](const std::string& c, int runs, uint64_t events,
-                           const std::function<Status()>& run) -> Status {
-      std::vector<double> seconds;
-      for (int r = 0; r < runs && !stop_.load(); ++r) {
-        const auto t0 = Clock::now();
-        if (Status s = run(); !s.ok()) return s.With("your table, " + c);
-        seconds.push_back(Ms(t0, Clock::now()) / 1000);
-      }
-      if (seconds.empty()) return Status::Ok();
-      AddSpread(q, c, "seconds", seconds, "s");
-      Add(q, c, "events", static_cast<double>(events), "count");
-      extrapolate(c, Median(seconds), static_cast<double>(events));
-      Progress(
-          fmt::format("  {:<20} {:>9} events {:8.2f} s; your {} rows: about {:.1f} s (estimate)", c,
-                      events, Median(seconds), ReadableNumber(rows),
-                      Median(seconds) / static_cast<double>(events) * rows));
-      return Status::Ok();
-    };
-    // rewind's pipeline costs something per run whatever the events (connections, tables,
-    // the swap): timed on the first quarter of the sample as well as on all of it, its time is
-    // fixed + per event x events (from the fastest run of each: on a shared machine noise only
-    // adds), and the estimate for the table is fixed + per event x rows. When the two do not
-    // tell the cost per event apart from the noise (a small sample), the whole sample's time
-    // per event times the rows stands: an upper bound, as it carries the cost per run.
-    const uint64_t part = copied / 4;
+    return builtin;
+  }
+
+  // kYourPart, recorded as stress's own and created (again) like kYourSample, holding its
+  // first `part` events.
+  Status CreateYourPart(uint64_t part) {
+    const std::string id = QuoteIdentifier(o_.events.id_column);
     if (Status s =
             Recreate(kYourPart, fmt::format("CREATE TABLE {} LIKE {}", QuoteIdentifier(kYourPart),
                                             QuoteIdentifier(kYourSample)));
         !s.ok()) {
       return s;
     }
-    if (Status s = c_->Execute(fmt::format("INSERT INTO {} SELECT * FROM {} ORDER BY {} LIMIT {}",
-                                           QuoteIdentifier(kYourPart), QuoteIdentifier(kYourSample),
-                                           id, part));
-        !s.ok()) {
-      return s;
-    }
-    const auto pipelined = [&](const std::string& c, const std::vector<ModelPlan>& plans,
-                               uint64_t& failed) -> Status {
-      std::vector<double> whole_s, part_s;
-      for (int r = 0; r < o_.repeat && !stop_.load(); ++r) {
-        for (bool whole : {false, true}) {  // the whole sample last: its tables stay
-          uint64_t f = 0;
-          const auto t0 = Clock::now();
-          if (Status s = YourPipeline(whole ? kYourSample : kYourPart, plans, f); !s.ok())
-            return s.With("your table, " + c);
-          (whole ? whole_s : part_s).push_back(Ms(t0, Clock::now()) / 1000);
-          if (whole) failed = f;
-        }
-      }
-      if (whole_s.empty()) return Status::Ok();
-      AddSpread(q, c, "seconds", whole_s, "s");
-      Add(q, c, "events", static_cast<double>(copied), "count");
-      AddSpread(q, c + "_quarter", "seconds", part_s, "s");
-      Add(q, c + "_quarter", "events", static_cast<double>(part), "count");
-      const double tw = *std::min_element(whole_s.begin(), whole_s.end()),
-                   tp = *std::min_element(part_s.begin(), part_s.end());
-      double per = (tw - tp) / static_cast<double>(copied - part),
-             fixed = tw - per * static_cast<double>(copied);
-      const bool fitted = per > 0;
-      if (!fitted) {  // no growth told apart from the noise: the whole's time per event
-        per = tw / static_cast<double>(copied), fixed = 0;
-      } else if (fixed < 0) {  // faster than linear growth: the marginal cost alone
-        fixed = 0;
-      }
-      Add(q, c, "fitted", fitted ? 1 : 0, "count");
-      Add(q, c, "fixed_seconds", fixed, "s");
-      Add(q, c, "seconds_per_event", per, "s");
-      Add(q, c, "estimated_full_seconds", fixed + per * rows, "s");
-      Progress(fmt::format(
-          "  {:<20} {:>9} events {:8.2f} s (fastest; {} events {:.2f} s: {}); your {} rows: about "
-          "{:.1f} s (estimate)",
-          c, copied, tw, part, tp,
-          fitted ? fmt::format("{:.2f} s per run + {:.2f} us per event", fixed, per * 1e6)
-                 : fmt::format("not told apart from the noise: {:.2f} us per event of the whole, "
-                               "an upper bound",
-                               per * 1e6),
-          ReadableNumber(rows), fixed + per * rows));
-      return Status::Ok();
-    };
+    return c_->Execute(fmt::format("INSERT INTO {} SELECT * FROM {} ORDER BY {} LIMIT {}",
+                                   QuoteIdentifier(kYourPart), QuoteIdentifier(kYourSample), id,
+                                   part));
+  }
+
+  // The methods on the user's sample (`copied` events; its first quarter `part`), timed;
+  // each estimated for the whole table (`rows`) by its time per event: rewind's pipeline with
+  // the built-in read model (`builtin`) and with the user's, by hand in batches of 50, and one
+  // save per event on the first events only (`single_last` gets the last id it saved).
+  Status YourRebuilds(const std::vector<ModelPlan>& builtin, double rows, uint64_t copied,
+                      uint64_t part, std::string& single_last) {
+    const std::string q = kYourQuestion;
     uint64_t failures = 0;
-    if (Status s = pipelined("rewind", *builtin, failures); !s.ok()) return s;
+    if (Status s = YourPipelineTimed("rewind", builtin, rows, copied, part, failures); !s.ok())
+      return s;
     if (failures) {
       consistent_ = false;
       problems_.push_back(
@@ -1290,31 +1352,115 @@ class Stress {
     }
     if (!your_models_.empty()) {
       uint64_t theirs_failed = 0;
-      if (Status s = pipelined("rewind_your_models", your_models_, theirs_failed); !s.ok())
+      if (Status s = YourPipelineTimed("rewind_your_models", your_models_, rows, copied, part,
+                                       theirs_failed);
+          !s.ok())
         return s;
       Add(q, "rewind_your_models", "failures", static_cast<double>(theirs_failed), "count");
       for (const ModelPlan& p : your_models_) your_.your_models.push_back(p.name);
     }
-    if (Status s = timed("batched_50", o_.repeat, copied,
-                         [&] { return YourByHand("your_by_hand_batched", 50, copied); });
+    if (Status s = YourByHandTimed("batched_50", o_.repeat, copied, rows,
+                                   [&] { return YourByHand("your_by_hand_batched", 50, copied); });
         !s.ok()) {
       return s;
     }
     // One save per event is a commit per event: on the first events only, once.
     const uint64_t single = std::min<uint64_t>(copied, quick_ ? 2000 : 10000);
-    std::string single_last;
-    if (Status s =
-            timed("single", 1, single,
-                  [&] { return YourByHand("your_by_hand_single", 1, single, &single_last); });
+    if (Status s = YourByHandTimed(
+            "single", 1, single, rows,
+            [&] { return YourByHand("your_by_hand_single", 1, single, &single_last); });
         !s.ok()) {
       return s;
     }
     if (auto sec = Get(q, "single", "seconds"))
       Add(q, "single", "estimated_sample_seconds",
           *sec / static_cast<double>(single) * static_cast<double>(copied), "s");
-    // The checks: each read model's events per type equal a GROUP BY over the user's table
-    // restricted to the sampled ids; the copy equals those rows; the user's rows and
-    // database are as they were.
+    return Status::Ok();
+  }
+
+  // A method by hand on the user's sample, `c`, run `runs` times over `events` events: its
+  // seconds, and its time per event times the table's `rows` as the estimate.
+  Status YourByHandTimed(const std::string& c, int runs, uint64_t events, double rows,
+                         const std::function<Status()>& run) {
+    const std::string q = kYourQuestion;
+    std::vector<double> seconds;
+    for (int r = 0; r < runs && !stop_.load(); ++r) {
+      const auto t0 = Clock::now();
+      if (Status s = run(); !s.ok()) return s.With("your table, " + c);
+      seconds.push_back(Ms(t0, Clock::now()) / 1000);
+    }
+    if (seconds.empty()) return Status::Ok();
+    AddSpread(q, c, "seconds", seconds, "s");
+    Add(q, c, "events", static_cast<double>(events), "count");
+    // Estimated for the whole table by its time per event.
+    const double median = Median(seconds), n = static_cast<double>(events);
+    Add(q, c, "seconds_per_event", median / n, "s");
+    Add(q, c, "estimated_full_seconds", median / n * rows, "s");
+    Progress(
+        fmt::format("  {:<20} {:>9} events {:8.2f} s; your {} rows: about {:.1f} s (estimate)", c,
+                    events, Median(seconds), ReadableNumber(rows),
+                    Median(seconds) / static_cast<double>(events) * rows));
+    return Status::Ok();
+  }
+
+  // rewind's pipeline on the user's sample, `c`, with `plans`: timed on the first quarter
+  // (`part` events) as well as on all of it (`copied` events), in each of --repeat rounds;
+  // `failed` gets the events the models could not apply on the whole. Its cost per run
+  // whatever the events (connections, tables, the swap) makes its time fixed + per event x
+  // events (from the fastest run of each: on a shared machine noise only adds), and the
+  // estimate for the table fixed + per event x `rows`. When the two do not tell the cost per
+  // event apart from the noise (a small sample), the whole sample's time per event times the
+  // rows stands: an upper bound, as it carries the cost per run.
+  Status YourPipelineTimed(const std::string& c, const std::vector<ModelPlan>& plans, double rows,
+                           uint64_t copied, uint64_t part, uint64_t& failed) {
+    const std::string q = kYourQuestion;
+    std::vector<double> whole_s, part_s;
+    for (int r = 0; r < o_.repeat && !stop_.load(); ++r) {
+      for (bool whole : {false, true}) {  // the whole sample last: its tables stay
+        uint64_t f = 0;
+        const auto t0 = Clock::now();
+        if (Status s = YourPipeline(whole ? kYourSample : kYourPart, plans, f); !s.ok())
+          return s.With("your table, " + c);
+        (whole ? whole_s : part_s).push_back(Ms(t0, Clock::now()) / 1000);
+        if (whole) failed = f;
+      }
+    }
+    if (whole_s.empty()) return Status::Ok();
+    AddSpread(q, c, "seconds", whole_s, "s");
+    Add(q, c, "events", static_cast<double>(copied), "count");
+    AddSpread(q, c + "_quarter", "seconds", part_s, "s");
+    Add(q, c + "_quarter", "events", static_cast<double>(part), "count");
+    const double tw = *std::min_element(whole_s.begin(), whole_s.end()),
+                 tp = *std::min_element(part_s.begin(), part_s.end());
+    double per = (tw - tp) / static_cast<double>(copied - part),
+           fixed = tw - per * static_cast<double>(copied);
+    const bool fitted = per > 0;
+    if (!fitted) {  // no growth told apart from the noise: the whole's time per event
+      per = tw / static_cast<double>(copied), fixed = 0;
+    } else if (fixed < 0) {  // faster than linear growth: the marginal cost alone
+      fixed = 0;
+    }
+    Add(q, c, "fitted", fitted ? 1 : 0, "count");
+    Add(q, c, "fixed_seconds", fixed, "s");
+    Add(q, c, "seconds_per_event", per, "s");
+    Add(q, c, "estimated_full_seconds", fixed + per * rows, "s");
+    Progress(fmt::format(
+        "  {:<20} {:>9} events {:8.2f} s (fastest; {} events {:.2f} s: {}); your {} rows: about "
+        "{:.1f} s (estimate)",
+        c, copied, tw, part, tp,
+        fitted ? fmt::format("{:.2f} s per run + {:.2f} us per event", fixed, per * 1e6)
+               : fmt::format("not told apart from the noise: {:.2f} us per event of the whole, "
+                             "an upper bound",
+                             per * 1e6),
+        ReadableNumber(rows), fixed + per * rows));
+    return Status::Ok();
+  }
+
+  // The check of each read model's events per type (the built-in one by rewind and by hand
+  // in batches, up to id `last`; one save per event, up to `single_last`) against a GROUP
+  // BY over the user's `table` (`shown`): each difference is a problem.
+  Status CheckYourTypeCounts(const std::string& table, const std::string& shown,
+                             const std::string& last, const std::string& single_last) {
     Result<std::map<std::string, int64_t>> want_types = TypeCounts(*theirs_, table, last);
     if (!want_types.ok()) return want_types.status();
     for (const char* t : {"your_events_per_type", "your_by_hand_batched"}) {
@@ -1340,6 +1486,14 @@ class Stress {
                         shown, single_last));
       }
     }
+    return Status::Ok();
+  }
+
+  // The check that the sample (`copied` rows up to id `last`) equals those rows of the user's
+  // `table` (`shown`), and that the user's database holds the tables it held at the start:
+  // each difference is a problem.
+  Status CheckYourRowsAndTables(const std::string& table, const std::string& shown,
+                                const std::string& last, uint64_t copied) {
     Result<std::string> theirs_after = Fingerprint(*theirs_, table, last);
     Result<std::string> copy = Fingerprint(*c_, kYourSample, last);
     if (!theirs_after.ok()) return theirs_after.status();
@@ -1358,7 +1512,6 @@ class Stress {
       problems_.push_back(fmt::format(
           "your table: the tables of database {} changed during the run", o_.connection.database));
     }
-    your_.checked = consistent_;
     return Status::Ok();
   }
 
@@ -1634,6 +1787,9 @@ class Stress {
     return c_->Execute("DROP TABLE IF EXISTS " + QuoteIdentifier(table));
   }
 
+  // The attempts of a command on one stream before it gives up (question 4).
+  static constexpr int kMaxAttempts = 10;
+
   // `writers` threads, each on its own connection, opened before the clock starts: every
   // writer connects, then waits at a start barrier; the clock starts when all are there and
   // stops at the last writer's last acknowledgement (before any connection closes). Each
@@ -1646,7 +1802,6 @@ class Stress {
   Status Appenders(const std::string& name, int writers, bool one_stream, int per_writer,
                    AppendRun& run,
                    const std::function<Status(const std::atomic<bool>&)>& alongside = {}) {
-    constexpr int kMaxAttempts = 10;
     std::mutex mu;
     std::vector<Acknowledged> acked;
     Status failed;
@@ -1679,50 +1834,9 @@ class Stress {
         if (abandon.load()) return;
         EventStore es(**c, EventStoreTables{});
         std::mt19937 rng(static_cast<uint32_t>(w) * 7919u + 17u);
-        auto command = [&](const std::string& stream, int seq) -> Status {
-          const auto t0 = Clock::now();
-          ++mine.commands;
-          const std::string eid = fmt::format("{}-{}", w, seq);
-          for (int attempt = 1;; ++attempt) {
-            order::State state;
-            if (one_stream) {  // reload the aggregate, then decide
-              Result<order::State> st = LoadOrder(es, stream, false);
-              if (!st.ok()) return st.status();
-              state = *st;
-              if (state.status != "created")
-                return Status::Internal(fmt::format("stream {} is not an open order", stream));
-            }
-            const std::vector<NewEvent> events = CommandEvents(stream, !one_stream, state, eid);
-            ++mine.attempts;
-            Result<AppendOutcome> r = es.Append(stream, state.version, events);
-            if (!r.ok()) return r.status();
-            if (*r == AppendOutcome::kAppended) {
-              ++mine.successes;
-              mine.events += events.size();
-              mine.latencies.push_back(Ms(t0, Clock::now()));
-              for (size_t i = 0; i < events.size(); ++i) {
-                my_acks.push_back({stream, state.version + 1 + static_cast<int64_t>(i),
-                                   fmt::format("{}-{}", eid, i)});
-              }
-              return Status::Ok();
-            }
-            ++(*r == AppendOutcome::kConflict ? mine.conflicts : mine.deadlocks);
-            if (attempt == kMaxAttempts) {
-              ++mine.give_ups;
-              return Status::Ok();
-            }
-            ++mine.retries;
-            // Full jitter: a wait drawn from [0, min(20 ms, 0.5 ms x 2^attempt)).
-            const double cap_ms = std::min(20.0, 0.5 * static_cast<double>(1 << attempt));
-            const double wait_ms = std::uniform_real_distribution<double>(0, cap_ms)(rng);
-            if (!SleepUnlessStopped(std::chrono::microseconds(static_cast<int64_t>(wait_ms * 1000)),
-                                    &stop_)) {
-              return Status::Error(Status::Code::kCancelled, "stopped");
-            }
-          }
-        };
         for (int i = 0; i < per_writer && s.ok() && !stop_.load(); ++i) {
-          s = command(one_stream ? hot : fmt::format("{}w{}-o{}", prefix, w, i), i);
+          s = AppendCommand(es, one_stream ? hot : fmt::format("{}w{}-o{}", prefix, w, i),
+                            one_stream, w, i, rng, mine, my_acks);
         }
         finished[static_cast<size_t>(w)] = Clock::now();
         std::lock_guard<std::mutex> lock(mu);
@@ -1750,9 +1864,63 @@ class Stress {
     if (!failed.ok()) return failed;
     if (!side_status.ok()) return side_status;
     run.seconds = Ms(start, *std::max_element(finished.begin(), finished.end())) / 1000;
-    // The check: every stream's versions are exactly 1..n, a placed order has its 11 events
-    // (a command's events all or none), every acknowledged event is there with its own
-    // payload, and no payload is there twice.
+    return CheckAppends(prefix, one_stream, acked, run);
+  }
+
+  // One command of writer `w` (its `seq`th) on `stream` through `es`, counted in `mine`, its
+  // events added to `acks` once acknowledged. On one stream (`one_stream`) it reloads the
+  // aggregate first; a conflict or deadlock runs it again after a jittered backoff drawn
+  // from `rng`, up to kMaxAttempts, then gives up.
+  Status AppendCommand(EventStore& es, const std::string& stream, bool one_stream, int w, int seq,
+                       std::mt19937& rng, AppendRun& mine, std::vector<Acknowledged>& acks) {
+    const auto t0 = Clock::now();
+    ++mine.commands;
+    const std::string eid = fmt::format("{}-{}", w, seq);
+    for (int attempt = 1;; ++attempt) {
+      order::State state;
+      if (one_stream) {  // reload the aggregate, then decide
+        Result<order::State> st = LoadOrder(es, stream, false);
+        if (!st.ok()) return st.status();
+        state = *st;
+        if (state.status != "created")
+          return Status::Internal(fmt::format("stream {} is not an open order", stream));
+      }
+      const std::vector<NewEvent> events = CommandEvents(stream, !one_stream, state, eid);
+      ++mine.attempts;
+      Result<AppendOutcome> r = es.Append(stream, state.version, events);
+      if (!r.ok()) return r.status();
+      if (*r == AppendOutcome::kAppended) {
+        ++mine.successes;
+        mine.events += events.size();
+        mine.latencies.push_back(Ms(t0, Clock::now()));
+        for (size_t i = 0; i < events.size(); ++i) {
+          acks.push_back({stream, state.version + 1 + static_cast<int64_t>(i),
+                          fmt::format("{}-{}", eid, i)});
+        }
+        return Status::Ok();
+      }
+      ++(*r == AppendOutcome::kConflict ? mine.conflicts : mine.deadlocks);
+      if (attempt == kMaxAttempts) {
+        ++mine.give_ups;
+        return Status::Ok();
+      }
+      ++mine.retries;
+      // Full jitter: a wait drawn from [0, min(20 ms, 0.5 ms x 2^attempt)).
+      const double cap_ms = std::min(20.0, 0.5 * static_cast<double>(1 << attempt));
+      const double wait_ms = std::uniform_real_distribution<double>(0, cap_ms)(rng);
+      if (!SleepUnlessStopped(std::chrono::microseconds(static_cast<int64_t>(wait_ms * 1000)),
+                              &stop_)) {
+        return Status::Error(Status::Code::kCancelled, "stopped");
+      }
+    }
+  }
+
+  // The check of a run of appenders, on the streams whose names begin with `prefix`: every
+  // stream's versions are exactly 1..n, a placed order has its 11 events (a command's events
+  // all or none), every event `acked` is there with its own payload, and no payload is there
+  // twice. What is not is counted in `run` (lost, duplicated).
+  Status CheckAppends(const std::string& prefix, bool one_stream,
+                      const std::vector<Acknowledged>& acked, AppendRun& run) {
     std::map<std::string, std::vector<int64_t>> versions;
     std::map<std::pair<std::string, int64_t>, std::string> stored;
     std::map<std::string, int> eids;
