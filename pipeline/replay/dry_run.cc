@@ -116,11 +116,300 @@ nlohmann::json LiveTableJson(const std::string& live, bool exists, const live_sh
   return out;
 }
 
+// What the dry run found, for its text and its JSON.
+struct Findings {
+  uint64_t events = 0;  // in the range the run would read
+  bool exact = true;    // counted, not the optimizer's estimate
+  uint64_t sampled = 0, matched = 0;  // events read in the sample; of them, of the classes read
+  double sample_seconds = 0;
+  bool whole = false;  // the sample read the whole range
+  double seconds = 0;  // the estimated duration
+  std::vector<ModelEstimate> models;
+  struct TableState {
+    bool exists = false, in_the_way = false;
+    live_shape::Judgement shape;
+    bool live_exists = false;
+  };
+  std::vector<TableState> tables;
+  std::vector<hand_over::Step> hand_overs;
+  std::vector<std::string> missing;  // grants
+  std::string no_match;
+  bool proves = false;  // missing ids proven final by the server
+  bool by_ids = false;  // else judged by ids alone
+  std::string fallback_rule;
+  std::vector<std::string> blockers;
+};
+
+// Events the run would read: exact from the index when that is quick, else the estimate.
+void CountEvents(Connection& c, const ReplayOptions& o, EventId last, Findings& f) {
+  Result<std::optional<std::string>> count = c.QueryValue(fmt::format(
+      "SET STATEMENT max_statement_time = 3 FOR SELECT COUNT(*) FROM {} WHERE {} <= {}",
+      QuoteIdentifier(o.events.table), QuoteIdentifier(o.events.id_column),
+      last == kBeforeFirstId ? "NULL" : IdText(last)));
+  if (count.ok()) {
+    f.events = *count ? std::stoull(**count) : 0;
+    return;
+  }
+  f.exact = false;
+  Result<std::optional<std::string>> estimate = c.QueryValue(fmt::format(
+      "SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND "
+      "TABLE_NAME = {}",
+      c.Quote(o.events.table)));
+  f.events = estimate.ok() && *estimate ? std::stoull(**estimate) : 0;
+}
+
+// A timed sample: the first batches (a tenth of the range, at least one batch, at most
+// kSampleEvents), decoded and applied in memory by the runners, never written. Returns the
+// rows each read model held at about half the sample, for how fast its keys still grow.
+Result<std::vector<size_t>> Sample(const ReplayOptions& o, const ReadPlan& reads, EventId last,
+                                   std::vector<std::unique_ptr<ProjectorRunner>>& runners, Findings& f) {
+  Result<std::unique_ptr<Connection>> reader_conn = Connection::Open(o.connection);
+  if (!reader_conn.ok()) return reader_conn.status();
+  ReaderOptions ro = ReaderOptionsFor(o, reads.scope);
+  ro.batch_size = std::min<size_t>(o.batch_size, kSampleEvents);
+  ro.head_id = last;
+  ro.connections = 1;
+  ro.result_buffer = 0;
+  Result<std::unique_ptr<Reader>> reader = Reader::Make(std::move(*reader_conn), ro);
+  if (!reader.ok()) return reader.status();
+  const Decoder decoder(reads.page_fields, reads.page_class, reads.catalog);
+  const uint64_t sample_target =
+      std::clamp<uint64_t>(f.events / 10, std::min<uint64_t>(o.batch_size, kSampleEvents), kSampleEvents);
+  const auto started = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
+  std::vector<size_t> half_rows(runners.size(), 0);
+  uint64_t half_events = 0;
+  while (f.sampled < sample_target && elapsed() < kSampleSeconds) {
+    if (half_events == 0 && f.sampled * 2 >= sample_target) {
+      half_events = f.sampled;
+      for (size_t i = 0; i < runners.size(); ++i) half_rows[i] = runners[i]->projector().pending_rows();
+    }
+    Result<std::unique_ptr<Batch>> batch = (*reader)->Next();
+    if (!batch.ok()) return batch.status();
+    if (*batch == nullptr) {
+      f.whole = true;
+      break;
+    }
+    decoder.Decode(**batch);
+    f.sampled += (*batch)->rows_read;
+    f.matched += (*batch)->rows_read - (*batch)->skipped;
+    for (auto& r : runners) {
+      // A flush due is not made: the sample stays in memory (it is bounded by kSampleEvents).
+      if (Result<bool> folded = r->Fold(**batch); !folded.ok()) return folded.status();
+    }
+  }
+  f.sample_seconds = elapsed();
+  if (!f.whole && (*reader)->position() >= last) f.whole = true;
+  half_rows.push_back(half_events);  // the last element: the events read by then
+  return half_rows;
+}
+
+// Each read model's rows and bytes, from the sample scaled to the range.
+void Estimate(std::vector<std::unique_ptr<ProjectorRunner>>& runners, const std::vector<size_t>& half, Findings& f) {
+  const uint64_t half_events = half.back();
+  const double scale =
+      f.whole || f.sampled == 0 ? 1.0 : static_cast<double>(f.events) / static_cast<double>(f.sampled);
+  double total_rows = 0;
+  for (size_t i = 0; i < runners.size(); ++i) {
+    ModelEstimate& m = f.models[i];
+    // Every sampled event counts, held ones too (order-dependent read models hold the events
+    // above a hole still open); the rows a flush would write go to a counting sink.
+    runners[i]->ReleaseAllHeld();
+    TsvBuilder tsv(runners[i]->projector().table());
+    runners[i]->FlushInto(tsv);
+    m.sample_rows = tsv.rows();
+    m.sample_bytes = tsv.bytes();
+    // Keys grow like events^a: a = 1 for keys that keep coming (minutes, URLs), near 0 for
+    // keys that are all there already (years); a is measured between half and all of the
+    // sample.
+    double growth = 1.0;
+    if (half_events > 0 && half_events < f.sampled && half[i] > 0 && m.sample_rows > 0) {
+      growth = std::log(static_cast<double>(m.sample_rows) / static_cast<double>(half[i])) /
+               std::log(static_cast<double>(f.sampled) / static_cast<double>(half_events));
+      growth = std::clamp(growth, 0.0, 1.0);
+    }
+    const double row_scale = std::pow(scale, growth);
+    m.rows = static_cast<double>(m.sample_rows) * row_scale;
+    m.bytes = static_cast<double>(m.sample_bytes) * row_scale;
+    total_rows += m.rows;
+  }
+  f.seconds = f.sample_seconds * scale + total_rows / kAssumedWriteRowsPerSecond;
+}
+
+// Per read model: its build table exists already, and may be replaced (rewind made it), or
+// is in the way (refused, as the real run would refuse it before any work); its live table:
+// rewind's, or the application's (kept in its shape, or refused); a lock another run holds.
+void JudgeTables(Connection& c, const ReplayOptions& o, const RunPlan& plan,
+                 const std::vector<std::unique_ptr<ProjectorRunner>>& runners, Findings& f) {
+  for (size_t i = 0; i < runners.size(); ++i) {
+    const std::string& live = runners[i]->projector().table().name;
+    Result<bool> exists = table_admin::Exists(c, f.models[i].table);
+    Status way = CheckTablesInTheWay(c, plan, o.events.table, live);
+    Findings::TableState state{exists.ok() && *exists, !way.ok(), {}, false};
+    if (!way.ok()) f.blockers.push_back(way.message());
+    Result<bool> live_exists = table_admin::Exists(c, live);
+    state.live_exists = live_exists.ok() && *live_exists;
+    Result<live_shape::Judgement> shape = JudgeLiveTable(c, runners[i]->projector(), o.reshape);
+    if (shape.ok()) {
+      state.shape = std::move(*shape);
+    } else {
+      // Refused: the account again, for the text below.
+      Result<live_shape::Judgement> j = live_shape::Judge(c, runners[i]->projector().table(), false);
+      if (j.ok()) state.shape = std::move(*j);
+      f.blockers.push_back(shape.status().message().substr(0, shape.status().message().find(". Nothing was done")) +
+                           " (--reshape replaces it with rewind's shape, keeping it aside)");
+    }
+    f.tables.push_back(std::move(state));
+    Result<bool> free = table_admin::IsFree(c, plan.lock_prefix, LockedTable(plan, live));
+    if (free.ok() && !*free) {
+      f.blockers.push_back(fmt::format("another rewind is rebuilding {} (its lock is held)", f.models[i].name));
+    }
+  }
+}
+
+// The hand-overs the swap would run (checked with the server as the real run checks them),
+// and the grants the run needs that the user lacks.
+void CheckHandOversAndGrants(Connection& c, const ReplayOptions& o, const RunPlan& plan,
+                             const std::vector<std::unique_ptr<ProjectorRunner>>& runners, Findings& f) {
+  std::vector<const Projector*> ps;
+  for (const auto& r : runners) ps.push_back(&r->projector());
+  Result<std::vector<hand_over::Step>> h = hand_over::Prepare(c, ps, o.follow, plan.swap());
+  if (h.ok()) f.hand_overs = std::move(*h);
+  else f.blockers.push_back(h.status().message());
+  std::vector<std::string> needed = {"SELECT", "INSERT", "UPDATE", "DELETE", "CREATE", "DROP", "ALTER"};
+  if (plan.swap()) needed.push_back("LOCK TABLES");
+  Result<std::vector<std::string>> held = HeldPrivileges(c);
+  if (held.ok()) {
+    const bool all = std::find(held->begin(), held->end(), "ALL PRIVILEGES") != held->end();
+    for (const std::string& g : needed) {
+      if (!all && std::find(held->begin(), held->end(), g) == held->end()) f.missing.push_back(g);
+    }
+  }
+  if (!f.missing.empty()) {
+    std::string list;
+    for (const std::string& m : f.missing) list += (list.empty() ? "" : ", ") + m;
+    f.blockers.push_back(fmt::format("the user lacks the grants: {} (on {}.*)", list, o.connection.database));
+  }
+}
+
+// No event of the classes read: say which classes the table holds (a bounded look at its
+// first events), and refuse as the real run would when a live table has rows.
+void CheckSomethingMatches(Connection& c, const ReplayOptions& o, const RunPlan& plan, const ReadPlan& reads,
+                           const std::vector<std::unique_ptr<ProjectorRunner>>& runners, Findings& f) {
+  if (f.matched != 0 || f.sampled == 0) return;
+  std::string classes;
+  Result<Rows> present = c.Query(fmt::format(
+      "SELECT t, COUNT(*) FROM (SELECT {} AS t FROM {} ORDER BY {} LIMIT 10000) x GROUP BY t ORDER BY 2 DESC LIMIT 10",
+      QuoteIdentifier(o.events.type_column), QuoteIdentifier(o.events.table), QuoteIdentifier(o.events.id_column)));
+  if (present.ok()) {
+    for (const auto& row : present->rows) {
+      classes += fmt::format("{}'{}' ({})", classes.empty() ? "" : ", ", row[0].value_or("NULL"), row[1].value_or("0"));
+    }
+  }
+  std::string wanted;
+  for (const std::string& w : reads.scope.classes) wanted += (wanted.empty() ? "'" : ", '") + w + "'";
+  if (wanted.empty()) wanted = "'" + o.events.page_visited_class + "'";
+  f.no_match = fmt::format("0 events match the class {} in {} of the {} events read{}; the classes of its first "
+                           "events: {}",
+                           wanted, o.events.table, WithThousands(f.sampled), f.whole ? " (all of them)" : "",
+                           classes.empty() ? "(none)" : classes);
+  bool live_rows = false;
+  for (const auto& r : runners) {
+    const std::string& live = r->projector().table().name;
+    Result<bool> exists = table_admin::Exists(c, live);
+    if (!exists.ok() || !*exists) continue;
+    Result<std::optional<std::string>> any = c.QueryValue(fmt::format("SELECT 1 FROM {} LIMIT 1", QuoteIdentifier(live)));
+    live_rows = live_rows || (any.ok() && *any);
+  }
+  if (f.whole && live_rows && plan.swap() && !o.allow_empty) {
+    f.blockers.push_back(f.no_match + "; the run would swap nothing over live tables with rows (exit 7; "
+                                      "--allow-empty to swap anyway)");
+  }
+}
+
+// How the real run would prove missing ids final (stages/flow/reader.h, "Gaps"), and the
+// fallback rule as the reader would apply it: by the times and ids, or by ids alone.
+Status JudgeFinality(Connection& c, const ReplayOptions& o, Findings& f) {
+  f.proves = !ReadsFromReplica(o) && CanSeeOpenTransactions(c);
+  Result<std::string> why_ids = WhyJudgedByIds(c, o.events, o.settle_ids);
+  if (!why_ids.ok()) return why_ids.status();
+  f.by_ids = !why_ids->empty();
+  f.fallback_rule = f.by_ids ? fmt::format("by ids alone: final {} ids below the head ({})",
+                                           WithThousands(o.settle_ids > 0 ? o.settle_ids : kDefaultSettleIds), *why_ids)
+                             : std::string("by the event table's times and ids");
+  return Status::Ok();
+}
+
+void PrintJson(std::FILE* out, const Findings& f, const std::vector<std::unique_ptr<ProjectorRunner>>& runners,
+               bool swap) {
+  nlohmann::json j;
+  j["can_start"] = f.blockers.empty();
+  j["blockers"] = f.blockers;
+  j["events"] = {{"count", f.events}, {"exact", f.exact}};
+  j["sample"] = {{"events", f.sampled}, {"matching", f.matched}, {"seconds", f.sample_seconds}, {"whole_range", f.whole}};
+  if (!f.no_match.empty()) j["no_match"] = f.no_match;
+  j["estimated_seconds"] = f.seconds;
+  j["read_models"] = nlohmann::json::array();
+  for (size_t i = 0; i < f.models.size(); ++i) {
+    const ModelEstimate& m = f.models[i];
+    const Findings::TableState& t = f.tables[i];
+    j["read_models"].push_back({{"name", m.name},
+                                {"table", m.table},
+                                {"replaces_existing", t.exists && !t.in_the_way},
+                                {"in_the_way", t.in_the_way},
+                                {"live_table", LiveTableJson(runners[i]->projector().table().name, t.live_exists, t.shape, swap)},
+                                {"estimated_rows", static_cast<uint64_t>(m.rows)},
+                                {"estimated_bytes", static_cast<uint64_t>(m.bytes)},
+                                {"estimate", !f.whole}});
+  }
+  j["missing_grants"] = f.missing;
+  j["hand_overs"] = nlohmann::json::array();
+  for (const hand_over::Step& h : f.hand_overs) j["hand_overs"].push_back({{"read_model", h.read_model}, {"sql", h.sql}});
+  j["finality"] = f.proves ? "server" : "fallback";
+  if (!f.proves) j["fallback_rule"] = f.by_ids ? "ids" : "times and ids";
+  fmt::print(out, "{}\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+void PrintText(std::FILE* out, const Findings& f, const std::vector<std::unique_ptr<ProjectorRunner>>& runners,
+               bool swap) {
+  fmt::print(out, "dry run: nothing was created, locked or written\n");
+  fmt::print(out, "events to read: {} ({})\n", WithThousands(f.events),
+             f.exact ? "exact" : "estimate (the optimizer's; counting took too long)");
+  fmt::print(out, "sample: {} events read ({} of the classes read), decoded and applied in memory in {:.2f} s{}\n",
+             WithThousands(f.sampled), WithThousands(f.matched), f.sample_seconds, f.whole ? " (the whole range)" : "");
+  if (!f.no_match.empty()) fmt::print(out, "{}\n", f.no_match);
+  fmt::print(out, "{:<26} {:<40} {:>14} {:>12}\n", "read model", "would create", "rows", "size");
+  for (size_t i = 0; i < f.models.size(); ++i) {
+    const ModelEstimate& m = f.models[i];
+    const Findings::TableState& t = f.tables[i];
+    fmt::print(out, "{:<26} {:<40} {:>14} {:>12}{}\n", m.name,
+               m.table + (t.in_the_way ? " (refused: see below)" : t.exists ? " (replaces a leftover)" : ""),
+               WithThousands(static_cast<uint64_t>(m.rows)), Human(m.bytes), f.whole ? "" : "  (estimate)");
+    PrintLiveTable(out, runners[i]->projector().table(), t.live_exists, t.shape, swap);
+  }
+  for (const hand_over::Step& h : f.hand_overs) {
+    fmt::print(out, "hand-over: at the swap, {} runs {} with the last event id applied (the application's "
+                    "projector must be paused until then)\n", h.read_model, h.sql);
+  }
+  fmt::print(out, "estimated duration: {:.1f} s (estimate: the sample's pace, plus writes at about {} rows/s)\n",
+             f.seconds, WithThousands(static_cast<uint64_t>(kAssumedWriteRowsPerSecond)));
+  fmt::print(out, "finality: {}\n",
+             f.proves ? std::string("missing ids would be proven final by the server's open transactions")
+                      : fmt::format("missing ids would be judged final {} (the server does not show its open "
+                                    "transactions: grant PROCESS, or it is a Galera node or a replica)",
+                                    f.fallback_rule));
+  if (f.blockers.empty()) {
+    fmt::print(out, "a real run could start: every grant is there and no other run holds a lock\n");
+  } else {
+    fmt::print(out, "a real run could NOT start:\n");
+    for (const std::string& b : f.blockers) fmt::print(out, "  - {}\n", b);
+  }
+}
+
 }  // namespace
 
 int DryRunCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>> projectors,
                   std::FILE* out) {
-  std::vector<std::string> blockers;
   auto fail = [&](const std::string& why) {
     if (o.json) {
       fmt::print(out, "{}\n", nlohmann::json{{"can_start", false}, {"blockers", {why}}}.dump(2));
@@ -138,271 +427,28 @@ int DryRunCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
   Result<EventId> head = ReadHeadId(c, o.events);
   if (!head.ok()) return fail(head.status().message());
   const EventId last = o.until_id ? std::min(*head, *o.until_id) : *head;
-
-  // Events the run would read: exact from the index when that is quick, else the estimate.
-  const std::string id = QuoteIdentifier(o.events.id_column);
-  uint64_t events = 0;
-  bool exact = true;
-  Result<std::optional<std::string>> count = c.QueryValue(fmt::format(
-      "SET STATEMENT max_statement_time = 3 FOR SELECT COUNT(*) FROM {} WHERE {} <= {}",
-      QuoteIdentifier(o.events.table), id, last == kBeforeFirstId ? "NULL" : IdText(last)));
-  if (count.ok()) {
-    events = *count ? std::stoull(**count) : 0;
-  } else {
-    exact = false;
-    Result<std::optional<std::string>> estimate = c.QueryValue(fmt::format(
-        "SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND "
-        "TABLE_NAME = {}",
-        c.Quote(o.events.table)));
-    events = estimate.ok() && *estimate ? std::stoull(**estimate) : 0;
-  }
-
-  // A timed sample: the first batches, decoded and applied in memory, never written.
+  Findings f;
+  CountEvents(c, o, last, f);
   const RunPlan plan = PlanFor(o);
-  std::vector<ModelEstimate> models;
-  for (const auto& p : projectors) {
-    models.push_back({std::string(p->name()), p->table().name + plan.table_suffix});
-  }
+  for (const auto& p : projectors) f.models.push_back({std::string(p->name()), p->table().name + plan.table_suffix});
   const ReadPlan reads = PlanReads(o.events, projectors);
-  Result<std::unique_ptr<Connection>> reader_conn = Connection::Open(o.connection);
-  if (!reader_conn.ok()) return fail(reader_conn.status().message());
-  ReaderOptions ro = ReaderOptionsFor(o, reads.scope);
-  ro.batch_size = std::min<size_t>(o.batch_size, kSampleEvents);
-  ro.head_id = last;
-  ro.connections = 1;
-  ro.result_buffer = 0;
-  Result<std::unique_ptr<Reader>> reader = Reader::Make(std::move(*reader_conn), ro);
-  if (!reader.ok()) return fail(reader.status().message());
-  const Decoder decoder(reads.page_fields, reads.page_class, reads.catalog);
-  // The runner's own apply step, in memory: nothing is written, the rows are counted below.
+  // The runner's own apply step, in memory: nothing is written, the rows are counted.
   std::vector<std::unique_ptr<ProjectorRunner>> runners;
   for (auto& p : projectors) runners.push_back(ProjectorRunner::InMemory(std::move(p)));
   projectors.clear();
-  // The first batches: a tenth of the range, at least one batch, at most kSampleEvents.
-  const uint64_t sample_target =
-      std::clamp<uint64_t>(events / 10, std::min<uint64_t>(o.batch_size, kSampleEvents), kSampleEvents);
-  uint64_t sampled = 0, matched = 0;  // events read; of them, of the classes the run reads
-  const auto started = std::chrono::steady_clock::now();
-  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
-  bool whole = false;
-  // Rows held at about half the sample: how fast each read model's keys still grow.
-  std::vector<size_t> half_rows(runners.size(), 0);
-  uint64_t half_events = 0;
-  while (sampled < sample_target && elapsed() < kSampleSeconds) {
-    if (half_events == 0 && sampled * 2 >= sample_target) {
-      half_events = sampled;
-      for (size_t i = 0; i < runners.size(); ++i)
-        half_rows[i] = runners[i]->projector().pending_rows();
-    }
-    Result<std::unique_ptr<Batch>> batch = (*reader)->Next();
-    if (!batch.ok()) return fail(batch.status().message());
-    if (*batch == nullptr) {
-      whole = true;
-      break;
-    }
-    decoder.Decode(**batch);
-    sampled += (*batch)->rows_read;
-    matched += (*batch)->rows_read - (*batch)->skipped;
-    for (auto& r : runners) {
-      // A flush due is not made: the sample stays in memory (it is bounded by kSampleEvents).
-      if (Result<bool> folded = r->Fold(**batch); !folded.ok())
-        return fail(folded.status().message());
-    }
-  }
-  const double sample_seconds = elapsed();
-  if (!whole && (*reader)->position() >= last) whole = true;
-  const double scale = whole || sampled == 0 ? 1.0 : static_cast<double>(events) / static_cast<double>(sampled);
-  double total_rows = 0;
-  for (size_t i = 0; i < runners.size(); ++i) {
-    // Every sampled event counts, held ones too (order-dependent read models hold the events
-    // above a hole still open); the rows a flush would write go to a counting sink.
-    runners[i]->ReleaseAllHeld();
-    TsvBuilder tsv(runners[i]->projector().table());
-    runners[i]->FlushInto(tsv);
-    models[i].sample_rows = tsv.rows();
-    models[i].sample_bytes = tsv.bytes();
-    // Keys grow like events^a: a = 1 for keys that keep coming (minutes, URLs), near 0 for
-    // keys that are all there already (years); a is measured between half and all of the
-    // sample.
-    double growth = 1.0;
-    if (half_events > 0 && half_events < sampled && half_rows[i] > 0 && models[i].sample_rows > 0) {
-      growth = std::log(static_cast<double>(models[i].sample_rows) / static_cast<double>(half_rows[i])) /
-               std::log(static_cast<double>(sampled) / static_cast<double>(half_events));
-      growth = std::clamp(growth, 0.0, 1.0);
-    }
-    const double row_scale = std::pow(scale, growth);
-    models[i].rows = static_cast<double>(models[i].sample_rows) * row_scale;
-    models[i].bytes = static_cast<double>(models[i].sample_bytes) * row_scale;
-    total_rows += models[i].rows;
-  }
-  const double seconds = sample_seconds * scale + total_rows / kAssumedWriteRowsPerSecond;
-
-  // Tables it would create, locks held by another run, grants it needs.
-  // Per read model: its build table exists already, and may be replaced (rewind made it),
-  // or is in the way (refused, as the real run would refuse it before any work).
-  // And the live table: rewind's, or the application's (kept in its shape, or refused).
-  struct TableState {
-    bool exists = false, in_the_way = false;
-    live_shape::Judgement shape;
-    bool live_exists = false;
-  };
-  std::vector<TableState> tables;
-  for (size_t i = 0; i < runners.size(); ++i) {
-    const std::string& live = runners[i]->projector().table().name;
-    Result<bool> exists = table_admin::Exists(c, models[i].table);
-    Status way = CheckTablesInTheWay(c, plan, o.events.table, live);
-    TableState state{exists.ok() && *exists, !way.ok(), {}, false};
-    if (!way.ok()) blockers.push_back(way.message());
-    Result<bool> live_exists = table_admin::Exists(c, live);
-    state.live_exists = live_exists.ok() && *live_exists;
-    Result<live_shape::Judgement> shape = JudgeLiveTable(c, runners[i]->projector(), o.reshape);
-    if (shape.ok()) {
-      state.shape = std::move(*shape);
-    } else {
-      // Refused: the account again, for the text below.
-      Result<live_shape::Judgement> j = live_shape::Judge(c, runners[i]->projector().table(), false);
-      if (j.ok()) state.shape = std::move(*j);
-      blockers.push_back(shape.status().message().substr(0, shape.status().message().find(". Nothing was done")) +
-                         " (--reshape replaces it with rewind's shape, keeping it aside)");
-    }
-    tables.push_back(std::move(state));
-    Result<bool> free = table_admin::IsFree(c, plan.lock_prefix, LockedTable(plan, live));
-    if (free.ok() && !*free) {
-      blockers.push_back(fmt::format("another rewind is rebuilding {} (its lock is held)", models[i].name));
-    }
-  }
-  // The hand-overs the swap would run (checked with the server as the real run checks them).
-  std::vector<hand_over::Step> hand_overs;
-  {
-    std::vector<const Projector*> ps;
-    for (const auto& r : runners) ps.push_back(&r->projector());
-    Result<std::vector<hand_over::Step>> h = hand_over::Prepare(c, ps, o.follow, plan.swap());
-    if (h.ok()) hand_overs = std::move(*h);
-    else blockers.push_back(h.status().message());
-  }
-  std::vector<std::string> needed = {"SELECT", "INSERT", "UPDATE", "DELETE", "CREATE", "DROP", "ALTER"};
-  if (plan.swap()) needed.push_back("LOCK TABLES");
-  Result<std::vector<std::string>> held = HeldPrivileges(c);
-  std::vector<std::string> missing;
-  if (held.ok()) {
-    const bool all = std::find(held->begin(), held->end(), "ALL PRIVILEGES") != held->end();
-    for (const std::string& g : needed) {
-      if (!all && std::find(held->begin(), held->end(), g) == held->end()) missing.push_back(g);
-    }
-  }
-  if (!missing.empty()) {
-    std::string list;
-    for (const std::string& m : missing) list += (list.empty() ? "" : ", ") + m;
-    blockers.push_back(fmt::format("the user lacks the grants: {} (on {}.*)", list, o.connection.database));
-  }
-
-  // No event of the classes read: say which classes the table holds (a bounded look at its
-  // first events), and refuse as the real run would when a live table has rows.
-  std::string no_match;
-  if (matched == 0 && sampled > 0) {
-    std::string classes;
-    Result<Rows> present = c.Query(fmt::format(
-        "SELECT t, COUNT(*) FROM (SELECT {} AS t FROM {} ORDER BY {} LIMIT 10000) x GROUP BY t ORDER BY 2 DESC LIMIT 10",
-        QuoteIdentifier(o.events.type_column), QuoteIdentifier(o.events.table), id));
-    if (present.ok()) {
-      for (const auto& row : present->rows) {
-        classes += fmt::format("{}'{}' ({})", classes.empty() ? "" : ", ", row[0].value_or("NULL"), row[1].value_or("0"));
-      }
-    }
-    std::string wanted;
-    for (const std::string& w : reads.scope.classes) wanted += (wanted.empty() ? "'" : ", '") + w + "'";
-    if (wanted.empty()) wanted = "'" + o.events.page_visited_class + "'";
-    no_match = fmt::format("0 events match the class {} in {} of the {} events read{}; the classes of its first "
-                           "events: {}",
-                           wanted, o.events.table, WithThousands(sampled), whole ? " (all of them)" : "",
-                           classes.empty() ? "(none)" : classes);
-    bool live_rows = false;
-    for (const auto& r : runners) {
-      const std::string& live = r->projector().table().name;
-      Result<bool> exists = table_admin::Exists(c, live);
-      if (!exists.ok() || !*exists) continue;
-      Result<std::optional<std::string>> any =
-          c.QueryValue(fmt::format("SELECT 1 FROM {} LIMIT 1", QuoteIdentifier(live)));
-      live_rows = live_rows || (any.ok() && *any);
-    }
-    if (whole && live_rows && plan.swap() && !o.allow_empty) {
-      blockers.push_back(no_match + "; the run would swap nothing over live tables with rows (exit 7; "
-                                    "--allow-empty to swap anyway)");
-    }
-  }
-
-  // How the real run would prove missing ids final (stages/flow/reader.h, "Gaps").
-  const bool proves = !ReadsFromReplica(o) && CanSeeOpenTransactions(c);
-  const char* finality = proves ? "server" : "fallback";
-  // The fallback rule as the reader would apply it: by the times and ids, or by ids alone.
-  Result<std::string> why_ids = WhyJudgedByIds(c, o.events, o.settle_ids);
-  if (!why_ids.ok()) return fail(why_ids.status().message());
-  const bool by_ids = !why_ids->empty();
-  const std::string fallback_rule =
-      by_ids ? fmt::format("by ids alone: final {} ids below the head ({})",
-                           WithThousands(o.settle_ids > 0 ? o.settle_ids : kDefaultSettleIds), *why_ids)
-             : std::string("by the event table's times and ids");
-  const char* count_label = exact ? "exact" : "estimate (the optimizer's; counting took too long)";
+  Result<std::vector<size_t>> half = Sample(o, reads, last, runners, f);
+  if (!half.ok()) return fail(half.status().message());
+  Estimate(runners, *half, f);
+  JudgeTables(c, o, plan, runners, f);
+  CheckHandOversAndGrants(c, o, plan, runners, f);
+  CheckSomethingMatches(c, o, plan, reads, runners, f);
+  if (Status s = JudgeFinality(c, o, f); !s.ok()) return fail(s.message());
   if (o.json) {
-    nlohmann::json j;
-    j["can_start"] = blockers.empty();
-    j["blockers"] = blockers;
-    j["events"] = {{"count", events}, {"exact", exact}};
-    j["sample"] = {{"events", sampled}, {"matching", matched}, {"seconds", sample_seconds}, {"whole_range", whole}};
-    if (!no_match.empty()) j["no_match"] = no_match;
-    j["estimated_seconds"] = seconds;
-    j["read_models"] = nlohmann::json::array();
-    for (size_t i = 0; i < models.size(); ++i) {
-      j["read_models"].push_back({{"name", models[i].name},
-                                  {"table", models[i].table},
-                                  {"replaces_existing", tables[i].exists && !tables[i].in_the_way},
-                                  {"in_the_way", tables[i].in_the_way},
-                                  {"live_table", LiveTableJson(runners[i]->projector().table().name, tables[i].live_exists,
-                                                               tables[i].shape, plan.swap())},
-                                  {"estimated_rows", static_cast<uint64_t>(models[i].rows)},
-                                  {"estimated_bytes", static_cast<uint64_t>(models[i].bytes)},
-                                  {"estimate", !whole}});
-    }
-    j["missing_grants"] = missing;
-    j["hand_overs"] = nlohmann::json::array();
-    for (const hand_over::Step& h : hand_overs) j["hand_overs"].push_back({{"read_model", h.read_model}, {"sql", h.sql}});
-    j["finality"] = finality;
-    if (!proves) j["fallback_rule"] = by_ids ? "ids" : "times and ids";
-    fmt::print(out, "{}\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
+    PrintJson(out, f, runners, plan.swap());
   } else {
-    fmt::print(out, "dry run: nothing was created, locked or written\n");
-    fmt::print(out, "events to read: {} ({})\n", WithThousands(events), count_label);
-    fmt::print(out, "sample: {} events read ({} of the classes read), decoded and applied in memory in {:.2f} s{}\n",
-               WithThousands(sampled), WithThousands(matched), sample_seconds, whole ? " (the whole range)" : "");
-    if (!no_match.empty()) fmt::print(out, "{}\n", no_match);
-    fmt::print(out, "{:<26} {:<40} {:>14} {:>12}\n", "read model", "would create", "rows", "size");
-    for (size_t i = 0; i < models.size(); ++i) {
-      fmt::print(out, "{:<26} {:<40} {:>14} {:>12}{}\n", models[i].name,
-                 models[i].table + (tables[i].in_the_way ? " (refused: see below)"
-                                    : tables[i].exists ? " (replaces a leftover)" : ""),
-                 WithThousands(static_cast<uint64_t>(models[i].rows)), Human(models[i].bytes),
-                 whole ? "" : "  (estimate)");
-      PrintLiveTable(out, runners[i]->projector().table(), tables[i].live_exists, tables[i].shape, plan.swap());
-    }
-    for (const hand_over::Step& h : hand_overs) {
-      fmt::print(out, "hand-over: at the swap, {} runs {} with the last event id applied (the application's "
-                      "projector must be paused until then)\n", h.read_model, h.sql);
-    }
-    fmt::print(out, "estimated duration: {:.1f} s (estimate: the sample's pace, plus writes at about {} rows/s)\n",
-               seconds, WithThousands(static_cast<uint64_t>(kAssumedWriteRowsPerSecond)));
-    fmt::print(out, "finality: {}\n",
-               proves ? std::string("missing ids would be proven final by the server's open transactions")
-                      : fmt::format("missing ids would be judged final {} (the server does not show its open "
-                                    "transactions: grant PROCESS, or it is a Galera node or a replica)",
-                                    fallback_rule));
-    if (blockers.empty()) {
-      fmt::print(out, "a real run could start: every grant is there and no other run holds a lock\n");
-    } else {
-      fmt::print(out, "a real run could NOT start:\n");
-      for (const std::string& b : blockers) fmt::print(out, "  - {}\n", b);
-    }
+    PrintText(out, f, runners, plan.swap());
   }
-  return blockers.empty() ? exit_code::kOk : exit_code::kError;
+  return f.blockers.empty() ? exit_code::kOk : exit_code::kError;
 }
 
 }  // namespace rw

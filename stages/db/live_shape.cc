@@ -199,28 +199,10 @@ std::string FitOf(const Column& declared, const TableColumn& column) {
   return fmt::format("{} cannot hold the read model's {} values", column.column_type, Declared(declared));
 }
 
-// rewind's shape: rows go by LOAD DATA unless a declared text key compares by a collation
-// that folds bytes (its own, or the database's).
-Result<Judgement> InRewindsShape(Connection& c, const TableSpec& spec, Judgement j) {
-  Result<std::optional<std::string>> collation = c.QueryValue("SELECT @@collation_database");
-  if (!collation.ok()) return collation.status();
-  j.bulk_load = !table_schema::KeyComparedByCollation(spec, collation->value_or("binary"));
-  return j;
-}
-
-Result<Judgement> Judge(Connection& c, const TableSpec& spec, bool reshape) {
-  Judgement j;
-  Result<std::optional<Shape>> read = Read(c, spec.name);
-  if (!read.ok()) return read.status();
-  if (!*read) return InRewindsShape(c, spec, j);  // kNew
-  const Shape& shape = **read;
-  Result<std::optional<std::string>> kind = checkpoint_store::RecordedKind(c, spec.name);
-  if (!kind.ok()) return kind.status();
-  if ((*kind && **kind == "live") || SameAsRewinds(c, spec)) {
-    j.kind = Kind::kRewinds;
-    return InRewindsShape(c, spec, j);
-  }
-  j.kind = reshape ? Kind::kReshaped : Kind::kApplications;
+// The account of each column: what the read model writes beside what the table has, then
+// the table's columns it does not write and how they are filled. Returns the declared key's
+// columns, lower case.
+static std::vector<std::string> AccountColumns(const TableSpec& spec, const Shape& shape, Judgement& j) {
   std::vector<std::string> keys;
   for (const Column& d : spec.columns) {
     const TableColumn* col = Find(shape, d.name);
@@ -263,6 +245,32 @@ Result<Judgement> Judge(Connection& c, const TableSpec& spec, bool reshape) {
                                       "every row would be refused", col.name, col.column_type));
     }
   }
+  return keys;
+}
+
+// rewind's shape: rows go by LOAD DATA unless a declared text key compares by a collation
+// that folds bytes (its own, or the database's).
+static Result<Judgement> InRewindsShape(Connection& c, const TableSpec& spec, Judgement j) {
+  Result<std::optional<std::string>> collation = c.QueryValue("SELECT @@collation_database");
+  if (!collation.ok()) return collation.status();
+  j.bulk_load = !table_schema::KeyComparedByCollation(spec, collation->value_or("binary"));
+  return j;
+}
+
+Result<Judgement> Judge(Connection& c, const TableSpec& spec, bool reshape) {
+  Judgement j;
+  Result<std::optional<Shape>> read = Read(c, spec.name);
+  if (!read.ok()) return read.status();
+  if (!*read) return InRewindsShape(c, spec, j);  // kNew
+  const Shape& shape = **read;
+  Result<std::optional<std::string>> kind = checkpoint_store::RecordedKind(c, spec.name);
+  if (!kind.ok()) return kind.status();
+  if ((*kind && **kind == "live") || SameAsRewinds(c, spec)) {
+    j.kind = Kind::kRewinds;
+    return InRewindsShape(c, spec, j);
+  }
+  j.kind = reshape ? Kind::kReshaped : Kind::kApplications;
+  std::vector<std::string> keys = AccountColumns(spec, shape, j);
   std::sort(keys.begin(), keys.end());
   const UniqueKey* match = nullptr;
   std::string uniques;
