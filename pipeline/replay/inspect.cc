@@ -198,6 +198,114 @@ int ListCommand(const ReplayOptions& o, std::FILE* out) {
   return 0;
 }
 
+namespace {
+
+// The text of each field as the status table shows it ("-" for none): ids and counts in
+// decimal, seconds with their two decimals, the rate whole.
+std::string Text(const std::optional<std::string>& s) { return s.value_or("-"); }
+std::string IdOrDash(const std::optional<EventId>& i) { return i ? IdText(*i) : std::string("-"); }
+std::string Seconds2(const std::optional<double>& s) { return s ? fmt::format("{:.2f}", *s) : std::string("-"); }
+std::string Rate(const std::optional<double>& s) { return s ? fmt::format("{:.0f}", *s) : std::string("-"); }
+
+// Declared read models (with --models): the version of each one's declaration today, to say
+// whether its table was built by it ("current") or by an older one.
+struct Declarations {
+  std::map<std::string, std::string> versions;
+  std::string Of(const checkpoint_store::StatusRow& r) const {
+    const auto it = versions.find(r.projector);
+    if (it == versions.end()) return "";
+    const std::string& source = r.source;
+    return source.size() > it->second.size() && source.ends_with("-" + it->second) ? "current" : "older";
+  }
+  // A row's status, for the live table or for a build beside it.
+  std::string State(const checkpoint_store::StatusRow& r) const {
+    std::string s = r.table == r.live_table ? r.status : r.status + " (" + r.table + ")";
+    if (Of(r) == "older") s += " [older declaration]";
+    if (r.needs_rebuild()) s += fmt::format(" [needs rebuild: {} missed]", r.missed_events);
+    return s;
+  }
+};
+
+// status --format prometheus (to stdout or --textfile).
+int StatusPrometheus(Connection& c, const ReplayOptions& o, const std::vector<checkpoint_store::StatusRow>& rows,
+                     EventId head, std::FILE* out) {
+  // The time lag needs the time column; without one the family has no samples.
+  const bool with_time = CheckEventTable(c, o.events, /*with_time_column=*/true).ok();
+  std::vector<Lag> lags;
+  for (const auto& r : rows) {
+    Result<Lag> lag = LagOf(c, o.events, head, r.checkpoint, with_time);
+    if (!lag.ok()) {
+      fmt::print(stderr, "rewind: measuring the lag of {}: {}\n", r.projector,
+                 lag.status().message());
+      return exit_code::kError;
+    }
+    lags.push_back(*lag);
+  }
+  const std::string text = PrometheusText(rows, lags);
+  if (o.textfile.empty()) {
+    fmt::print(out, "{}", text);
+    return exit_code::kOk;
+  }
+  if (Status s = WriteTextfile(o.textfile, text); !s.ok()) {
+    fmt::print(stderr, "rewind: {}\n", s.message());
+    return exit_code::kError;
+  }
+  return exit_code::kOk;
+}
+
+// status --json.
+void StatusJson(const std::vector<checkpoint_store::StatusRow>& rows, EventId head, const Declarations& d,
+                std::FILE* out) {
+  auto rate = [](const std::optional<double>& s) { return Rate(s); };
+  auto v = [](const std::optional<std::string>& s) { return Text(s); };
+  auto declaration = [&](const checkpoint_store::StatusRow& r) { return d.Of(r); };
+  // A number as JSON reads its decimal text (whole numbers beyond 64 bits become doubles).
+  auto num = [](const std::string& s) -> nlohmann::json {
+    return nlohmann::json::parse(s, nullptr, false).is_discarded() ? nlohmann::json(s)
+                                                                   : nlohmann::json::parse(s);
+  };
+  auto id_json = [&](const std::optional<EventId>& i) {
+    return i ? num(IdText(*i)) : nlohmann::json(nullptr);
+  };
+  auto real_json = [](const std::optional<double>& d) {
+    return d ? nlohmann::json(*d) : nlohmann::json(nullptr);
+  };
+  auto rate_json = [&](const std::optional<double>& d) {
+    return d ? num(rate(d)) : nlohmann::json(nullptr);
+  };
+  nlohmann::json j;
+  j["head_event_id"] = head == kBeforeFirstId ? nlohmann::json(nullptr) : num(IdText(head));
+  j["read_models"] = nlohmann::json::array();
+  for (const auto& r : rows) {
+    j["read_models"].push_back(
+        {{"projector", r.projector},
+         {"table", r.table},
+         {"live_table", r.live_table},
+         {"status", r.status},
+         {"checkpoint", id_json(r.checkpoint)},
+         {"behind", id_json(r.behind)},
+         {"failures", r.failures},
+         {"run_id", r.run_id},
+         {"last_run_at", v(r.last_run_at)},
+         {"seconds", real_json(r.seconds)},
+         {"events_per_second", rate_json(r.events_per_second)},
+         {"late_events", r.late_events},
+         {"gaps_given_up", r.gaps_given_up},
+         {"gaps_watched", r.gaps_watched},
+         {"reconciled_events", r.reconciled_events},
+         {"missed_events", r.missed_events},
+         {"needs_rebuild", r.needs_rebuild()},
+         {"events_applied", r.events_applied},
+         {"rewind_version",
+          r.rewind_version ? nlohmann::json(*r.rewind_version) : nlohmann::json(nullptr)},
+         {"declaration",
+          declaration(r).empty() ? nlohmann::json(nullptr) : nlohmann::json(declaration(r))}});
+  }
+  fmt::print(out, "{}\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+}  // namespace
+
 int StatusCommand(const ReplayOptions& o, std::FILE* out) {
   const bool prometheus = o.format == "prometheus";
   if (o.json && prometheus) {
@@ -248,19 +356,8 @@ int StatusCommand(const ReplayOptions& o, std::FILE* out) {
                        "(version {}); the next replay migrates them\n", *version);
   }
   const std::string head_text = *head == kBeforeFirstId ? std::string("-") : IdText(*head);
-  // The text of each field as the table shows it ("-" for none): ids and counts in decimal,
-  // seconds with their two decimals, the rate whole.
-  auto v = [](const std::optional<std::string>& s) { return s.value_or("-"); };
-  auto id = [](const std::optional<EventId>& i) { return i ? IdText(*i) : std::string("-"); };
-  auto seconds = [](const std::optional<double>& s) {
-    return s ? fmt::format("{:.2f}", *s) : std::string("-");
-  };
-  auto rate = [](const std::optional<double>& s) {
-    return s ? fmt::format("{:.0f}", *s) : std::string("-");
-  };
-  // A row for the live table, or for a build beside it.
   // Declared read models (with --models): is the table built by today's declaration?
-  std::map<std::string, std::string> versions;
+  Declarations declarations;
   if (!o.models_file.empty()) {
     Result<std::vector<ProjectorInfo>> known = KnownReadModels(o);
     if (!known.ok()) {
@@ -268,89 +365,12 @@ int StatusCommand(const ReplayOptions& o, std::FILE* out) {
       return exit_code::kUsage;
     }
     for (const ProjectorInfo& info : *known) {
-      if (!info.origin.empty()) versions[info.name] = ReadModelVersion(*info.make());
+      if (!info.origin.empty()) declarations.versions[info.name] = ReadModelVersion(*info.make());
     }
   }
-  auto declaration = [&](const checkpoint_store::StatusRow& r) -> std::string {
-    const auto it = versions.find(r.projector);
-    if (it == versions.end()) return "";
-    const std::string& source = r.source;
-    return source.size() > it->second.size() && source.ends_with("-" + it->second) ? "current" : "older";
-  };
-  auto state = [&](const checkpoint_store::StatusRow& r) {
-    std::string s = r.table == r.live_table ? r.status : r.status + " (" + r.table + ")";
-    if (declaration(r) == "older") s += " [older declaration]";
-    if (r.needs_rebuild()) s += fmt::format(" [needs rebuild: {} missed]", r.missed_events);
-    return s;
-  };
-  if (prometheus) {
-    // The time lag needs the time column; without one the family has no samples.
-    const bool with_time = CheckEventTable(c, o.events, /*with_time_column=*/true).ok();
-    std::vector<Lag> lags;
-    for (const auto& r : rows) {
-      Result<Lag> lag = LagOf(c, o.events, *head, r.checkpoint, with_time);
-      if (!lag.ok()) {
-        fmt::print(stderr, "rewind: measuring the lag of {}: {}\n", r.projector,
-                   lag.status().message());
-        return exit_code::kError;
-      }
-      lags.push_back(*lag);
-    }
-    const std::string text = PrometheusText(rows, lags);
-    if (o.textfile.empty()) {
-      fmt::print(out, "{}", text);
-      return exit_code::kOk;
-    }
-    if (Status s = WriteTextfile(o.textfile, text); !s.ok()) {
-      fmt::print(stderr, "rewind: {}\n", s.message());
-      return exit_code::kError;
-    }
-    return exit_code::kOk;
-  }
+  if (prometheus) return StatusPrometheus(c, o, rows, *head, out);
   if (o.json) {
-    // A number as JSON reads its decimal text (whole numbers beyond 64 bits become doubles).
-    auto num = [](const std::string& s) -> nlohmann::json {
-      return nlohmann::json::parse(s, nullptr, false).is_discarded() ? nlohmann::json(s)
-                                                                     : nlohmann::json::parse(s);
-    };
-    auto id_json = [&](const std::optional<EventId>& i) {
-      return i ? num(IdText(*i)) : nlohmann::json(nullptr);
-    };
-    auto real_json = [](const std::optional<double>& d) {
-      return d ? nlohmann::json(*d) : nlohmann::json(nullptr);
-    };
-    auto rate_json = [&](const std::optional<double>& d) {
-      return d ? num(rate(d)) : nlohmann::json(nullptr);
-    };
-    nlohmann::json j;
-    j["head_event_id"] = *head == kBeforeFirstId ? nlohmann::json(nullptr) : num(IdText(*head));
-    j["read_models"] = nlohmann::json::array();
-    for (const auto& r : rows) {
-      j["read_models"].push_back(
-          {{"projector", r.projector},
-           {"table", r.table},
-           {"live_table", r.live_table},
-           {"status", r.status},
-           {"checkpoint", id_json(r.checkpoint)},
-           {"behind", id_json(r.behind)},
-           {"failures", r.failures},
-           {"run_id", r.run_id},
-           {"last_run_at", v(r.last_run_at)},
-           {"seconds", real_json(r.seconds)},
-           {"events_per_second", rate_json(r.events_per_second)},
-           {"late_events", r.late_events},
-           {"gaps_given_up", r.gaps_given_up},
-           {"gaps_watched", r.gaps_watched},
-           {"reconciled_events", r.reconciled_events},
-           {"missed_events", r.missed_events},
-           {"needs_rebuild", r.needs_rebuild()},
-           {"events_applied", r.events_applied},
-           {"rewind_version",
-            r.rewind_version ? nlohmann::json(*r.rewind_version) : nlohmann::json(nullptr)},
-           {"declaration",
-            declaration(r).empty() ? nlohmann::json(nullptr) : nlohmann::json(declaration(r))}});
-    }
-    fmt::print(out, "{}\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
+    StatusJson(rows, *head, declarations, out);
     return exit_code::kOk;
   }
   fmt::print(out, "event store head: id {}\n", head_text);
@@ -359,8 +379,8 @@ int StatusCommand(const ReplayOptions& o, std::FILE* out) {
              "events/s");
   for (const auto& r : rows) {
     fmt::print(out, "{:<32} {:<12} {:>12} {:>10} {:>8} {:>6} {:>8} {:<27} {:>8} {:>10}\n",
-               r.projector, state(r), id(r.checkpoint), id(r.behind), r.failures, r.late_events,
-               r.gaps_given_up, v(r.last_run_at), seconds(r.seconds), rate(r.events_per_second));
+               r.projector, declarations.State(r), IdOrDash(r.checkpoint), IdOrDash(r.behind), r.failures, r.late_events,
+               r.gaps_given_up, Text(r.last_run_at), Seconds2(r.seconds), Rate(r.events_per_second));
   }
   if (rows.empty()) fmt::print(out, "(no read model has been rebuilt by rewind yet)\n");
   return exit_code::kOk;
