@@ -529,16 +529,11 @@ class FileIngest {
     const Status released = table_admin::ReleaseLock(*c_, line_lock);
     return s.ok() ? released : s;
   }
-  Status ChooseFile(const std::string& hash) {
-    head_ = source_->Prefix(kIngestHeadBytes);
-    const uint64_t size = source_->Size();
-    Result<std::vector<IngestFile>> known = checkpoint_store::FindIngestFiles(*c_, hash);
-    if (!known.ok()) return known.status();
-    // A record the migration to layout 7 made of a saved position (its head not known) is
-    // as far as the position of the same file (its path, inode and first line) is now: an
-    // older rewind that ran on after the migration moved the position alone.
-    const std::vector<IngestFile> rows = *known;  // as stored: what each batch checks
-    for (IngestFile& f : *known) {
+  // A record the migration to layout 7 made of a saved position (its head not known) is
+  // as far as the position of the same file (its path, inode and first line) is now: an
+  // older rewind that ran on after the migration moved the position alone.
+  Status CatchUpMigratedRecords(std::vector<IngestFile>& known) {
+    for (IngestFile& f : known) {
       if (f.head_bytes != 0 || f.offset == 0) continue;
       Result<std::optional<IngestPosition>> p = checkpoint_store::LoadIngestPosition(*c_, f.source);
       if (!p.ok()) return p.status();
@@ -550,23 +545,37 @@ class FileIngest {
         f.throttle = (*p)->throttle;
       }
     }
-    const IngestFile* same = nullptr;    // the furthest read that fits in the file
-    const IngestFile* longer = nullptr;  // one that does not
-    for (const IngestFile& f : *known) {
+    return Status::Ok();
+  }
+  // Of the records whose head this file starts with: the furthest read that fits in the file
+  // (`same`) and the furthest that does not (`longer`); a record all of which is a prefix of
+  // this file while its own file is still there is another log.
+  void MatchRecords(const std::vector<IngestFile>& known, uint64_t size, const IngestFile** same,
+                    const IngestFile** longer) {
+    for (const IngestFile& f : known) {
       if (f.head_bytes > head_.size() ||
           (f.head_bytes > 0 &&
            Sha256Hex(std::string_view(head_).substr(0, f.head_bytes), 32) != f.head_hash)) {
         continue;
       }
-      if (f.head_bytes > 0 && f.head_bytes < kIngestHeadBytes && StillThere(f)) {
-        continue;  // all of it is a prefix of this file, yet it is still there: another log
-      }
+      if (f.head_bytes > 0 && f.head_bytes < kIngestHeadBytes && StillThere(f)) continue;
       if (f.offset <= size) {
-        if (same == nullptr || f.offset > same->offset) same = &f;
-      } else if (longer == nullptr || f.offset > longer->offset) {
-        longer = &f;
+        if (*same == nullptr || f.offset > (*same)->offset) *same = &f;
+      } else if (*longer == nullptr || f.offset > (*longer)->offset) {
+        *longer = &f;
       }
     }
+  }
+  Status ChooseFile(const std::string& hash) {
+    head_ = source_->Prefix(kIngestHeadBytes);
+    const uint64_t size = source_->Size();
+    Result<std::vector<IngestFile>> known = checkpoint_store::FindIngestFiles(*c_, hash);
+    if (!known.ok()) return known.status();
+    const std::vector<IngestFile> rows = *known;  // as stored: what each batch checks
+    if (Status s = CatchUpMigratedRecords(*known); !s.ok()) return s;
+    const IngestFile* same = nullptr;    // the furthest read that fits in the file
+    const IngestFile* longer = nullptr;  // one that does not
+    MatchRecords(*known, size, &same, &longer);
     if (o_.from_start) same = longer = nullptr;  // read again from its start: a record of its own
     if (same == nullptr && longer != nullptr) {
       return Status::InvalidInput(fmt::format(
@@ -923,6 +932,26 @@ class FileIngest {
 
 }  // namespace
 
+// --follow: reads what the file gains, through its rotations, until stopped; the counts every
+// five seconds.
+Status Follow(FileIngest& ingest, const IngestOptions& o, const std::string& file, const Counts& counts,
+              const std::atomic<bool>& stop) {
+  fmt::print(stderr, "rewind: following {} (Ctrl-C to stop)\n", file);
+  auto said = std::chrono::steady_clock::now();
+  const auto poll = std::chrono::milliseconds(static_cast<int64_t>(o.poll_seconds * 1000));
+  while (!stop.load()) {
+    (void)SleepUnlessStopped(poll, &stop);
+    if (Status s = ingest.ReadAvailable(/*rotated=*/false); !s.ok()) return s;
+    if (Status s = ingest.CheckRotation(); !s.ok()) return s;
+    if (Status s = ingest.ReadAvailable(/*rotated=*/false); !s.ok()) return s;
+    if (std::chrono::steady_clock::now() - said > std::chrono::seconds(5) && o.progress != ProgressMode::kQuiet) {
+      fmt::print(stderr, "rewind: {}\n", counts.Text(o.dry_run));
+      said = std::chrono::steady_clock::now();
+    }
+  }
+  return Status::Ok();
+}
+
 int IngestCommand(const IngestOptions& o, const std::vector<std::string>& files,
                   const std::atomic<bool>& stop, std::FILE* out) {
   if (files.empty()) {
@@ -984,19 +1013,7 @@ int IngestCommand(const IngestOptions& o, const std::vector<std::string>& files,
     if (Status s = ingest.Start(); !s.ok()) return fail(s);
     if (Status s = ingest.ReadAvailable(/*rotated=*/false); !s.ok()) return fail(s);
     if (!o.follow) continue;
-    fmt::print(stderr, "rewind: following {} (Ctrl-C to stop)\n", file);
-    auto said = std::chrono::steady_clock::now();
-    const auto poll = std::chrono::milliseconds(static_cast<int64_t>(o.poll_seconds * 1000));
-    while (!stop.load()) {
-      (void)SleepUnlessStopped(poll, &stop);
-      if (Status s = ingest.ReadAvailable(/*rotated=*/false); !s.ok()) return fail(s);
-      if (Status s = ingest.CheckRotation(); !s.ok()) return fail(s);
-      if (Status s = ingest.ReadAvailable(/*rotated=*/false); !s.ok()) return fail(s);
-      if (std::chrono::steady_clock::now() - said > std::chrono::seconds(5) && o.progress != ProgressMode::kQuiet) {
-        fmt::print(stderr, "rewind: {}\n", counts.Text(o.dry_run));
-        said = std::chrono::steady_clock::now();
-      }
-    }
+    if (Status s = Follow(ingest, o, file, counts, stop); !s.ok()) return fail(s);
   }
   fmt::print(out, "{}\n", counts.Text(o.dry_run));
   if (!o.stats_json.empty()) {
