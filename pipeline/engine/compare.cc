@@ -37,6 +37,26 @@ std::string TotalExpr(const TableSpec& spec) {
 
 }  // namespace
 
+// The differing rows as examples, "(key): live values, rebuilt values": each row is its keys,
+// then a live and a rebuilt value per value column, then whether it is in each table.
+static std::vector<std::string> Examples(const Rows& ex, size_t nkeys, size_t nvalues) {
+  std::vector<std::string> out;
+  for (const auto& row : ex.rows) {
+    std::string key, lv, rv;
+    for (size_t i = 0; i < nkeys; ++i) key += (i ? ", " : "") + Readable(row[i]);
+    for (size_t i = 0; i < nvalues; ++i) {
+      const auto& l = row[nkeys + 2 * i];
+      const auto& r = row[nkeys + 2 * i + 1];
+      lv += (i ? ", " : "") + (nvalues == 1 && l ? *l : Readable(l));
+      rv += (i ? ", " : "") + (nvalues == 1 && r ? *r : Readable(r));
+    }
+    const bool in_live = *row[nkeys + 2 * nvalues] != "0", in_new = *row[nkeys + 2 * nvalues + 1] != "0";
+    out.push_back(fmt::format("({}): live {}, rebuilt {}", key, in_live ? lv : std::string("missing"),
+                              in_new ? rv : std::string("missing")));
+  }
+  return out;
+}
+
 Result<TableDiff> CompareTables(Connection& c, const TableSpec& spec, const std::string& live,
                                 const std::string& rebuilt) {
   TableDiff d;
@@ -109,20 +129,7 @@ Result<TableDiff> CompareTables(Connection& c, const TableSpec& spec, const std:
   if (!d.identical()) {
     Result<Rows> ex = c.Query(differing + " LIMIT 5");
     if (!ex.ok()) return ex.status();
-    const size_t nkeys = key_columns.size(), nvalues = value_columns.size();
-    for (const auto& row : ex->rows) {
-      std::string key, lv, rv;
-      for (size_t i = 0; i < nkeys; ++i) key += (i ? ", " : "") + Readable(row[i]);
-      for (size_t i = 0; i < nvalues; ++i) {
-        const auto& l = row[nkeys + 2 * i];
-        const auto& r = row[nkeys + 2 * i + 1];
-        lv += (i ? ", " : "") + (nvalues == 1 && l ? *l : Readable(l));
-        rv += (i ? ", " : "") + (nvalues == 1 && r ? *r : Readable(r));
-      }
-      const bool in_live = *row[nkeys + 2 * nvalues] != "0", in_new = *row[nkeys + 2 * nvalues + 1] != "0";
-      d.examples.push_back(fmt::format("({}): live {}, rebuilt {}", key, in_live ? lv : std::string("missing"),
-                                       in_new ? rv : std::string("missing")));
-    }
+    d.examples = Examples(*ex, key_columns.size(), value_columns.size());
   }
   return d;
 }
