@@ -1727,13 +1727,7 @@ class Stress {
     constexpr int kWriters = 10;
     const int64_t volume = quick_ ? 10000 : 100000;
     const std::string table = "es_rebuild_alongside";
-    EventStore es(*c_, EventStoreTables{table, "es_snapshots"});
-    if (Status s = CreateStore(es); !s.ok()) return s;
-    std::vector<std::tuple<std::string, int64_t, int64_t>> streams;
-    for (int64_t i = 0; i < volume / kEventsPerStream; ++i) {
-      streams.emplace_back(fmt::format("order-{:07d}", i), kEventsPerStream, i % 4 == 3 ? 0 : 90);
-    }
-    if (Status s = LoadStreams(table, streams); !s.ok()) return s;
+    if (Status s = LoadRebuildEvents(table, volume); !s.ok()) return s;
     Result<std::vector<ModelPlan>> plans =
         ParseModels(kOrderSummaryToml, "order_summary (built in)", "es_events");
     if (!plans.ok()) return plans.status();

@@ -6,7 +6,9 @@
 // and compares what rewind rebuilds with what this handler builds (and with SQL).
 //
 //   node app.js migrate
-//   node app.js append COMMANDS WRITERS SEED   (concurrent writers: version conflicts retried)
+//   node app.js append COMMANDS WRITERS SEED [BLOCK]   (concurrent writers: version conflicts
+//                                             retried; BLOCK: every BLOCK commands go to 60
+//                                             fresh accounts and customers, as perf/evtstore asks)
 //   node app.js project                       (the handler, from its bookmark to the end)
 //   node app.js rebuild                       (the library's own rebuild: empty table, bookmark 0)
 //
@@ -100,11 +102,11 @@ function rng(seed) {
   return () => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 4294967296)
 }
 
-async function append(commands, writers, seed) {
+async function append(commands, writers, seed, block = Infinity) {
   const r = rng(seed)
   const plan = []
   for (let i = 0; i < commands; ++i) {
-    const n = Math.floor(r() * 60)
+    const n = Math.floor(r() * 60) + 60 * Math.floor(i / block)
     const pick = r()
     const cents = 1 + Math.floor(r() * 99999)
     if (pick < 0.08) plan.push(() => customerCmd[r() < 0.5 ? 'register' : 'close'](`cust-${n}`, {}))
@@ -138,7 +140,7 @@ async function project() {
 async function main() {
   const [command, ...args] = process.argv.slice(2)
   if (command === 'migrate') await migrateAll()
-  else if (command === 'append') await append(Number(args[0]), Number(args[1]), Number(args[2]))
+  else if (command === 'append') await append(Number(args[0]), Number(args[1]), Number(args[2]), args[3] ? Number(args[3]) : Infinity)
   else if (command === 'project') await project()
   else if (command === 'rebuild') {
     await db.table('account_balances').del()
