@@ -18,7 +18,7 @@
 #include <string>
 #include <string_view>
 
-#include "errors/status.h"
+#include "base/status.h"
 
 namespace rw {
 

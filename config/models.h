@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "errors/status.h"
+#include "base/status.h"
 #include "projectors/declared.h"
 
 namespace rw {

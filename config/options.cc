@@ -2,7 +2,7 @@
 
 #include "config/careful_file.h"
 
-#include "projectors/civil_time.h"
+#include "base/civil_time.h"
 #include "stages/db/table_admin.h"
 
 #include <fmt/core.h>

@@ -32,8 +32,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "projectors/event_id.h"
-#include "errors/status.h"
+#include "base/event_id.h"
+#include "base/status.h"
 #include "stages/db/connection.h"
 #include "stages/control/progress.h"
 #include "stages/flow/projector_runner.h"

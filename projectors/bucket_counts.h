@@ -21,7 +21,7 @@
 #include <utility>
 #include <vector>
 
-#include "projectors/flat_map.h"
+#include "base/flat_map.h"
 
 namespace rw {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "projectors/bucket_counts.h"
-#include "projectors/flat_map.h"
+#include "base/flat_map.h"
 #include "projectors/projector.h"
 
 namespace rw {

@@ -8,10 +8,10 @@
 #include <optional>
 
 #include "projectors/bucket_counts.h"
-#include "projectors/civil_time.h"
-#include "projectors/flat_map.h"
-#include "projectors/sha256.h"
-#include "projectors/text_table.h"
+#include "base/civil_time.h"
+#include "base/flat_map.h"
+#include "base/sha256.h"
+#include "base/text_table.h"
 
 namespace rw {
 

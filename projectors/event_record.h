@@ -12,8 +12,8 @@
 #include <string_view>
 #include <vector>
 
-#include "projectors/civil_time.h"
-#include "projectors/event_id.h"
+#include "base/civil_time.h"
+#include "base/event_id.h"
 
 namespace rw {
 

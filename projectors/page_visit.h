@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "projectors/civil_time.h"
-#include "projectors/event_id.h"
+#include "base/civil_time.h"
+#include "base/event_id.h"
 
 namespace rw {
 

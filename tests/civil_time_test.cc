@@ -1,5 +1,5 @@
 // Bucketing arithmetic: parsing visitedAt, days <-> civil dates, ISO weeks, months, years.
-#include "projectors/civil_time.h"
+#include "base/civil_time.h"
 
 #include <gtest/gtest.h>
 

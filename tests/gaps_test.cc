@@ -4,9 +4,9 @@
 
 #include <set>
 
-#include "projectors/event_id.h"
+#include "base/event_id.h"
 #include "stages/db/checkpoint_store.h"
-#include "projectors/gaps.h"
+#include "base/gaps.h"
 
 namespace rw {
 namespace {

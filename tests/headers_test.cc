@@ -1,5 +1,5 @@
 // Every public header opens with what it is and its thread-safety contract (LevelDB's habit):
-// this test reads the leading comment of each header under errors/, projectors/, stages/,
+// this test reads the leading comment of each header under base/, projectors/, stages/,
 // config/ and pipeline/ and fails on one that has no purpose line or says nothing about
 // thread safety.
 #include <gtest/gtest.h>
@@ -37,7 +37,7 @@ bool SpeaksOfThreadSafety(const std::string& comment) {
 TEST(Headers, EachOpensWithItsPurposeAndThreadSafety) {
   std::vector<std::string> silent;
   size_t headers = 0;
-  for (const char* folder : {"errors", "projectors", "stages", "config", "pipeline"}) {
+  for (const char* folder : {"base", "projectors", "stages", "config", "pipeline"}) {
     for (const auto& entry :
          fs::recursive_directory_iterator(fs::path(REWIND_SOURCE_DIR) / folder)) {
       if (entry.path().extension() != ".h") continue;

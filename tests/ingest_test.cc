@@ -20,7 +20,7 @@
 #include <iterator>
 #include <map>
 
-#include "projectors/civil_time.h"
+#include "base/civil_time.h"
 #include "stages/control/progress.h"
 #include "stages/db/heartbeat.h"
 #include "stages/db/table_admin.h"

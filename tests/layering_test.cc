@@ -1,4 +1,4 @@
-// Dependencies point one way: errors <- projectors (pure C++, fmt) <- stages (libmariadb, simdjson)
+// Dependencies point one way: base <- projectors (pure C++, fmt) <- stages (libmariadb, simdjson)
 // <- config <- pipeline (the only code that includes TBB's flow graph). Link targets do not
 // enforce it (every system header is visible to every file): this test reads every
 // #include of the sources and fails on one that points upward.
@@ -17,12 +17,12 @@ namespace fs = std::filesystem;
 // For each folder, the include prefixes its files may not use. A folder is read on its own
 // (its subfolders have rows of their own): every folder holding sources must have a row.
 const std::map<std::string, std::vector<std::string>> kForbidden = {
-    // `errors` (Status, Result, the fault points) is the ground floor: it includes nothing of
-    // the project.
-    {"errors", {"projectors/", "stages/", "pipeline/", "config/", "oneapi/", "tbb/", "mysql", "errmsg",
+    // `base` (Status, Result, the fault points, event ids, gaps, failures, civil time, sha256,
+    // the flat map, the text table) is the ground floor: it includes nothing else of the project.
+    {"base", {"projectors/", "stages/", "pipeline/", "config/", "oneapi/", "tbb/", "mysql", "errmsg",
                 "simdjson", "CLI/", "nlohmann/", "toml++"}},
     {"projectors", {"stages/", "pipeline/", "config/", "oneapi/", "tbb/", "mysql", "errmsg", "simdjson",
-                    "CLI/", "nlohmann/", "toml++", "errors/"}},
+                    "CLI/", "nlohmann/", "toml++"}},
     // The MariaDB plumbing uses neither the flow nor the run controls.
     {"stages/db", {"stages/flow/", "stages/control/", "pipeline/", "config/", "oneapi/", "tbb/", "CLI/", "toml++"}},
     // The run controls may use the plumbing (the throttle asks the server), never the flow.
@@ -84,7 +84,7 @@ TEST(Layering, NoFileIncludesUpward) {
 // escape the check.
 TEST(Layering, EveryFolderOfSourcesHasAFloor) {
   std::vector<std::string> unplaced;
-  for (const char* top : {"errors", "projectors", "stages", "config", "pipeline"}) {
+  for (const char* top : {"base", "projectors", "stages", "config", "pipeline"}) {
     const fs::path root = fs::path(REWIND_SOURCE_DIR);
     for (const auto& entry : fs::recursive_directory_iterator(root / top)) {
       const std::string ext = entry.path().extension().string();

@@ -10,11 +10,11 @@
 #include <algorithm>
 
 #include "projectors/bucket_counts.h"
-#include "projectors/flat_map.h"
+#include "base/flat_map.h"
 #include "projectors/projector.h"
 #include "text_sink.h"
-#include "projectors/sha256.h"
-#include "projectors/text_table.h"
+#include "base/sha256.h"
+#include "base/text_table.h"
 
 namespace rw {
 namespace {

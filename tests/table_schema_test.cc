@@ -3,7 +3,7 @@
 
 #include <fmt/core.h>
 
-#include "projectors/sha256.h"
+#include "base/sha256.h"
 #include "stages/db/row_writer.h"
 #include "stages/db/table_schema.h"
 #include "tests/text_sink.h"

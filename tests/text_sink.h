@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "projectors/civil_time.h"
+#include "base/civil_time.h"
 #include "projectors/projector.h"
 
 namespace rw::testing {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "errors/status.h"
+#include "base/status.h"
 #include "projectors/projector.h"
 #include "stages/db/connection.h"
 

@@ -5,7 +5,7 @@
 
 #include "config/models.h"
 #include "pipeline/engine/read_models.h"
-#include "projectors/sha256.h"
+#include "base/sha256.h"
 #include "stages/db/table_schema.h"
 #include "projectors/declared.h"
 

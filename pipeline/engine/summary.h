@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "projectors/event_id.h"
-#include "errors/status.h"
+#include "base/event_id.h"
+#include "base/status.h"
 
 namespace rw {
 

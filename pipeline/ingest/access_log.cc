@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "projectors/civil_time.h"
+#include "base/civil_time.h"
 
 namespace rw {
 namespace {

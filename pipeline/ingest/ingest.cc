@@ -17,12 +17,12 @@
 #include <thread>
 #include <tuple>
 
-#include "projectors/civil_time.h"
-#include "projectors/sha256.h"
+#include "base/civil_time.h"
+#include "base/sha256.h"
 #include "pipeline/ingest/access_log.h"
 #include "stages/db/checkpoint_store.h"
 #include "stages/db/connection.h"
-#include "errors/fault.h"
+#include "base/fault.h"
 #include "stages/db/heartbeat.h"
 #include "stages/control/progress.h"
 #include "stages/control/sleep.h"

@@ -6,7 +6,7 @@
 #include <limits>
 #include <memory>
 
-#include "errors/fault.h"
+#include "base/fault.h"
 #include "stages/control/sleep.h"
 #include "stages/db/retry.h"
 #include "stages/db/table_admin.h"

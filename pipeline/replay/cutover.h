@@ -14,7 +14,7 @@
 // Thread safety: runs on the thread that drives the Build.
 #pragma once
 
-#include "errors/status.h"
+#include "base/status.h"
 #include "pipeline/replay/replay_build.h"
 
 namespace rw {

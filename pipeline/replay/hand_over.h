@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "errors/status.h"
-#include "projectors/event_id.h"
+#include "base/status.h"
+#include "base/event_id.h"
 #include "projectors/projector.h"
 #include "stages/db/connection.h"
 

@@ -7,7 +7,7 @@
 #include <map>
 #include <random>
 
-#include "errors/fault.h"
+#include "base/fault.h"
 #include "stages/control/sleep.h"
 #include "stages/db/checkpoint_store.h"
 #include "stages/db/table_admin.h"

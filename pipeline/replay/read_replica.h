@@ -28,8 +28,8 @@
 #include <vector>
 
 #include "config/options.h"
-#include "errors/status.h"
-#include "projectors/event_id.h"
+#include "base/status.h"
+#include "base/event_id.h"
 #include "stages/db/connection.h"
 #include "stages/flow/reader.h"
 

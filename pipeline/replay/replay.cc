@@ -9,13 +9,13 @@
 #include <thread>
 
 #include "config/models.h"
-#include "errors/fault.h"
+#include "base/fault.h"
 #include "pipeline/replay/cutover.h"
 #include "pipeline/replay/read_replica.h"
 #include "pipeline/replay/replay_build.h"
 #include "pipeline/version.h"
 #include "projectors/declared.h"
-#include "projectors/sha256.h"
+#include "base/sha256.h"
 #include "stages/db/retry.h"
 #include "stages/db/table_admin.h"
 #include "stages/db/table_schema.h"

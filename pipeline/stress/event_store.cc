@@ -7,7 +7,7 @@
 
 #include <chrono>
 
-#include "errors/fault.h"
+#include "base/fault.h"
 #include "projectors/declared.h"
 
 namespace rw {

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "errors/status.h"
+#include "base/status.h"
 
 namespace rw {
 

@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "config/models.h"
-#include "errors/fault.h"
+#include "base/fault.h"
 #include "pipeline/engine/compare.h"
 #include "pipeline/replay/replay.h"
 #include "pipeline/stress/event_store.h"

@@ -9,8 +9,8 @@
 #include <sstream>
 #include <random>
 
-#include "projectors/civil_time.h"
-#include "projectors/event_id.h"
+#include "base/civil_time.h"
+#include "base/event_id.h"
 #include "stages/db/row_writer.h"
 
 namespace rw {

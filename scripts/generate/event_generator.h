@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "errors/status.h"
+#include "base/status.h"
 #include "scripts/generate/shop_events.h"
 #include "stages/db/connection.h"
 

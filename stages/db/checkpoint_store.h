@@ -53,9 +53,9 @@
 #include <string_view>
 #include <vector>
 
-#include "projectors/event_id.h"
-#include "projectors/failure.h"
-#include "projectors/gaps.h"
+#include "base/event_id.h"
+#include "base/failure.h"
+#include "base/gaps.h"
 #include "stages/db/connection.h"
 
 namespace rw {

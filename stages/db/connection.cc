@@ -12,7 +12,7 @@
 #include <mutex>
 #include <thread>
 
-#include "errors/fault.h"
+#include "base/fault.h"
 
 namespace rw {
 namespace {

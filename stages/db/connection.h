@@ -22,7 +22,7 @@
 #include <string_view>
 #include <vector>
 
-#include "errors/status.h"
+#include "base/status.h"
 
 struct st_mysql;
 

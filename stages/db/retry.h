@@ -15,7 +15,7 @@
 #include <limits>
 #include <optional>
 
-#include "errors/status.h"
+#include "base/status.h"
 #include "stages/db/connection.h"
 
 namespace rw {

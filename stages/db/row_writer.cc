@@ -9,7 +9,7 @@
 #include <iterator>
 #include <utility>
 
-#include "projectors/civil_time.h"
+#include "base/civil_time.h"
 
 namespace rw {
 

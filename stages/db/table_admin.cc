@@ -7,9 +7,9 @@
 #include <chrono>
 #include <cstdio>
 
-#include "projectors/sha256.h"
+#include "base/sha256.h"
 #include "stages/db/checkpoint_store.h"
-#include "errors/fault.h"
+#include "base/fault.h"
 #include "stages/db/heartbeat.h"
 #include "stages/db/table_schema.h"
 

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "projectors/projector.h"
-#include "projectors/sha256.h"
+#include "base/sha256.h"
 
 namespace rw::table_schema {
 

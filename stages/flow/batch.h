@@ -19,10 +19,10 @@
 #include <vector>
 
 #include "projectors/event_record.h"
-#include "projectors/failure.h"
+#include "base/failure.h"
 #include "projectors/page_visit.h"
-#include "projectors/text_table.h"
-#include "projectors/gaps.h"
+#include "base/text_table.h"
+#include "base/gaps.h"
 
 namespace rw {
 

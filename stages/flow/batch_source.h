@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "errors/status.h"
+#include "base/status.h"
 #include "stages/flow/batch.h"
 
 namespace rw {

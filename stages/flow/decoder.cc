@@ -8,8 +8,8 @@
 #include <cstring>
 #include <string_view>
 
-#include "projectors/flat_map.h"
-#include "projectors/text_table.h"
+#include "base/flat_map.h"
+#include "base/text_table.h"
 
 namespace rw {
 namespace {

@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "projectors/text_table.h"
+#include "base/text_table.h"
 
 namespace rw {
 

@@ -7,9 +7,9 @@
 #include <chrono>
 #include <thread>
 
-#include "projectors/civil_time.h"
+#include "base/civil_time.h"
 #include "stages/db/checkpoint_store.h"
-#include "errors/fault.h"
+#include "base/fault.h"
 #include "stages/db/retry.h"
 #include "stages/control/console.h"
 

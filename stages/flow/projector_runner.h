@@ -61,7 +61,7 @@
 #include "projectors/projector.h"
 #include "stages/flow/batch.h"
 #include "stages/db/connection.h"
-#include "projectors/gaps.h"
+#include "base/gaps.h"
 #include "stages/db/row_writer.h"
 #include "stages/db/table_schema.h"
 

@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <thread>
 
-#include "projectors/civil_time.h"
-#include "errors/fault.h"
+#include "base/civil_time.h"
+#include "base/fault.h"
 #include "stages/control/console.h"
 
 namespace rw {

@@ -7,7 +7,7 @@
 // handles come back with a NULL payload (the filter runs in the server, exactly — see
 // ClassComparison — their payloads never cross the wire) and are counted as skipped.
 //
-// Gaps (see projectors/gaps.h): an id missing between two events read may belong to a
+// Gaps (see base/gaps.h): an id missing between two events read may belong to a
 // transaction that is still open. It matters only while that transaction may still commit.
 // A missing id ("hole") is final when the reader can show that no transaction that could
 // hold it is still open, in one of two ways:
@@ -83,7 +83,7 @@
 #include "stages/flow/batch.h"
 #include "stages/flow/batch_source.h"
 #include "stages/db/connection.h"
-#include "projectors/gaps.h"
+#include "base/gaps.h"
 #include "stages/control/throttle.h"
 
 namespace rw {

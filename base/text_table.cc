@@ -1,4 +1,4 @@
-#include "projectors/text_table.h"
+#include "base/text_table.h"
 
 #include <algorithm>
 #include <functional>

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "projectors/event_id.h"
+#include "base/event_id.h"
 
 namespace rw {
 

@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-#include "projectors/event_id.h"
+#include "base/event_id.h"
 
 namespace rw {
 

@@ -1,4 +1,4 @@
-#include "errors/fault.h"
+#include "base/fault.h"
 
 #include <unistd.h>
 

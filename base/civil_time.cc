@@ -1,4 +1,4 @@
-#include "projectors/civil_time.h"
+#include "base/civil_time.h"
 
 #include <cstring>
 
