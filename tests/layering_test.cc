@@ -25,6 +25,8 @@ const std::map<std::string, std::vector<std::string>> kForbidden = {
                     "CLI/", "nlohmann/", "toml++"}},
     // The MariaDB plumbing uses neither the flow nor the run controls.
     {"stages/db", {"stages/flow/", "stages/control/", "pipeline/", "config/", "oneapi/", "tbb/", "CLI/", "toml++"}},
+    // The bookkeeping tables' statements, one file per table, behind stages/db/checkpoint_store.h.
+    {"stages/db/bookkeeping", {"stages/flow/", "stages/control/", "pipeline/", "config/", "oneapi/", "tbb/", "CLI/", "toml++"}},
     // The run controls may use the plumbing (the throttle asks the server), never the flow.
     {"stages/control", {"stages/flow/", "pipeline/", "config/", "oneapi/", "tbb/", "CLI/", "toml++"}},
     // The flow may use the plumbing and the run controls.

@@ -39,6 +39,9 @@
 //                       proves the replica replicates this database, and measures its lag.
 //                       Deleted once seen; a killed run's row is deleted by the next marker.
 //
+// This header is the one way in; the statements live one file per table under
+// stages/db/bookkeeping/ (layout.cc: the DDL, Ensure and the migrations; checkpoints.cc,
+// failures.cc, ingest.cc, ownership.cc, runs.cc, replica_markers.cc).
 // Nobody else spells these tables' names or their SQL. The layout is versioned: Ensure()
 // creates the tables, or migrates an older layout forward, under a server-wide lock so that
 // two rewinds never migrate at once. A checkpoint is keyed by the table it is for, so a
