@@ -123,8 +123,8 @@ const std::vector<Command>& Commands() {
        {{"rewind stress [--quick] [--only 1,2,3,4] [--out DIR] [--keep]",
          "the four event-store questions answered on this server\n(in its own database, "
          "--stress-database, "
-         "default\nrewind_stress; never the event table). --quick: under 3 minutes here;\n"
-         "the full run: under 30"},
+         "default\nrewind_stress; never the event table). --quick: fewer, smaller\n"
+         "measurements (about 3 minutes on a 2-core server; the full run\nabout 20)"},
         {"rewind stress -D APP --events-table T [--sample N] [--models FILE]",
          "also your event table, read only: its size, a rebuild measured\non its first N "
          "events copied into the stress database, the full\ntable's time estimated"}},
@@ -132,7 +132,7 @@ const std::vector<Command>& Commands() {
        false,
        "",
        RunStress},
-      {"help", "", {{"rewind help, rewind --help", "this text"}}, {}, true, "", RunHelp},
+      {"help", "", {{"rewind help, rewind --help", "the commands, the options and the exit codes"}}, {}, true, "", RunHelp},
       {"version",
        "",
        {{"rewind version, rewind --version, -V",

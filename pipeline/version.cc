@@ -26,9 +26,11 @@ std::string VersionText() {
   return fmt::format(
       "rewind {}\n"
       "built: {}\n"
-      "libraries: oneTBB {}, simdjson {}, libmariadb {}, fmt {}\n",
+      "libraries: oneTBB {}, simdjson {}, libmariadb {}, fmt {}, toml++ {}, CLI11 {}, "
+      "nlohmann-json {}\n",
       BuildVersion(), Known(REWIND_BUILD_TYPE), Known(REWIND_TBB_VERSION),
-      Known(REWIND_SIMDJSON_VERSION), Known(REWIND_MARIADB_VERSION), Known(REWIND_FMT_VERSION));
+      Known(REWIND_SIMDJSON_VERSION), Known(REWIND_MARIADB_VERSION), Known(REWIND_FMT_VERSION),
+      Known(REWIND_TOMLPP_VERSION), Known(REWIND_CLI11_VERSION), Known(REWIND_JSON_VERSION));
 }
 
 }  // namespace rw

@@ -22,3 +22,10 @@ target_compile_definitions(tool_test PRIVATE REWIND_SOURCE_DIR="${CMAKE_SOURCE_D
                                              REWIND_MAN_PAGE="${CMAKE_BINARY_DIR}/rewind.1")
 add_dependencies(tool_test rewind rewind_man_page)
 gtest_discover_tests(tool_test DISCOVERY_TIMEOUT 60)
+
+# service_test: the systemd unit (config/examples/rewind-follow.service): its sandbox's
+# exposure, and its command line run as its own unprivileged user with the config as a
+# credential, against the private server (needs root: setpriv and a mount namespace).
+add_test(NAME Service.UnitCommandLineAsItsUser
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/service_test.sh $<TARGET_FILE:rewind> $<TARGET_FILE:rewind-gen>)
+set_tests_properties(Service.UnitCommandLineAsItsUser PROPERTIES TIMEOUT 600 RUN_SERIAL TRUE)

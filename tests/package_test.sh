@@ -22,13 +22,13 @@ expect_files() {  # LISTING FILE...: every FILE is a line of LISTING (paths rela
     grep -qxF "$f" <<<"$listing" || fail "'$f' is missing from:"$'\n'"$listing"
   done
 }
-files=(bin/rewind bin/rewind-gen share/doc/rewind/README.md share/doc/rewind/rewind.conf
+files=(bin/rewind bin/rewind-gen share/doc/rewind/README.md.gz share/doc/rewind/rewind.conf
        share/doc/rewind/blog.toml share/doc/rewind/shop.toml share/doc/rewind/examples/axon.toml
        share/doc/rewind/examples/eventsauce.toml share/doc/rewind/examples/laravel.toml
        share/doc/rewind/examples/evtstore.toml share/doc/rewind/examples/rewind-follow.service
-       share/doc/rewind/docs/replay.md share/doc/rewind/docs/read-models.md share/doc/rewind/docs/operations.md
+       share/doc/rewind/docs/replay.md.gz share/doc/rewind/docs/read-models.md.gz share/doc/rewind/docs/operations.md.gz
        share/doc/rewind/apache-combined/SOURCE.md share/rewind/apache-combined/access.log
-       share/bash-completion/completions/rewind share/man/man1/rewind.1.gz
+       share/bash-completion/completions/rewind share/man/man1/rewind.1.gz share/man/man1/rewind-gen.1.gz
        share/doc/rewind/copyright share/doc/rewind/changelog.Debian.gz)
 
 echo "== cmake --install $build --prefix $tmp/prefix"
@@ -61,27 +61,33 @@ for lib in libmariadb libtbb libsimdjson libfmt; do
 done
 
 dpkg-deb -x "$deb" "$tmp/root"
-for run in "rewind --help" "rewind-gen --help" "rewind --version"; do
+# What the package recommends and suggests: the completion's reader, the stress plots' tool.
+grep -q "bash-completion" <<<"$(dpkg-deb -f "$deb" Recommends)" || fail "Recommends lacks bash-completion"
+grep -q "gnuplot" <<<"$(dpkg-deb -f "$deb" Suggests)" || fail "Suggests lacks gnuplot"
+
+for run in "rewind --help" "rewind-gen --help" "rewind --version" "rewind-gen --version"; do
   bin=${run%% *} flag=${run#* }
   set +e
   out=$("$tmp/root/usr/bin/$bin" "$flag" 2>&1)
   rc=$?
   set -e
   [ "$rc" = 0 ] || fail "extracted $bin $flag exited $rc: $out"
-  grep -q "^$bin" <<<"$out" || fail "extracted $bin $flag printed no usage or version: $out"
+  grep -q "$bin" <<<"$out" || fail "extracted $bin $flag printed no usage or version: $out"
 done
 version=$(grep -oE 'project\(rewind VERSION [0-9.]+' "$(dirname "$0")/../CMakeLists.txt" | awk '{print $3}')
 grep -q "^rewind $version" <<<"$("$tmp/root/usr/bin/rewind" --version)" \
   || fail "extracted rewind --version does not name version $version"
-# The man page renders without a warning.
-man_err=$(MANPAGER=cat man --warnings -l "$tmp/root/usr/share/man/man1/rewind.1.gz" 2>&1 >/dev/null)
-[ -z "$man_err" ] || fail "man --warnings on the packaged rewind.1.gz: $man_err"
+# The man pages render without a warning.
+for page in rewind rewind-gen; do
+  man_err=$(MANPAGER=cat man --warnings -l "$tmp/root/usr/share/man/man1/$page.1.gz" 2>&1 >/dev/null)
+  [ -z "$man_err" ] || fail "man --warnings on the packaged $page.1.gz: $man_err"
+done
 # The changelog's newest entry is this version (the package's own revision 1).
 head1=$(zcat "$tmp/root/usr/share/doc/rewind/changelog.Debian.gz" | head -1)
 grep -qF "rewind ($version-1) " <<<"$head1" || fail "changelog.Debian.gz does not start with version $version-1: $head1"
-# lintian, Debian's package checker, finds no error (E:) in the package.
+# lintian, Debian's package checker, finds no error (E:) and no warning (W:) in the package.
 command -v lintian >/dev/null || fail "lintian not found (scripts/setup installs it)"
 lint=$(lintian --no-tag-display-limit "$deb" 2>&1 || true)
 echo "$lint"
-! grep -q '^E: ' <<<"$lint" || fail "lintian reports errors:"$'\n'"$lint"
+! grep -qE '^(E|W): ' <<<"$lint" || fail "lintian reports errors or warnings:"$'\n'"$lint"
 echo "package_test: ok"

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/aligned_table.h"
 #include "config/options.h"
 #include "pipeline/version.h"
 #include "stages/db/checkpoint_store.h"
@@ -21,16 +22,18 @@ int ReplaySummary::ExitCode() const {
 }
 
 std::string ReplaySummary::Text() const {
-  std::string out = fmt::format("{:<26} {:>12} {:>12} {:>8} {:>9} {:>9}\n", "read model",
-                                "events", "rows", "flushes", "apply s", "write s");
+  using A = AlignedTable::Align;
+  AlignedTable table({{"read model", A::kLeft}, {"events", A::kRight}, {"rows", A::kRight},
+                      {"flushes", A::kRight}, {"apply s", A::kRight}, {"write s", A::kRight},
+                      {"", A::kLeft}});
   for (const ProjectorSummary& p : projectors) {
-    out += fmt::format("{:<26} {:>12} {:>12} {:>8} {:>9.2f} {:>9.2f}{}\n", p.name,
-                       WithThousands(p.events_applied), WithThousands(p.rows_written), p.flushes,
-                       p.apply_seconds, p.flush_seconds,
-                       p.resumed_after != kBeforeFirstId
-                           ? fmt::format("  (resumed after id {})", IdText(p.resumed_after))
-                           : std::string());
+    table.Row({p.name, WithThousands(p.events_applied), WithThousands(p.rows_written),
+               std::to_string(p.flushes), fmt::format("{:.2f}", p.apply_seconds),
+               fmt::format("{:.2f}", p.flush_seconds),
+               p.resumed_after != kBeforeFirstId ? fmt::format(" (resumed after id {})", IdText(p.resumed_after))
+                                                 : std::string()});
   }
+  std::string out = table.Text();
   const double rate = seconds > 0 ? static_cast<double>(events_read) / seconds : 0;
   out += fmt::format(
       "{} {} read model(s) from {} events in {:.2f} s ({} events/s); {} skipped (other "

@@ -1,6 +1,7 @@
 #include "pipeline/replay/inspect.h"
 
 #include <fmt/core.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "base/aligned_table.h"
 #include "pipeline/replay/replay.h"
 #include "stages/control/progress.h"
 #include "stages/db/checkpoint_store.h"
@@ -177,7 +179,8 @@ int ListCommand(const ReplayOptions& o, std::FILE* out) {
     fmt::print(stderr, "rewind: {}\n", known.status().message());
     return exit_code::kUsage;
   }
-  fmt::print(out, "{:<32} {:<9} {:<28} {}\n", "read model", "kind", "key", "event types");
+  using A = AlignedTable::Align;
+  AlignedTable table({{"read model", A::kLeft}, {"kind", A::kLeft}, {"key", A::kLeft}, {"event types", A::kLeft}});
   for (const ProjectorInfo& info : *known) {
     std::unique_ptr<Projector> p = info.make();
     std::string key;
@@ -191,10 +194,10 @@ int ListCommand(const ReplayOptions& o, std::FILE* out) {
       classes.clear();
       for (const std::string& c : catalog.classes()) classes += (classes.empty() ? "" : ", ") + c;
     }
-    fmt::print(out, "{:<32} {:<9} {:<28} {}\n", info.name, info.origin.empty() ? "compiled" : "declared", key,
-               classes);
-    fmt::print(out, "    {}\n", info.description);
+    table.Row({info.name, info.origin.empty() ? "compiled" : "declared", key, classes});
+    table.Note("    " + info.description);
   }
+  fmt::print(out, "{}", table.Text());
   return 0;
 }
 
@@ -374,14 +377,17 @@ int StatusCommand(const ReplayOptions& o, std::FILE* out) {
     return exit_code::kOk;
   }
   fmt::print(out, "event store head: id {}\n", head_text);
-  fmt::print(out, "{:<32} {:<12} {:>12} {:>10} {:>8} {:>6} {:>8} {:<27} {:>8} {:>10}\n", "read model",
-             "status", "checkpoint", "behind", "failed", "late", "gave up", "last run", "seconds",
-             "events/s");
+  using A = AlignedTable::Align;
+  AlignedTable table({{"read model", A::kLeft}, {"status", A::kLeft}, {"checkpoint", A::kRight},
+                      {"behind", A::kRight}, {"failed", A::kRight}, {"late", A::kRight},
+                      {"gave up", A::kRight}, {"last run", A::kLeft}, {"seconds", A::kRight},
+                      {"events/s", A::kRight}});
   for (const auto& r : rows) {
-    fmt::print(out, "{:<32} {:<12} {:>12} {:>10} {:>8} {:>6} {:>8} {:<27} {:>8} {:>10}\n",
-               r.projector, declarations.State(r), IdOrDash(r.checkpoint), IdOrDash(r.behind), r.failures, r.late_events,
-               r.gaps_given_up, Text(r.last_run_at), Seconds2(r.seconds), Rate(r.events_per_second));
+    table.Row({r.projector, declarations.State(r), IdOrDash(r.checkpoint), IdOrDash(r.behind),
+               std::to_string(r.failures), std::to_string(r.late_events), std::to_string(r.gaps_given_up),
+               Text(r.last_run_at), Seconds2(r.seconds), Rate(r.events_per_second)});
   }
+  fmt::print(out, "{}", table.Text());
   if (rows.empty()) fmt::print(out, "(no read model has been rebuilt by rewind yet)\n");
   return exit_code::kOk;
 }
@@ -391,16 +397,19 @@ namespace {
 // The verify report, one table per read model; returns its exit code.
 int PrintDiffs(const std::vector<TableDiff>& diffs, const std::string& other, std::FILE* out) {
   bool identical = true;
-  fmt::print(out, "{:<26} {:>10} {:>10} {:>12} {:>12} {:>9} {:>9} {:>9}  {}\n", "read model",
-             "live rows", other, "live total", other + " tot", "only live",
-             "only " + other.substr(0, 4), "differ", "verdict");
+  using A = AlignedTable::Align;
+  AlignedTable table({{"read model", A::kLeft}, {"live rows", A::kRight}, {other, A::kRight},
+                      {"live total", A::kRight}, {other + " tot", A::kRight}, {"only live", A::kRight},
+                      {"only " + other.substr(0, 4), A::kRight}, {"differ", A::kRight},
+                      {"verdict", A::kLeft}});
   for (const TableDiff& d : diffs) {
     identical = identical && d.identical();
-    fmt::print(out, "{:<26} {:>10} {:>10} {:>12} {:>12} {:>9} {:>9} {:>9}  {}\n", d.table,
-               d.live_rows, d.rebuilt_rows, d.live_total, d.rebuilt_total, d.only_live,
-               d.only_rebuilt, d.count_differs, d.identical() ? "identical" : "DIFFERS");
-    for (const std::string& e : d.examples) fmt::print(out, "    {}\n", e);
+    table.Row({d.table, fmt::to_string(d.live_rows), fmt::to_string(d.rebuilt_rows), fmt::to_string(d.live_total),
+               fmt::to_string(d.rebuilt_total), fmt::to_string(d.only_live), fmt::to_string(d.only_rebuilt),
+               fmt::to_string(d.count_differs), d.identical() ? "identical" : "DIFFERS"});
+    for (const std::string& e : d.examples) table.Note("    " + e);
   }
+  fmt::print(out, "{}", table.Text());
   fmt::print(out, "{}\n", identical ? "every read model is identical to the " + other + " one"
                                     : "some read models differ from the " + other + " one");
   return identical ? exit_code::kOk : exit_code::kDiffers;

@@ -1,12 +1,14 @@
 // rewind-gen: fills an event table with sample PageVisited events built from the real
-// access log in tests/data/apache-combined/. See `rewind-gen --help`.
+// access log in tests/data/apache-combined/. Its usage: scripts/generate/usage.h.
 #include <fmt/core.h>
 
 #include <cstdlib>
 #include <string>
 
 #include "config/options.h"
+#include "pipeline/version.h"
 #include "scripts/generate/event_generator.h"
+#include "scripts/generate/usage.h"
 #include "stages/db/checkpoint_store.h"
 #include "stages/db/table_admin.h"
 
@@ -21,18 +23,11 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
     if (a == "--help") {
-      fmt::print(
-          "rewind-gen [--events N] [--bad-every N] [--append] [--seed N] [--id-step N] [--holes F]\n"
-          "           [--delete-ranges LO:HI[,LO:HI...]] [connection options]\n"
-          "rewind-gen --shop ORDERS [connection options]\n"
-          "Creates the event table (default stored_events) if missing and appends N sample\n"
-          "PageVisited events (default 1,000,000). Without --append a table it made before is\n"
-          "dropped first; a table it did not make (rewind's bookkeeping says which) is never\n"
-          "dropped or appended to. --bad-every N makes every Nth payload bad (for testing).\n"
-          "--shop ORDERS fills it instead with a small shop's events (config/shop.toml reads them).\n"
-          "Ids as production tables have them: --id-step N makes ids go up by N (a Galera node's\n"
-          "auto_increment_increment), --holes F burns each id with probability F (rolled-back\n"
-          "inserts), --delete-ranges deletes the events with ids in those ranges afterwards.\n");
+      fmt::print("{}", gen_usage::UsageText());
+      return 0;
+    }
+    if (a == "--version" || a == "-V") {
+      fmt::print("rewind-gen {}\n", BuildVersion());
       return 0;
     }
     if (a == "--events") g.events = std::stoull(next());
@@ -48,7 +43,12 @@ int main(int argc, char** argv) {
   rest.insert(rest.begin(), "replay");
   Result<CommandLine> cl = ParseCommandLine(rest, SystemEnvironment());
   if (!cl.ok()) {
-    fmt::print(stderr, "rewind-gen: {}\n", cl.status().message());
+    // The connection options are rewind's; the rest of the help is rewind-gen's own.
+    std::string message = cl.status().message();
+    if (const auto at = message.find("rewind --help"); at != std::string::npos) {
+      message.replace(at, 13, "rewind-gen --help");
+    }
+    fmt::print(stderr, "rewind-gen: {}\n", message);
     return 2;
   }
   const std::string log_path = FindAccessLog();

@@ -2,7 +2,8 @@
 // from, so the two never disagree: the command table (pipeline/commands.h: SYNOPSIS,
 // COMMANDS, the DESCRIPTION's paragraphs, EXIT STATUS), the option table (config/options.h
 // OptionDocs: OPTIONS by group, ENVIRONMENT) and the config search (FILES). The build runs
-// it (cmake/package.cmake): `rewind-man build/rewind.1`; tests/tool_test.cc renders the
+// it (cmake/package.cmake): `rewind-man build/rewind.1 build/rewind-gen.1` (the second page
+// from rewind-gen's usage text, scripts/generate/usage.h); tests/tool_test.cc renders the
 // page with `man --warnings` and checks it names every command and option.
 //
 // A program of its own, single-threaded.
@@ -17,6 +18,7 @@
 #include "config/options.h"
 #include "pipeline/commands.h"
 #include "pipeline/version.h"
+#include "scripts/generate/usage.h"
 
 namespace {
 
@@ -68,8 +70,7 @@ std::string Takers(OptionGroup g) {
   return everyone || who.empty() ? "" : " (" + who + ")";
 }
 
-std::string ManPage() {
-  const std::vector<OptionDoc> docs = OptionDocs();
+std::string Header() {
   std::string m;
   m += fmt::format(".TH REWIND 1 \"\" \"rewind {}\" \"User Commands\"\n", VersionNumber());
   m += ".nh\n";  // no hyphenation: an option stays one word to search for
@@ -80,7 +81,11 @@ std::string ManPage() {
     for (const Command::Usage& u : c.usage) m += Bold(u.line) + "\n";
   }
   m += ".fi\n";
+  return m;
+}
 
+std::string Description() {
+  std::string m;
   m += ".SH DESCRIPTION\n"
        "rewind rebuilds the read models of an event\\-sourced application from its event "
        "table in MariaDB: it reads the events once, in id order, applies them to shadow "
@@ -97,6 +102,11 @@ std::string ManPage() {
       m += ".TP\n" + Bold(u.line) + "\n" + Roff(u.what) + "\n";
   }
 
+  return m;
+}
+
+std::string Options(const std::vector<OptionDoc>& docs) {
+  std::string m;
   m += ".SH OPTIONS\n"
        "Every option can also be given in the config file (its long name is the key; see "
        "FILES) and many in the environment (see ENVIRONMENT). The command line beats the "
@@ -124,6 +134,11 @@ std::string ManPage() {
     }
   }
 
+  return m;
+}
+
+std::string ExitStatusAndGrants() {
+  std::string m;
   m += ".SH EXIT STATUS\n";
   for (const ExitCodeRow& e : ExitCodes())
     m += fmt::format(".TP\n.B {}\n{}\n", e.code, Roff(e.meaning));
@@ -140,7 +155,12 @@ std::string ManPage() {
        ".PP\n\\fBrewind replay \\-\\-all \\-\\-dry\\-run\\fR lists the grants a run would "
        "miss, and touches nothing.\n";
 
+  return m;
+}
+
+std::string Files() {
   const ConfigPlaces places = BuiltInConfigPlaces();
+  std::string m;
   m += ".SH FILES\n"
        "rewind reads one config file of \\fIkey\\fR = \\fIvalue\\fR lines (the keys are the "
        "long option names), the first that exists of the places below; never one in the "
@@ -161,6 +181,11 @@ std::string ManPage() {
        Italic(std::string(REWIND_DOC_DIR) + "/rewind.conf") + "\n.RE\n";
 #endif
 
+  return m;
+}
+
+std::string Environment(const std::vector<OptionDoc>& docs) {
+  std::string m;
   m += ".SH ENVIRONMENT\n";
   std::set<std::string> seen;
   for (const OptionDoc& d : docs) {
@@ -172,6 +197,11 @@ std::string ManPage() {
   m += ".TP\n.B REWIND_CONFIG\nthe config file (see FILES)\n"
        ".TP\n.B XDG_CONFIG_HOME\\fR, \\fBHOME\nwhere the user's config file is (see FILES)\n";
 
+  return m;
+}
+
+std::string Examples() {
+  std::string m;
   m += ".SH EXAMPLES\n"
        ".TP\n\\fBrewind replay \\-\\-all \\-\\-dry\\-run\\fR\n"
        "what a rebuild of every read model would read, write and need; touches nothing.\n"
@@ -187,30 +217,65 @@ std::string ManPage() {
        "difference).\n"
        ".TP\n\\fBrewind status \\-\\-json\\fR\n"
        "the checkpoints, the lag and the failures of every read model, as JSON.\n";
-  m += ".SH SEE ALSO\n\\fBmariadb\\fR(1)\n";
+  m += ".SH SEE ALSO\n\\fBrewind\\-gen\\fR(1), \\fBmariadb\\fR(1)\n";
   return m;
+}
+
+std::string ManPage() {
+  const std::vector<OptionDoc> docs = OptionDocs();
+  return Header() + Description() + Options(docs) + ExitStatusAndGrants() + Files() +
+         Environment(docs) + Examples();
+}
+
+// rewind-gen(1), from the text its --help prints (scripts/generate/usage.h).
+std::string GenManPage() {
+  std::string m = fmt::format(".TH REWIND\\-GEN 1 \"\" \"rewind {}\" \"User Commands\"\n.nh\n",
+                              VersionNumber());
+  m += ".SH NAME\nrewind\\-gen \\- " + Roff(gen_usage::kSummary) + "\n";
+  m += ".SH SYNOPSIS\n.nf\n";
+  for (const char* line : gen_usage::kSynopsis) m += Bold(line) + "\n";
+  m += ".fi\n.SH DESCRIPTION\n";
+  for (const char* p : gen_usage::kDescription) m += ".PP\n" + Roff(p) + "\n";
+  m += ".SH OPTIONS\n";
+  for (const gen_usage::Option& o : gen_usage::kOptions) {
+    const std::string flag = o.flag;
+    const auto space = flag.find(' ');
+    m += ".TP\n" + Bold(flag.substr(0, space));
+    if (space != std::string::npos) m += " " + Italic(flag.substr(space + 1));
+    m += "\n" + Roff(o.help) + "\n";
+  }
+  m += ".SH EXIT STATUS\n.TP\n.B 0\nthe events were written\n.TP\n.B 1\nan error (the message "
+       "says which)\n.TP\n.B 2\na bad command line\n";
+  m += ".SH SEE ALSO\n\\fBrewind\\fR(1)\n";
+  return m;
+}
+
+// Writes `text` to `out` through a temporary file beside it. False (said) on failure.
+bool WriteFile(const std::string& out, const std::string& text) {
+  const std::string tmp = out + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::trunc);
+    f << text;
+    if (!f.flush()) {
+      fmt::print(stderr, "rewind-man: cannot write '{}'\n", tmp);
+      return false;
+    }
+  }
+  if (std::rename(tmp.c_str(), out.c_str()) != 0) {
+    fmt::print(stderr, "rewind-man: cannot rename '{}' to '{}'\n", tmp, out);
+    return false;
+  }
+  return true;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    fmt::print(stderr, "usage: rewind-man OUTPUT.1\n");
+  if (argc != 2 && argc != 3) {
+    fmt::print(stderr, "usage: rewind-man REWIND.1 [REWIND-GEN.1]\n");
     return 2;
   }
-  const std::string out = argv[1];
-  const std::string tmp = out + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    f << ManPage();
-    if (!f.flush()) {
-      fmt::print(stderr, "rewind-man: cannot write '{}'\n", tmp);
-      return 1;
-    }
-  }
-  if (std::rename(tmp.c_str(), out.c_str()) != 0) {
-    fmt::print(stderr, "rewind-man: cannot rename '{}' to '{}'\n", tmp, out);
-    return 1;
-  }
+  if (!WriteFile(argv[1], ManPage())) return 1;
+  if (argc == 3 && !WriteFile(argv[2], GenManPage())) return 1;
   return 0;
 }

@@ -121,7 +121,8 @@ std::string Compose(const Pieces& p, size_t bar_cells, bool events, const std::s
   std::string line;
   if (bar_cells > 0) {
     const auto filled = static_cast<size_t>(p.fraction * static_cast<double>(bar_cells));
-    line = "[" + std::string(filled, '#') + std::string(bar_cells - filled, '.') + "] ";
+    // Formatted: GCC 12 mis-warns (-Wrestrict, its bug 105329) on "[" + std::string.
+    line = fmt::format("[{}{}] ", std::string(filled, '#'), std::string(bar_cells - filled, '.'));
   }
   line += p.percent;
   if (events) line += p.events;
@@ -234,7 +235,7 @@ void Progress::Stop() {
     std::lock_guard<std::mutex> console(console_internal::Mutex());
     if (console_internal::ActiveLocked() == this) console_internal::ActiveLocked() = nullptr;
     if (mode_ == ProgressMode::kTerminal) {
-      std::fputs(("\r" + Line(false, Width()) + "\033[K\n").c_str(), out_);
+      std::fputs(fmt::format("\r{}\033[K\n", Line(false, Width())).c_str(), out_);
       std::fflush(out_);
     }
   }
@@ -321,7 +322,7 @@ std::string Progress::Line(bool bar, int width) const {
 }
 
 std::string Progress::Frame() const {
-  if (mode_ == ProgressMode::kTerminal) return "\r" + Line(true, Width()) + "\033[K";
+  if (mode_ == ProgressMode::kTerminal) return fmt::format("\r{}\033[K", Line(true, Width()));
   return "rewind: " + Line(false) + "\n";
 }
 

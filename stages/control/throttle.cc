@@ -33,7 +33,7 @@ void Throttle::Took(uint64_t events) {
 
 Result<int64_t> Throttle::BusyThreads() {
   std::string ours;
-  for (unsigned long id : Connection::OwnThreadIds()) ours += (ours.empty() ? "" : ",") + std::to_string(id);
+  for (unsigned long id : Connection::OwnThreadIds()) ours += fmt::format("{}{}", ours.empty() ? "" : ",", id);
   Result<std::optional<std::string>> v = probe_->QueryValue(fmt::format(
       "SELECT (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = "
       "'THREADS_RUNNING') - (SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID IN ({}) "

@@ -1,5 +1,6 @@
 #include "stages/db/heartbeat.h"
 
+#include <fmt/core.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -9,7 +10,7 @@ namespace rw {
 std::string OwnConnectionIds() {
   std::string out;
   for (unsigned long id : Connection::OwnThreadIds())
-    out += (out.empty() ? "" : ",") + std::to_string(id);
+    out += fmt::format("{}{}", out.empty() ? "" : ",", id);
   return out;
 }
 
