@@ -123,4 +123,10 @@ std::string SnapshotJson(const State& s) {
       s.confirmed_at);
 }
 
+State Folded(const std::string& stream, int64_t n, int64_t confirm_at) {
+  State s;
+  for (int64_t v = 1; v <= n; ++v) Fold(s, Generate(stream, v, confirm_at));
+  return s;
+}
+
 }  // namespace rw::order

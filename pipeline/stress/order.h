@@ -65,5 +65,7 @@ Event Generate(const std::string& stream, int64_t n, int64_t confirm_at);
 std::string Payload(const std::string& stream, const Event& event);
 // A snapshot's JSON.
 std::string SnapshotJson(const State& state);
+// The state a generated stream folds to after `n` events (computed, not loaded).
+State Folded(const std::string& stream, int64_t n, int64_t confirm_at);
 
 }  // namespace rw::order
