@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "pipeline/stress/event_store.h"
-#include "pipeline/stress/order.h"
+#include "sample/order.h"
 #include "framework_tables.h"
 #include "rewind_process.h"
 #include "test_db.h"

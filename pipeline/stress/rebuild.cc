@@ -112,7 +112,6 @@ class Rebuild : public Question {
         sql += ", UNHEX(SHA2(";
         c.AppendQuoted(sql, stream);
         sql += ", 256)), ";
-        const auto cents = [](int64_t c) { return fmt::format("{}.{:02d}", c / 100, c % 100); };
         // status (last) and confirmed_at (first) each with the event's position, which their
         // merge compares (stages/db/table_schema.h).
         switch (e->kind) {
@@ -120,10 +119,10 @@ class Rebuild : public Question {
             sql += fmt::format("'created', {}, 0, 0, 0, NULL, NULL)", position);
             break;
           case order::Kind::kItemAdded:
-            sql += fmt::format("NULL, NULL, 1, {}, 0, NULL, NULL)", cents(e->cents));
+            sql += fmt::format("NULL, NULL, 1, {}, 0, NULL, NULL)", order::Money(e->cents));
             break;
           case order::Kind::kDiscountApplied:
-            sql += fmt::format("NULL, NULL, 0, 0, {}, NULL, NULL)", cents(e->cents));
+            sql += fmt::format("NULL, NULL, 0, 0, {}, NULL, NULL)", order::Money(e->cents));
             break;
           case order::Kind::kConfirmed:
             sql += fmt::format("'confirmed', {}, 0, 0, 0, ", position);
