@@ -17,7 +17,7 @@ class AggregateLoad : public Question {
     h_.Progress(
         fmt::format("question 1: aggregate load time vs stream length ({} rounds of {} loads each)",
                     h_.repeat(), loads));
-    std::vector<std::tuple<std::string, int64_t, int64_t>> streams;
+    OrderStreams streams;
     for (int64_t n : lengths) streams.emplace_back(fmt::format("q1-{}", n), n, n / 2);
     if (Status s = h_.LoadStreams(h_.store().tables().events, streams); !s.ok()) return s;
     for (int64_t n : lengths) {

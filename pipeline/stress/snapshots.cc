@@ -21,7 +21,7 @@ class Snapshots : public Question {
     h_.Progress(
         fmt::format("question 2: snapshot + {} events vs full replay ({} rounds of {} loads each)",
                     kTail, h_.repeat(), loads));
-    std::vector<std::tuple<std::string, int64_t, int64_t>> streams;
+    OrderStreams streams;
     for (int64_t n : lengths) streams.emplace_back(fmt::format("q2-{}", n), n, n / 2);
     if (Status s = h_.LoadStreams(h_.store().tables().events, streams); !s.ok()) return s;
     std::vector<double> full_p50, snap_p50;
