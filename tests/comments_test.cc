@@ -59,7 +59,7 @@ TEST(Comments, NameOnlyFilesThatExist) {
   const std::regex file(R"((?:^|[^\w./-])((?:[\w.-]+/)*[\w-]+\.(?:h|cc|md|toml|js|json|conf|service|tsv|sql))(?![\w/]))");
   std::vector<std::string> stale;
   size_t named = 0;
-  for (const char* folder : {"base", "projectors", "stages", "config", "pipeline", "tests", "scripts", "perf"}) {
+  for (const char* folder : {"base", "sample", "projectors", "stages", "config", "pipeline", "tests", "scripts", "perf"}) {
     for (auto it = fs::recursive_directory_iterator(kRoot / folder); it != fs::recursive_directory_iterator(); ++it) {
       if (Skipped(it->path())) {
         if (it->is_directory()) it.disable_recursion_pending();

@@ -15,7 +15,7 @@
 #include "pipeline/replay/verify.h"
 #include "rewind_process.h"
 #include "scripts/generate/event_generator.h"
-#include "scripts/generate/shop_events.h"
+#include "sample/shop_events.h"
 #include "subprocess.h"
 #include "test_db.h"
 

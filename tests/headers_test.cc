@@ -37,7 +37,7 @@ bool SpeaksOfThreadSafety(const std::string& comment) {
 TEST(Headers, EachOpensWithItsPurposeAndThreadSafety) {
   std::vector<std::string> silent;
   size_t headers = 0;
-  for (const char* folder : {"base", "projectors", "stages", "config", "pipeline"}) {
+  for (const char* folder : {"base", "sample", "projectors", "stages", "config", "pipeline"}) {
     for (const auto& entry :
          fs::recursive_directory_iterator(fs::path(REWIND_SOURCE_DIR) / folder)) {
       if (entry.path().extension() != ".h") continue;

@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "pipeline/stress/event_store.h"
-#include "pipeline/stress/order.h"
+#include "sample/order.h"
 #include "framework_tables.h"
 #include "rewind_process.h"
 #include "test_db.h"
@@ -129,51 +129,26 @@ TEST(EventStore, SnapshotAndTailRehydrateToTheStateOfAFullReplay) {
   }
 }
 
-TEST(Stress, QuickRunWritesItsReportAndItsRebuildsEqualAFold) {
-  const std::string out = ::testing::TempDir() + "/stress-out";
-  std::filesystem::remove_all(out);
-  const ConnectionOptions server = ServerOptions();
-  {
-    auto c = Connect(server);
-    ASSERT_TRUE(c);
-    ASSERT_TRUE(c->Execute("DROP DATABASE IF EXISTS rewind_test_stress").ok());
-  }
-  std::vector<std::string> env = Env(server);
-  env.push_back("REWIND_DATABASE=ignored_by_stress");  // stress works in its own database
-  Outcome run = RunRewind(
-      {"stress", "--quick", "--stress-database", "rewind_test_stress", "--out", out, "--keep"},
-      env);
-  // The summary is printed too.
-  EXPECT_NE(run.out.find("\n1. Aggregate load: "), std::string::npos) << run.out;
-  ASSERT_EQ(run.code, 0) << run.err << run.out;
-  for (const char* f : {"report.md", "results.csv", "q1_aggregate_load.png", "q2_snapshot.png",
-                        "q3_projection_rebuild.png", "q4_concurrent_append.png"}) {
-    EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(out) / f)) << f;
-  }
+// results.csv of a run in `out`: each row's value by "question,case,metric"; `questions`
+// gets the questions it answered.
+std::map<std::string, double> ReadResults(const std::string& out, std::set<std::string>& questions) {
   std::ifstream csv(std::filesystem::path(out) / "results.csv");
   std::string line;
   std::getline(csv, line);
   EXPECT_EQ(line, "question,case,metric,value,unit");
   std::map<std::string, double> values;
-  std::set<std::string> questions;
   while (std::getline(csv, line)) {
     const size_t a = line.find(','), b = line.find(',', a + 1), d = line.find(',', b + 1),
                  e = line.find(',', d + 1);
     questions.insert(line.substr(0, a));
     values[line.substr(0, d)] = std::stod(line.substr(d + 1, e - d - 1));
   }
-  EXPECT_EQ(questions, (std::set<std::string>{"commit", "aggregate_load", "snapshot",
-                                              "projection_rebuild", "parallel_projections",
-                                              "concurrent_append", "append_during_rebuild"}));
-  EXPECT_TRUE(values.count("parallel_projections,10000/4_models,at_once_seconds"));
-  EXPECT_GT(values["append_during_rebuild,during_rebuild_10,rebuilds"],
-            0);  // a rebuild ran alongside
-  EXPECT_EQ(values["append_during_rebuild,all,lost"], 0);
-  EXPECT_EQ(values["append_during_rebuild,all,duplicated"], 0);
-  EXPECT_TRUE(values.count("commit,autocommit_insert,p50"));  // the flush latency, measured
-  EXPECT_TRUE(values.count("aggregate_load,10000,p50"));      // --quick keeps the longest stream
-  EXPECT_TRUE(values.count("aggregate_load,10000,p50_min"));  // a spread of the runs
-  EXPECT_TRUE(values.count("snapshot,crossover,events"));
+  return values;
+}
+
+// Question 4's figures of a --quick run: nothing lost or duplicated, and the retry counters
+// add up.
+void ExpectAppendsAddUp(std::map<std::string, double>& values) {
   for (const char* c : {"distinct_1", "distinct_10", "distinct_100", "one_stream_1",
                         "one_stream_10", "one_stream_100"}) {
     const auto v = [&](const char* m) {
@@ -196,13 +171,11 @@ TEST(Stress, QuickRunWritesItsReportAndItsRebuildsEqualAFold) {
   EXPECT_EQ(values["concurrent_append,distinct_10,conflicts"], 0);
   EXPECT_GT(values["concurrent_append,one_stream_100,conflicts"],
             0);  // 100 writers on one stream collide
-  for (const char* m : {"single", "batched", "pipeline", "filtered_server", "filtered_client"}) {
-    for (const char* v : {"1000", "2000", "3000", "5000", "10000"}) {  // five volumes
-      EXPECT_TRUE(values.count(fmt::format("projection_rebuild,{}/{},seconds", v, m)))
-          << v << " " << m;
-    }
-  }
-  // report.md opens with the five-line summary, each line with the article's figure and a ratio.
+}
+
+// report.md of a --quick run in `out` opens with the five-line summary, each line with the
+// article's figure and a ratio, and gives the decisions.
+void ExpectReportOfAQuickRun(const std::string& out) {
   std::ifstream md(std::filesystem::path(out) / "report.md");
   std::vector<std::string> report;
   for (std::string l; std::getline(md, l);) report.push_back(l);
@@ -225,24 +198,11 @@ TEST(Stress, QuickRunWritesItsReportAndItsRebuildsEqualAFold) {
             std::string::npos);
   EXPECT_NE(all.find("--quick**: p95 and p99 come from 45 loads"), std::string::npos);
   EXPECT_NE(all.find("rebuilding 10,000 events takes "), std::string::npos);
-  // The filtered projections read one type in five: DiscountApplied, about 20 % of the events.
-  {
-    int64_t discounts = 0, events = 0;
-    for (int i = 0; i < 100; ++i) {
-      const std::string stream = fmt::format("order-{:07d}", i);
-      for (int64_t v = 1; v <= 100; ++v, ++events) {
-        discounts += order::Generate(stream, v, 90).kind == order::Kind::kDiscountApplied;
-      }
-    }
-    EXPECT_NEAR(static_cast<double>(discounts) / static_cast<double>(events), 0.2, 0.03);
-  }
-  // The last volume's OrderSummary tables are kept (--keep; the pipeline's last rebuilt the
-  // same 100 orders while appends ran): each equals the fold of the generated orders computed
-  // here.
-  ConnectionOptions db = server;
-  db.database = "rewind_test_stress";
-  auto c = Connect(db);
-  ASSERT_TRUE(c);
+}
+
+// The OrderSummary rows of the 100 generated orders of question 3's volume of 10,000 events,
+// folded here: "order_id|status|items|total|discount_total|confirmed_at".
+std::vector<std::string> OrderSummariesFoldedHere() {
   std::vector<std::string> want;
   for (int i = 0; i < 100; ++i) {
     const std::string stream = fmt::format("order-{:07d}", i);
@@ -262,12 +222,21 @@ TEST(Stress, QuickRunWritesItsReportAndItsRebuildsEqualAFold) {
                                total / 100, total % 100, discount / 100, discount % 100,
                                confirmed));
   }
+  return want;
+}
+
+// The tables of a --quick run kept in its database (`c`): the last volume's OrderSummary
+// tables (the pipeline's last rebuilt the same 100 orders while appends ran) each equal the
+// fold computed here, and every table it made is recorded as its own (the end of a run
+// without --keep drops them).
+void ExpectKeptTablesOfAQuickRun(Connection& c) {
+  const std::vector<std::string> want = OrderSummariesFoldedHere();
   for (const char* table :
        {"order_summary", "summary_single", "summary_batched", "summary_par_3"}) {
     auto rows =
-        c->Query(fmt::format("SELECT order_id, status, items, total, discount_total, confirmed_at "
-                             "FROM {} ORDER BY order_id",
-                             table));
+        c.Query(fmt::format("SELECT order_id, status, items, total, discount_total, confirmed_at "
+                            "FROM {} ORDER BY order_id",
+                            table));
     ASSERT_TRUE(rows.ok()) << rows.status().message();
     std::vector<std::string> got;
     for (const auto& r : rows->rows) {
@@ -277,20 +246,80 @@ TEST(Stress, QuickRunWritesItsReportAndItsRebuildsEqualAFold) {
     }
     EXPECT_EQ(got, want) << table;
   }
-  // Every table it made is recorded as its own (the end of a run without --keep drops them).
   EXPECT_EQ(
-      Count(*c,
+      Count(c,
             "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = "
             "'rewind_test_stress' AND "
             "TABLE_NAME <> 'rewind_stress_tables' AND TABLE_NAME NOT IN (SELECT table_name FROM "
             "rewind_test_stress.rewind_stress_tables)"),
       0)
-      << c->QueryValue(
+      << c.QueryValue(
               "SELECT GROUP_CONCAT(TABLE_NAME) FROM information_schema.TABLES WHERE TABLE_SCHEMA = "
               "'rewind_test_stress' AND TABLE_NAME NOT IN (SELECT table_name FROM "
               "rewind_test_stress.rewind_stress_tables)")
              .value()
              .value_or("");
+}
+
+TEST(Stress, QuickRunWritesItsReportAndItsRebuildsEqualAFold) {
+  const std::string out = ::testing::TempDir() + "/stress-out";
+  std::filesystem::remove_all(out);
+  const ConnectionOptions server = ServerOptions();
+  {
+    auto c = Connect(server);
+    ASSERT_TRUE(c);
+    ASSERT_TRUE(c->Execute("DROP DATABASE IF EXISTS rewind_test_stress").ok());
+  }
+  std::vector<std::string> env = Env(server);
+  env.push_back("REWIND_DATABASE=ignored_by_stress");  // stress works in its own database
+  Outcome run = RunRewind(
+      {"stress", "--quick", "--stress-database", "rewind_test_stress", "--out", out, "--keep"},
+      env);
+  // The summary is printed too.
+  EXPECT_NE(run.out.find("\n1. Aggregate load: "), std::string::npos) << run.out;
+  ASSERT_EQ(run.code, 0) << run.err << run.out;
+  for (const char* f : {"report.md", "results.csv", "q1_aggregate_load.png", "q2_snapshot.png",
+                        "q3_projection_rebuild.png", "q4_concurrent_append.png"}) {
+    EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(out) / f)) << f;
+  }
+  std::set<std::string> questions;
+  std::map<std::string, double> values = ReadResults(out, questions);
+  EXPECT_EQ(questions, (std::set<std::string>{"commit", "aggregate_load", "snapshot",
+                                              "projection_rebuild", "parallel_projections",
+                                              "concurrent_append", "append_during_rebuild"}));
+  EXPECT_TRUE(values.count("parallel_projections,10000/4_models,at_once_seconds"));
+  EXPECT_GT(values["append_during_rebuild,during_rebuild_10,rebuilds"],
+            0);  // a rebuild ran alongside
+  EXPECT_EQ(values["append_during_rebuild,all,lost"], 0);
+  EXPECT_EQ(values["append_during_rebuild,all,duplicated"], 0);
+  EXPECT_TRUE(values.count("commit,autocommit_insert,p50"));  // the flush latency, measured
+  EXPECT_TRUE(values.count("aggregate_load,10000,p50"));      // --quick keeps the longest stream
+  EXPECT_TRUE(values.count("aggregate_load,10000,p50_min"));  // a spread of the runs
+  EXPECT_TRUE(values.count("snapshot,crossover,events"));
+  ExpectAppendsAddUp(values);
+  for (const char* m : {"single", "batched", "pipeline", "filtered_server", "filtered_client"}) {
+    for (const char* v : {"1000", "2000", "3000", "5000", "10000"}) {  // five volumes
+      EXPECT_TRUE(values.count(fmt::format("projection_rebuild,{}/{},seconds", v, m)))
+          << v << " " << m;
+    }
+  }
+  ExpectReportOfAQuickRun(out);
+  // The filtered projections read one type in five: DiscountApplied, about 20 % of the events.
+  {
+    int64_t discounts = 0, events = 0;
+    for (int i = 0; i < 100; ++i) {
+      const std::string stream = fmt::format("order-{:07d}", i);
+      for (int64_t v = 1; v <= 100; ++v, ++events) {
+        discounts += order::Generate(stream, v, 90).kind == order::Kind::kDiscountApplied;
+      }
+    }
+    EXPECT_NEAR(static_cast<double>(discounts) / static_cast<double>(events), 0.2, 0.03);
+  }
+  ConnectionOptions db = server;
+  db.database = "rewind_test_stress";
+  auto c = Connect(db);
+  ASSERT_TRUE(c);
+  ExpectKeptTablesOfAQuickRun(*c);
   EXPECT_TRUE(c->Execute("DROP DATABASE rewind_test_stress").ok());
 }
 

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/stress/order.h"
+#include "sample/order.h"
 #include "stages/db/connection.h"
 
 namespace rw {

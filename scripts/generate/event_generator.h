@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "scripts/generate/shop_events.h"
+#include "sample/shop_events.h"
 #include "stages/db/connection.h"
 
 namespace rw {
@@ -68,7 +68,7 @@ Status LoadEvents(Connection& connection, const std::string& table,
 // separated): an erasure request, a purged tenant.
 Status DeleteIdRanges(Connection& connection, const std::string& table, const std::string& ranges);
 
-// Appends shop events (scripts/generate/shop_events.h) to an existing event table, in
+// Appends shop events (sample/shop_events.h) to an existing event table, in
 // multi-row INSERTs of about 1 MiB.
 Status InsertShopEvents(Connection& connection, const std::string& table, const std::vector<shop::Event>& events);
 

@@ -1,4 +1,4 @@
-#include "pipeline/stress/order.h"
+#include "sample/order.h"
 
 #include <fmt/core.h>
 
@@ -57,7 +57,6 @@ void Fold(State& s, const Event& e) {
 }
 
 namespace {
-std::string Money(int64_t cents) { return fmt::format("{}.{:02d}", cents / 100, cents % 100); }
 uint64_t Mix(uint64_t x) {
   x ^= x >> 33;
   x *= 0xff51afd7ed558ccdull;
@@ -121,6 +120,14 @@ std::string SnapshotJson(const State& s) {
       R"({{"version":{},"status":"{}","customer":"{}","items":{},"quantity":{},"totalCents":{},"discountCents":{},"confirmedAt":"{}"}})",
       s.version, s.status, s.customer, s.items, s.quantity, s.total_cents, s.discount_cents,
       s.confirmed_at);
+}
+
+std::string Money(int64_t cents) { return fmt::format("{}.{:02d}", cents / 100, cents % 100); }
+
+State Folded(const std::string& stream, int64_t n, int64_t confirm_at) {
+  State s;
+  for (int64_t v = 1; v <= n; ++v) Fold(s, Generate(stream, v, confirm_at));
+  return s;
 }
 
 }  // namespace rw::order

@@ -1,4 +1,5 @@
-// Shop events: a second domain for declared read models (tests/declared_test.cc, the demo).
+// Shop events: the orders of the sample domain (order.h) as a shop application stores them,
+// for declared read models (tests/declared_test.cc, rewind-gen --shop, the demo).
 //
 // Orders are placed by customers (unicode ids, some numeric), get items, discounts, a
 // confirmation, some a refund. Amounts are written as JSON integers, decimals and numeric
@@ -15,6 +16,8 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include "sample/order.h"
 
 namespace rw::shop {
 
@@ -40,7 +43,7 @@ struct Event {
 };
 
 inline std::string Money(int64_t cents, int style) {
-  const std::string text = fmt::format("{}.{:02d}", cents / 100, cents % 100);
+  const std::string text = order::Money(cents);
   switch (style % 3) {
     case 0: return cents % 100 == 0 ? std::to_string(cents / 100) : text;  // a JSON integer when whole
     case 1: return text;                                                      // a JSON decimal

@@ -1,9 +1,13 @@
-// The Order aggregate of `rewind stress`: its events, its fold, and its JSON forms.
+// The sample order domain that `rewind stress`, `rewind-gen` and the tests share: orders
+// created by a customer, given items and discounts, confirmed. Here the Order aggregate of
+// `rewind stress`: its events, its fold, and its JSON forms; shop_events.h beside it writes
+// the same orders as a shop application stores them (for rewind-gen --shop and the tests
+// of declared read models).
 //
-// Pure code beside the projectors (no I/O): stages/event_store reads and decodes, and the
-// stress harness (pipeline/stress/stress.cc) measures fetch, decode and fold apart. Five event
-// types with realistic payloads; OrderSummary folds four of them (OrderNoteAdded is the
-// fifth, which a projection filters out).
+// Pure code (no I/O): pipeline/stress/event_store reads and decodes, and the stress harness
+// measures fetch, decode and fold apart. Five event types with realistic payloads;
+// OrderSummary folds four of them (OrderNoteAdded is the fifth, which a projection filters
+// out).
 //
 // Thread safety: values; Fold() mutates only the state it is given.
 #pragma once
@@ -63,7 +67,11 @@ void Fold(State& state, const Event& event);
 Event Generate(const std::string& stream, int64_t n, int64_t confirm_at);
 // The payload JSON of an event (`stream` is its orderId).
 std::string Payload(const std::string& stream, const Event& event);
+// An amount of `cents` as a decimal text: "12.05".
+std::string Money(int64_t cents);
 // A snapshot's JSON.
 std::string SnapshotJson(const State& state);
+// The state a generated stream folds to after `n` events (computed, not loaded).
+State Folded(const std::string& stream, int64_t n, int64_t confirm_at);
 
 }  // namespace rw::order

@@ -1,0 +1,168 @@
+#include <fmt/core.h>
+
+#include <cmath>
+
+#include "pipeline/stress/questions.h"
+
+namespace rw {
+namespace {
+
+class Snapshots : public Question {
+ public:
+  using Question::Question;
+
+  // Question 2: snapshot vs full replay, the crossover, the snapshot write cost. The
+  // snapshot sits 50 events before the end of every stream (4,950 of 5,000, as published),
+  // so the snapshot side is one set-up at every length.
+  Status Run() override {
+    const std::vector<int64_t> lengths = {60, 80, 100, 150, 200, 300, 500, 1000, 2000, 5000};
+    constexpr int64_t kTail = 50;
+    const int loads = h_.quick() ? 15 : 100;
+    h_.Progress(
+        fmt::format("question 2: snapshot + {} events vs full replay ({} rounds of {} loads each)",
+                    kTail, h_.repeat(), loads));
+    OrderStreams streams;
+    for (int64_t n : lengths) streams.emplace_back(fmt::format("q2-{}", n), n, n / 2);
+    if (Status s = h_.LoadStreams(h_.store().tables().events, streams); !s.ok()) return s;
+    std::vector<double> full_p50, snap_p50;
+    for (int64_t n : lengths) {
+      if (Status s = SnapshotAgainstReplay(n, kTail, loads, full_p50, snap_p50); !s.ok()) return s;
+    }
+    Crossover(lengths, full_p50, snap_p50);
+    return SnapshotWriteCost();
+  }
+
+ private:
+  // Question 2 at one stream length `n`: a snapshot saved `tail` events before its end, then
+  // `loads` loads (after a warm-up) by full replay and by snapshot + tail, checked equal, in
+  // each of --repeat rounds. The median of the rounds' p50 of either goes onto `full_p50`
+  // and `snap_p50`.
+  Status SnapshotAgainstReplay(int64_t n, int64_t tail, int loads, std::vector<double>& full_p50,
+                               std::vector<double>& snap_p50) {
+    const std::string stream = fmt::format("q2-{}", n);
+    const int64_t at = n - tail;
+    if (Status s = h_.store().SaveSnapshot(stream, at,
+                                           order::SnapshotJson(order::Folded(stream, at, n / 2)));
+        !s.ok())
+      return s;
+    std::vector<double> full_runs, snap_runs, fetch_runs;
+    for (int r = 0; r < h_.repeat() && !h_.stopped(); ++r) {
+      std::vector<double> full, snap, snap_fetch;
+      for (int i = 0; i <= loads && !h_.stopped(); ++i) {
+        LoadTimes a, b;
+        Result<order::State> x = LoadOrder(h_.store(), stream, false, &a);
+        if (!x.ok()) return x.status();
+        Result<order::State> y = LoadOrder(h_.store(), stream, true, &b);
+        if (!y.ok()) return y.status();
+        if (!(*x == *y)) {
+          return Status::Internal(
+              fmt::format("stream {}: snapshot + tail differs from a full replay", stream));
+        }
+        if (i == 0) continue;
+        full.push_back(a.total);
+        snap.push_back(b.total);
+        snap_fetch.push_back(b.snapshot_fetch);
+      }
+      full_runs.push_back(Percentile(full, 50));
+      snap_runs.push_back(Percentile(snap, 50));
+      fetch_runs.push_back(Percentile(snap_fetch, 50));
+    }
+    const std::string c = std::to_string(n);
+    h_.AddSpread("snapshot", c, "full_p50", full_runs, "ms");
+    h_.AddSpread("snapshot", c, "snapshot_p50", snap_runs, "ms");
+    h_.AddSpread("snapshot", c, "snapshot_fetch_p50", fetch_runs, "ms");
+    full_p50.push_back(Median(full_runs));
+    snap_p50.push_back(Median(snap_runs));
+    h_.Progress(
+        fmt::format("  {:>5} events: full {:.2f} ms, snapshot at {} + {} events {:.2f} ms (the "
+                    "snapshot's read "
+                    "{:.3f} ms)",
+                    n, full_p50.back(), at, tail, snap_p50.back(), Median(fetch_runs)));
+    return Status::Ok();
+  }
+
+  // The crossover: where the full replay starts to cost more than snapshot + tail,
+  // interpolated between the two measured lengths around the change (`full_p50` and
+  // `snap_p50` at each of `lengths`).
+  void Crossover(const std::vector<int64_t>& lengths, const std::vector<double>& full_p50,
+                 const std::vector<double>& snap_p50) {
+    double crossover = static_cast<double>(lengths.back());
+    h_.context().crossover_note =
+        fmt::format("beyond {} events (the longest measured)", lengths.back());
+    for (size_t i = 0; i < lengths.size(); ++i) {
+      const double d = full_p50[i] - snap_p50[i];
+      if (d <= 0) continue;
+      if (i == 0) {
+        crossover = static_cast<double>(lengths[0]);
+        h_.context().crossover_note =
+            fmt::format("at or below {} events (the shortest measured)", lengths[0]);
+      } else {
+        const double d0 = full_p50[i - 1] - snap_p50[i - 1];
+        crossover = static_cast<double>(lengths[i - 1]) +
+                    static_cast<double>(lengths[i] - lengths[i - 1]) * (-d0) / (d - d0);
+        h_.context().crossover_note =
+            fmt::format("between {} and {} events", lengths[i - 1], lengths[i]);
+      }
+      break;
+    }
+    h_.Add("snapshot", "crossover", "events", std::round(crossover), "count");
+    h_.Progress(
+        fmt::format("  crossover: {:.0f} events ({})", crossover, h_.context().crossover_note));
+  }
+
+  // Question 2's write cost: commands that load the order (snapshot + tail), append one
+  // event, and save a snapshot every k events.
+  Status SnapshotWriteCost() {
+    const int commands = h_.quick() ? 300 : 2000;
+    for (int every : {10, 100}) {
+      std::vector<double> per_command, per_snapshot, command_ms;
+      for (int r = 0; r < h_.repeat() && !h_.stopped(); ++r) {
+        const std::string stream = fmt::format("q2-every-{}-r{}", every, r);
+        double snapshot_ms = 0, total_ms = 0;
+        int snapshots = 0;
+        int64_t version = 0;
+        for (int i = 1; i <= commands && !h_.stopped(); ++i) {
+          const auto t0 = Clock::now();
+          LoadTimes t;
+          Result<order::State> st = LoadOrder(h_.store(), stream, true, &t);
+          if (!st.ok()) return st.status();
+          const order::Event e = order::Generate(stream, version + 1, 0);
+          Result<AppendOutcome> a = h_.store().Append(
+              stream, version, {{order::TypeName(e.kind), order::Payload(stream, e)}});
+          if (!a.ok()) return a.status();
+          if (*a != AppendOutcome::kAppended)
+            return Status::Internal("a lone writer met a conflict");
+          ++version;
+          order::Fold(*st, e);
+          if (version % every == 0) {
+            const auto s0 = Clock::now();
+            if (Status s = h_.store().SaveSnapshot(stream, version, order::SnapshotJson(*st));
+                !s.ok())
+              return s;
+            snapshot_ms += Ms(s0, Clock::now());
+            ++snapshots;
+          }
+          total_ms += Ms(t0, Clock::now());
+        }
+        per_command.push_back(snapshot_ms / commands);
+        per_snapshot.push_back(snapshots ? snapshot_ms / snapshots : 0);
+        command_ms.push_back(total_ms / commands);
+      }
+      const std::string c = fmt::format("every_{}", every);
+      h_.AddSpread("snapshot", c, "write_per_command", per_command, "ms");
+      h_.AddSpread("snapshot", c, "per_snapshot", per_snapshot, "ms");
+      h_.AddSpread("snapshot", c, "command", command_ms, "ms");
+      h_.Progress(
+          fmt::format("  snapshot every {}: {:.3f} ms per command ({:.2f} ms per snapshot; a "
+                      "command takes {:.2f} ms)",
+                      every, Median(per_command), Median(per_snapshot), Median(command_ms)));
+    }
+    return Status::Ok();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Question> MakeSnapshots(Harness& h) { return std::make_unique<Snapshots>(h); }
+
+}  // namespace rw
