@@ -34,7 +34,9 @@ std::string ReplaySummary::Text() const {
                                                  : std::string()});
   }
   std::string out = table.Text();
-  const double rate = seconds > 0 ? static_cast<double>(events_read) / seconds : 0;
+  // Following, the rate is the rebuild's, and the following has a line of its own.
+  const auto [rebuilt, rebuild_s] = RebuildShare();
+  const double rate = rebuild_s > 0 ? static_cast<double>(rebuilt) / rebuild_s : 0;
   out += fmt::format(
       "{} {} read model(s) from {} events in {:.2f} s ({} events/s); {} skipped (other "
       "event types), {} failed{}\n",
@@ -42,10 +44,14 @@ std::string ReplaySummary::Text() const {
       : !built_into.empty() && status.ok() ? fmt::format("built beside the live tables (<table>{}, never swapped in):", built_into)
                                             : std::string("NOT swapped in:"),
       projectors.size(),
-      WithThousands(events_read), seconds, WithThousands(static_cast<uint64_t>(rate)),
+      WithThousands(rebuilt), rebuild_s, WithThousands(static_cast<uint64_t>(rate)),
       WithThousands(skipped), WithThousands(failures),
       failures ? fmt::format(" (see: SELECT * FROM {} WHERE run_id = '{}')", kFailureTable, run_id)
                : std::string());
+  if (rebuild_before_following) {
+    out += fmt::format("followed after the swap: {} new event(s) in {:.2f} s\n",
+                       WithThousands(events_read - rebuilt), seconds - rebuild_s);
+  }
   if (finality == "server") {
     out += "finality: missing ids proven final by the server's open transactions\n";
   } else if (finality == "fallback") {
@@ -106,6 +112,10 @@ std::string ReplaySummary::Json() const {
       {"replica_lag_seconds",
        replica_lag_seconds ? nlohmann::json(*replica_lag_seconds) : nlohmann::json()},
       {"seconds", seconds},
+      {"rebuild_events", RebuildShare().events},
+      {"rebuild_seconds", RebuildShare().seconds},
+      {"followed_events", events_read - RebuildShare().events},
+      {"followed_seconds", seconds - RebuildShare().seconds},
       {"events_per_second", seconds > 0 ? static_cast<double>(events_read) / seconds : 0.0},
       {"peak_batches_in_flight", peak_in_flight},
   };

@@ -62,6 +62,17 @@ struct ReplaySummary {
   std::optional<double> replica_lag_seconds;  // --read-host: the replica's lag at the start
   int64_t peak_in_flight = 0;
   double seconds = 0;
+  // --follow: the rebuild's share, up to the swap (events_read and seconds count the following
+  // after it too); nullopt when the run did not follow.
+  struct Rebuild {
+    uint64_t events = 0;
+    double seconds = 0;
+  };
+  std::optional<Rebuild> rebuild_before_following;
+  // The rebuild's events and seconds: rebuild_before_following, or the whole run.
+  Rebuild RebuildShare() const {
+    return rebuild_before_following.value_or(Rebuild{events_read, seconds});
+  }
   std::vector<ProjectorSummary> projectors;
 
   // 0 ok, 3 swapped with failures, 6 cut-over gave up, 1 error; the caller maps

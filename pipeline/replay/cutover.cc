@@ -172,6 +172,7 @@ Status Follow(Build& b) {
   ReplaySummary& sum = b.summary();
   Reader& reader = b.reader();
   const bool quiet = o.progress == ProgressMode::kQuiet;
+  sum.rebuild_before_following = ReplaySummary::Rebuild{sum.events_read, b.seconds()};
   if (!quiet) {
     fmt::print(stderr, "rewind: following new events after id {} (Ctrl-C to stop)\n",
                IdText(sum.head_id));

@@ -73,6 +73,7 @@ struct Prepared {
   EventId resume_after = kBeforeFirstId;
   GapSet gaps;
   bool created = false;  // the target table was just created, empty
+  bool fresh_under_resume = false;  // --resume, but nothing of it was interrupted
   uint64_t prior_applied = 0, prior_failed = 0;  // by the interrupted part of the run
 };
 
@@ -95,6 +96,7 @@ Result<Prepared> PrepareProjector(Connection& c, const Projector& p, const std::
                                   const std::string& run_id, EventId head,
                                   std::string* resumed_run_id, std::FILE* log) {
   const std::string name(p.name());
+  bool fresh_under_resume = false;
   if (resume) {
     Result<std::optional<Checkpoint>> cp = checkpoint_store::Load(c, name, target);
     if (!cp.ok()) return cp.status();
@@ -112,14 +114,14 @@ Result<Prepared> PrepareProjector(Connection& c, const Projector& p, const std::
         if (Status s = checkpoint_store::SetHead(c, name, target, head); !s.ok()) return s;
         fmt::print(log, "rewind: {} resumes after event {}\n", name,
                    (*cp)->last_event_id == kBeforeFirstId ? "(none)" : IdText((*cp)->last_event_id));
-        return Prepared{(*cp)->last_event_id, (*cp)->gaps, false, (*cp)->events_applied,
+        return Prepared{(*cp)->last_event_id, (*cp)->gaps, false, false, (*cp)->events_applied,
                         (*cp)->failed_events};
       }
       // Its per-visitor state lives only in memory, so a partial table cannot be
       // continued exactly: rebuild this one read model from the first event.
       fmt::print(log, "rewind: {} is order-dependent and restarts from the first event\n", name);
     } else {
-      fmt::print(log, "rewind: {} has no interrupted rebuild to resume; starting it afresh\n", name);
+      fresh_under_resume = true;  // said once for all of them (Build::Prepare)
     }
   }
   const std::string& live = p.table().name;
@@ -139,7 +141,7 @@ Result<Prepared> PrepareProjector(Connection& c, const Projector& p, const std::
   cp.rewind_version = BuildVersion();
   cp.head_event_id = head;
   if (Status s = checkpoint_store::Start(c, cp); !s.ok()) return s;
-  return Prepared{kBeforeFirstId, {}, true, 0, 0};
+  return Prepared{kBeforeFirstId, {}, true, fresh_under_resume, 0, 0};
 }
 
 // Flushes every runner in parallel (each on its own connection); the first error.
@@ -191,6 +193,8 @@ Build::Build(const ReplayOptions& o, const RunPlan& plan, const std::atomic<bool
 Build::~Build() {
   if (heartbeat_) heartbeat_->Stop();
 }
+
+double Build::seconds() const { return Since(started_); }
 
 ReplaySummary Build::Finish(Status s) {
   sum_.status = std::move(s);
@@ -360,6 +364,7 @@ Status Build::PrepareRunners(std::vector<std::unique_ptr<Projector>> projectors,
   Connection& c = *admin_;
   EventId start_after = sum_.head_id;
   std::string resumed_run_id;
+  size_t fresh_under_resume = 0;  // read models --resume found nothing of
   for (auto& p : projectors) {
     const std::string target = p->table().name + plan_.table_suffix;
     const live_shape::Judgement& shape = shapes_[runners_.size()];
@@ -369,6 +374,7 @@ Status Build::PrepareRunners(std::vector<std::unique_ptr<Projector>> projectors,
     if (!prep.ok()) return prep.status().With(fmt::format("preparing {}", p->name()));
     start_after = std::min(start_after, prep->resume_after);
     for (const IdRange& r : prep->gaps.ranges()) watched->Add(r);
+    fresh_under_resume += prep->fresh_under_resume ? 1 : 0;
     Result<std::unique_ptr<Connection>> conn = Connection::Open(o_.connection);
     if (!conn.ok()) return conn.status();
     RunnerOptions ro;
@@ -392,6 +398,14 @@ Status Build::PrepareRunners(std::vector<std::unique_ptr<Projector>> projectors,
     runners_.push_back(std::move(*r));
   }
   start_after_ = start_after;
+  if (fresh_under_resume > 0) {  // one line, not one per read model: a service starts so daily
+    if (fresh_under_resume == runners_.size()) {
+      fmt::print(stderr, "rewind: --resume: no interrupted rebuild; every read model is built from the first event\n");
+    } else {
+      fmt::print(stderr, "rewind: --resume: {} read model(s) had no interrupted rebuild and are built from the first event\n",
+                 fresh_under_resume);
+    }
+  }
   if (!resumed_run_id.empty()) {
     sum_.run_id = resumed_run_id;  // one run, continued: its failures stay together
     for (auto& r : runners_) r->SetRunId(sum_.run_id);

@@ -91,6 +91,8 @@ class Build {
   const RunPlan& plan() const { return plan_; }
   bool stopping() const { return stop_.load(); }
   const std::atomic<bool>& stop_flag() const { return stop_; }
+  // Seconds since the build began.
+  double seconds() const;
   ReplaySummary& summary() { return sum_; }
   Reader& reader() { return *reader_; }
   Connection& admin() { return *admin_; }

@@ -12,7 +12,7 @@ class Plotter : public Figures {
  public:
   explicit Plotter(const Figures& f) : Figures(f) {}
 
-  // One PNG per question with gnuplot (scripts/setup installs it). Returns the file names.
+  // One PNG per question with gnuplot (Debian package gnuplot-nox). Returns the file names.
   std::vector<std::string> Plots(const std::filesystem::path& dir) const;
   // Writes `text` into the file `name` of `dir` (a plot's data, or the gnuplot script).
   static void PlotData(const std::filesystem::path& dir, const std::string& name,
@@ -33,7 +33,7 @@ std::vector<std::string> Plotter::Plots(const std::filesystem::path& dir) const 
   std::vector<std::string> made;
   if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
     fmt::print(stderr,
-               "rewind stress: gnuplot is not installed (scripts/setup installs it): no plots\n");
+               "rewind stress: gnuplot is not installed (the Debian package gnuplot-nox, or gnuplot): no plots\n");
     return made;
   }
   const std::string out = dir.string();

@@ -68,7 +68,7 @@ std::string YourSection(const Figures& f);
 // measured).
 std::string Decisions(const Figures& f);
 
-// The plots: one PNG per question with gnuplot (scripts/setup installs it), written into
+// The plots: one PNG per question with gnuplot (Debian package gnuplot-nox), written into
 // `dir`. Returns the file names (none when gnuplot is missing or failed).
 std::vector<std::string> Plots(const Figures& f, const std::filesystem::path& dir);
 
