@@ -218,7 +218,12 @@ class Parser {
     }
     return std::nullopt;
   }
-  Result<Type> TypeOf(const toml::node& n, const std::string& text) const {
+  // A declared `type`: one of rewind's types or an SQL type of its own, named by a string
+  // (so that once it is taken, a caller's message quotes the node's string as it is).
+  Result<Type> TypeOf(const toml::node& n) const {
+    const auto* ts = n.as_string();
+    if (ts == nullptr) return Fail(n, "'type' must be a string");
+    const std::string& text = ts->get();
     if (std::optional<Type> sql = SqlTypeOf(text)) return *sql;
     if (text == "bigint") return Type{ValueType::kBigInt};
     if (text == "double") return Type{ValueType::kDouble};
@@ -272,32 +277,54 @@ class Parser {
     if (Status s = Unknown(t, {"name", "events", "where", "key", "values", "hand_over"}, "a read_model"); !s.ok()) {
       return s;
     }
+    Result<std::string> name = Name(t);
+    if (!name.ok()) return name.status();
+    plan.name = std::move(*name);
+    if (Status s = Events(t, plan); !s.ok()) return s;
+    Result<std::string> hand_over = HandOver(t);
+    if (!hand_over.ok()) return hand_over.status();
+    plan.hand_over = std::move(*hand_over);
+    // Every column declared so far, lowercased: keys first, then values.
+    std::vector<std::string> columns;
+    if (Status s = Keys(t, plan, columns); !s.ok()) return s;
+    if (Status s = Values(t, plan, columns); !s.ok()) return s;
+    if (Status s = Reserved(t, plan, columns); !s.ok()) return s;
+    return plan;
+  }
+
+  // The read model's name, which is also its table's: not the event table's, nor one like
+  // rewind's own tables, nor a compiled read model's.
+  Result<std::string> Name(const toml::table& t) const {
     Result<std::string> name = String(t, "name", "a read_model", true);
     if (!name.ok()) return name.status();
-    plan.name = *name;
     const toml::node& name_node = *t.get("name");
     // Room for the longest suffix rewind adds (table_admin::kVerifySuffix, 15 bytes) within 64.
-    if (!IsPlainIdentifier(plan.name, 48)) {
+    if (!IsPlainIdentifier(*name, 48)) {
       return Fail(name_node, fmt::format("read model name '{}' is not a plain identifier of at most 48 "
-                                         "characters (letters, digits, _): it is also the table name", plan.name));
+                                         "characters (letters, digits, _): it is also the table name", *name));
     }
-    if (Lower(plan.name) == Lower(events_table_)) {
-      return Fail(name_node, fmt::format("read model name '{}' is the event table's", plan.name));
+    if (Lower(*name) == Lower(events_table_)) {
+      return Fail(name_node, fmt::format("read model name '{}' is the event table's", *name));
     }
-    if (const char* own = table_admin::OwnSuffixOf(plan.name)) {
+    if (const char* own = table_admin::OwnSuffixOf(*name)) {
       return Fail(name_node, fmt::format("read model name '{}' ends like the tables rewind makes beside a "
                                          "live table ({}): choose another name",
-                                         plan.name, own));
+                                         *name, own));
     }
-    if (Lower(plan.name).rfind("rewind_", 0) == 0) {
+    if (Lower(*name).rfind("rewind_", 0) == 0) {
       return Fail(name_node, fmt::format("read model name '{}' is reserved: rewind's own tables start with rewind_",
-                                         plan.name));
+                                         *name));
     }
     for (const ProjectorInfo& info : AllProjectors()) {
-      if (Lower(info.name) == Lower(plan.name)) {
-        return Fail(name_node, fmt::format("read model name '{}' is a compiled read model's", plan.name));
+      if (Lower(info.name) == Lower(*name)) {
+        return Fail(name_node, fmt::format("read model name '{}' is a compiled read model's", *name));
       }
     }
+    return name;
+  }
+
+  // events = [...] and where = {...}: which events the read model reads.
+  Status Events(const toml::table& t, ModelPlan& plan) const {
     const toml::node* events = t.get("events");
     if (events == nullptr) return Fail(t, "a read_model needs 'events' (the event classes it reads)");
     Result<std::vector<std::string>> classes = Strings(*events, "events");
@@ -308,91 +335,110 @@ class Parser {
       if (!w.ok()) return w.status();
       plan.where = std::move(*w);
     }
-    if (const toml::node* hand_over = t.get("hand_over")) {
-      Result<std::string> sql = String(t, "hand_over", "a read_model", true);
-      if (!sql.ok()) return sql.status();
-      if (sql->find('?') == std::string::npos) {
-        return Fail(*hand_over, "'hand_over' is a statement whose '?' is the last event id applied, e.g. "
-                                "\"UPDATE bookmarks SET position = ? WHERE bookmark = 'balances'\"");
-      }
-      plan.hand_over = std::move(*sql);
-    }
+    return Status::Ok();
+  }
 
-    std::vector<std::string> columns;
+  // hand_over = "...": the application's statement, empty when none is declared.
+  Result<std::string> HandOver(const toml::table& t) const {
+    const toml::node* hand_over = t.get("hand_over");
+    if (hand_over == nullptr) return std::string();
+    Result<std::string> sql = String(t, "hand_over", "a read_model", true);
+    if (!sql.ok()) return sql.status();
+    if (sql->find('?') == std::string::npos) {
+      return Fail(*hand_over, "'hand_over' is a statement whose '?' is the last event id applied, e.g. "
+                              "\"UPDATE bookmarks SET position = ? WHERE bookmark = 'balances'\"");
+    }
+    return sql;
+  }
+
+  Status Keys(const toml::table& t, ModelPlan& plan, std::vector<std::string>& columns) const {
     const toml::node* keys = t.get("key");
     if (keys == nullptr) return Fail(t, "a read_model needs 'key' (one or more columns)");
     const toml::array* key_list = keys->as_array();
     if (key_list == nullptr || key_list->empty()) return Fail(*keys, "'key' must be a non-empty array of tables");
     for (const toml::node& kn : *key_list) {
-      const toml::table* k = kn.as_table();
-      if (k == nullptr) return Fail(kn, "each key must be a table: { column = ..., path = ... }");
-      if (Status s = Unknown(*k, {"column", "path", "field", "bucket", "type", "collation", "strict"}, "a key"); !s.ok()) return s;
-      KeyPlan key;
-      Result<std::string> col = String(*k, "column", "a key", true);
-      if (!col.ok()) return col.status();
-      key.column = *col;
-      if (Status s = Column(*k, key.column, columns); !s.ok()) return s;
-      Result<FieldSource> src = Source(*k, "a key", true);
-      if (!src.ok()) return src.status();
-      key.source = *src;
-      Result<Bucket> bucket = BucketOf(*k);
-      if (!bucket.ok()) return bucket.status();
-      key.bucket = *bucket;
-      key.type = DefaultKeyType(key.bucket);
-      if (const toml::node* tn = k->get("type")) {
-        const auto* ts = tn->as_string();
-        if (ts == nullptr) return Fail(*tn, "'type' must be a string");
-        Result<Type> type = TypeOf(*tn, ts->get());
-        if (!type.ok()) return type.status();
-        if (type->type != ValueType::kText && type->type != ValueType::kBigInt && type->type != ValueType::kDate &&
-            type->type != ValueType::kDateTime) {
-          return Fail(*tn, fmt::format("a key's type is text, bigint, date, datetime or a text or integer SQL "
-                                       "type (varchar(N), int, ...), not '{}'", ts->get()));
-        }
-        key.type = type->type;
-        key.storage = type->storage;
-      }
-      if (Status s = CollationOf(*k, key.column, key.storage); !s.ok()) return s;
-      if (const toml::node* sn = k->get("strict")) {
-        const auto* b = sn->as_boolean();
-        if (b == nullptr) return Fail(*sn, "'strict' must be true or false");
-        if (key.type != ValueType::kText) return Fail(*sn, "'strict' applies to text keys only");
-        key.strict = b->get();
-      }
-      if (key.bucket != Bucket::kNone) {
-        if (key.type == ValueType::kText || key.type == ValueType::kBigInt) {
-          return Fail(kn, fmt::format("key '{}' has a bucket, so its type is date or datetime", key.column));
-        }
-        if (key.type == ValueType::kDate && (key.bucket == Bucket::kMinute || key.bucket == Bucket::kHour)) {
-          return Fail(kn, fmt::format("key '{}': a {} bucket needs type datetime", key.column, BucketName(key.bucket)));
-        }
-      }
-      plan.keys.push_back(std::move(key));
+      Result<KeyPlan> key = Key(kn, columns);
+      if (!key.ok()) return key.status();
+      plan.keys.push_back(std::move(*key));
     }
+    return Status::Ok();
+  }
 
-    if (const toml::node* values = t.get("values")) {
-      const toml::array* value_list = values->as_array();
-      if (value_list == nullptr) return Fail(*values, "'values' must be an array of tables");
-      for (const toml::node& vn : *value_list) {
-        const toml::table* v = vn.as_table();
-        if (v == nullptr) return Fail(vn, "each value must be a table: { column = ..., op = ... }");
-        Result<ValuePlan> value = Value(*v, plan, columns);
-        if (!value.ok()) return value.status();
-        plan.values.push_back(std::move(*value));
-      }
+  Result<KeyPlan> Key(const toml::node& kn, std::vector<std::string>& columns) const {
+    const toml::table* k = kn.as_table();
+    if (k == nullptr) return Fail(kn, "each key must be a table: { column = ..., path = ... }");
+    if (Status s = Unknown(*k, {"column", "path", "field", "bucket", "type", "collation", "strict"}, "a key"); !s.ok()) return s;
+    KeyPlan key;
+    Result<std::string> col = String(*k, "column", "a key", true);
+    if (!col.ok()) return col.status();
+    key.column = *col;
+    if (Status s = Column(*k, key.column, columns); !s.ok()) return s;
+    Result<FieldSource> src = Source(*k, "a key", true);
+    if (!src.ok()) return src.status();
+    key.source = *src;
+    Result<Bucket> bucket = BucketOf(*k);
+    if (!bucket.ok()) return bucket.status();
+    key.bucket = *bucket;
+    if (Status s = KeyTypeOf(*k, key); !s.ok()) return s;
+    if (Status s = CollationOf(*k, key.column, key.storage); !s.ok()) return s;
+    if (const toml::node* sn = k->get("strict")) {
+      const auto* b = sn->as_boolean();
+      if (b == nullptr) return Fail(*sn, "'strict' must be true or false");
+      if (key.type != ValueType::kText) return Fail(*sn, "'strict' applies to text keys only");
+      key.strict = b->get();
     }
-    // The declaration of a column, for a message at its own line (the read model's if none).
-    auto node_of = [&](const std::string& column) -> const toml::node& {
-      for (const char* list : {"values", "key"}) {
-        const toml::array* a = t.get(list) != nullptr ? t.get(list)->as_array() : nullptr;
-        if (a == nullptr) continue;
-        for (const toml::node& n : *a) {
-          const toml::table* entry = n.as_table();
-          const toml::node* c = entry != nullptr ? entry->get("column") : nullptr;
-          if (c != nullptr && c->as_string() != nullptr && Lower(c->as_string()->get()) == Lower(column)) return n;
-        }
-      }
-      return t;
+    if (Status s = BucketFits(*k, key); !s.ok()) return s;
+    return key;
+  }
+
+  // A key's type: its bucket's, or the declared one, which a key can hold.
+  Status KeyTypeOf(const toml::table& k, KeyPlan& key) const {
+    key.type = DefaultKeyType(key.bucket);
+    const toml::node* tn = k.get("type");
+    if (tn == nullptr) return Status::Ok();
+    Result<Type> type = TypeOf(*tn);
+    if (!type.ok()) return type.status();
+    if (type->type != ValueType::kText && type->type != ValueType::kBigInt && type->type != ValueType::kDate &&
+        type->type != ValueType::kDateTime) {
+      return Fail(*tn, fmt::format("a key's type is text, bigint, date, datetime or a text or integer SQL "
+                                   "type (varchar(N), int, ...), not '{}'", tn->as_string()->get()));
+    }
+    key.type = type->type;
+    key.storage = type->storage;
+    return Status::Ok();
+  }
+
+  // A bucketed key holds a time, precise enough for its bucket.
+  Status BucketFits(const toml::table& k, const KeyPlan& key) const {
+    if (key.bucket == Bucket::kNone) return Status::Ok();
+    if (key.type == ValueType::kText || key.type == ValueType::kBigInt) {
+      return Fail(k, fmt::format("key '{}' has a bucket, so its type is date or datetime", key.column));
+    }
+    if (key.type == ValueType::kDate && (key.bucket == Bucket::kMinute || key.bucket == Bucket::kHour)) {
+      return Fail(k, fmt::format("key '{}': a {} bucket needs type datetime", key.column, BucketName(key.bucket)));
+    }
+    return Status::Ok();
+  }
+
+  Status Values(const toml::table& t, ModelPlan& plan, std::vector<std::string>& columns) const {
+    const toml::node* values = t.get("values");
+    if (values == nullptr) return Status::Ok();
+    const toml::array* value_list = values->as_array();
+    if (value_list == nullptr) return Fail(*values, "'values' must be an array of tables");
+    for (const toml::node& vn : *value_list) {
+      const toml::table* v = vn.as_table();
+      if (v == nullptr) return Fail(vn, "each value must be a table: { column = ..., op = ... }");
+      Result<ValuePlan> value = Value(*v, plan, columns);
+      if (!value.ok()) return value.status();
+      plan.values.push_back(std::move(*value));
+    }
+    return Status::Ok();
+  }
+
+  // Columns rewind keeps beside the declared ones: no declared column may take their names.
+  Status Reserved(const toml::table& t, const ModelPlan& plan, const std::vector<std::string>& columns) const {
+    auto declared = [&](const std::string& column) {
+      return std::find(columns.begin(), columns.end(), Lower(column)) != columns.end();
     };
     // first and last keep their event's id in "<column>__id" (stages/db/table_schema.h): rewind's too.
     for (const ValuePlan& v : plan.values) {
@@ -402,9 +448,9 @@ class Parser {
         return Fail(t, fmt::format("column '{}' ({}) is longer than 60 characters: rewind stores the id of its "
                                    "event beside it, in '{}'", v.column, OpName(v.op), id));
       }
-      if (std::find(columns.begin(), columns.end(), Lower(id)) != columns.end()) {
-        return Fail(node_of(id), fmt::format("column '{}' is reserved: rewind stores the id of the event of '{}' ({}) there",
-                                             id, v.column, OpName(v.op)));
+      if (declared(id)) {
+        return Fail(DeclarationOf(t, id), fmt::format("column '{}' is reserved: rewind stores the id of the event of "
+                                                      "'{}' ({}) there", id, v.column, OpName(v.op)));
       }
     }
     // The storage column of text keys is rewind's: a declared column may not take its name.
@@ -412,13 +458,27 @@ class Parser {
     for (const KeyPlan& k : plan.keys) {
       if (k.type == ValueType::kText) hash += (hash.empty() ? "" : "_") + k.column;
     }
-    if (!hash.empty()) {
-      hash += "_hash";
-      if (std::find(columns.begin(), columns.end(), Lower(hash)) != columns.end()) {
-        return Fail(node_of(hash), fmt::format("column '{}' is reserved: rewind stores the hash of the text key there", hash));
+    if (hash.empty()) return Status::Ok();
+    hash += "_hash";
+    if (declared(hash)) {
+      return Fail(DeclarationOf(t, hash), fmt::format("column '{}' is reserved: rewind stores the hash of the text "
+                                                      "key there", hash));
+    }
+    return Status::Ok();
+  }
+
+  // The declaration of a column, for a message at its own line (the read model's if none).
+  static const toml::node& DeclarationOf(const toml::table& t, const std::string& column) {
+    for (const char* list : {"values", "key"}) {
+      const toml::array* a = t.get(list) != nullptr ? t.get(list)->as_array() : nullptr;
+      if (a == nullptr) continue;
+      for (const toml::node& n : *a) {
+        const toml::table* entry = n.as_table();
+        const toml::node* c = entry != nullptr ? entry->get("column") : nullptr;
+        if (c != nullptr && c->as_string() != nullptr && Lower(c->as_string()->get()) == Lower(column)) return n;
       }
     }
-    return plan;
+    return t;
   }
 
   Result<ValuePlan> Value(const toml::table& v, const ModelPlan& plan, std::vector<std::string>& columns) const {
@@ -430,63 +490,55 @@ class Parser {
     if (!col.ok()) return col.status();
     value.column = *col;
     // A column declared again is another contribution to it (checked below, once typed).
-    const ValuePlan* earlier = nullptr;
-    for (const ValuePlan& e : plan.values) {
-      if (earlier == nullptr && Lower(e.column) == Lower(value.column)) earlier = &e;
-    }
+    const ValuePlan* earlier = Earlier(plan, value.column);
     if (earlier == nullptr) {
       if (Status s = Column(v, value.column, columns); !s.ok()) return s;
     }
+    Result<Op> op = OpOf(v);
+    if (!op.ok()) return op.status();
+    value.op = *op;
+    if (Status s = InputOf(v, value); !s.ok()) return s;
+    if (Status s = OnOf(v, plan, value); !s.ok()) return s;
+    if (Status s = ValueTypeOf(v, value); !s.ok()) return s;
+    if (Status s = CollationOf(v, value.column, value.storage); !s.ok()) return s;
+    if (Status s = ConstantFits(v, value); !s.ok()) return s;
+    if (earlier != nullptr) {
+      if (Status s = Contributes(v, *earlier, value); !s.ok()) return s;
+      value.column = earlier->column;  // one column, spelled as first declared
+    }
+    value.line = v.source().begin.line;
+    return value;
+  }
+
+  // The first value declared with `column` (case-insensitive), if any.
+  static const ValuePlan* Earlier(const ModelPlan& plan, const std::string& column) {
+    for (const ValuePlan& e : plan.values) {
+      if (Lower(e.column) == Lower(column)) return &e;
+    }
+    return nullptr;
+  }
+
+  Result<Op> OpOf(const toml::table& v) const {
     Result<std::string> op = String(v, "op", "a value", true);
     if (!op.ok()) return op.status();
     static const std::pair<const char*, Op> kOps[] = {{"count", Op::kCount}, {"sum", Op::kSum},
                                                       {"subtract", Op::kSubtract}, {"min", Op::kMin},
                                                       {"max", Op::kMax},     {"first", Op::kFirst},
                                                       {"last", Op::kLast}};
-    bool known = false;
     for (const auto& [name, o] : kOps) {
-      if (*op == name) {
-        value.op = o;
-        known = true;
-      }
+      if (*op == name) return o;
     }
-    if (!known) {
-      return Fail(*v.get("op"), fmt::format("unknown op '{}' (count, sum, subtract, min, max, first or last)", *op));
-    }
+    return Fail(*v.get("op"), fmt::format("unknown op '{}' (count, sum, subtract, min, max, first or last)", *op));
+  }
+
+  // What a value takes from each event: a path or a field (its texts mapped or not), a
+  // constant, or nothing (a count), as its op needs.
+  Status InputOf(const toml::table& v, ValuePlan& value) const {
     Result<FieldSource> src = Source(v, "a value", false);
     if (!src.ok()) return src.status();
     value.source = *src;
-    if (const toml::node* c = v.get("value")) {
-      if (!value.source.name.empty()) return Fail(*c, "a value takes 'path', 'field' or 'value', only one");
-      value.has_constant = true;
-      if (const auto* s = c->as_string()) {
-        value.constant = s->get();
-      } else if (const auto* i = c->as_integer()) {
-        value.constant = std::to_string(i->get());
-      } else if (const auto* f = c->as_floating_point()) {
-        value.constant = fmt::format("{}", f->get());
-      } else if (const auto* b = c->as_boolean()) {
-        value.constant = b->get() ? "true" : "false";
-      } else {
-        return Fail(*c, "'value' must be a string, a number or a boolean");
-      }
-    }
-    if (const toml::node* m = v.get("map")) {
-      const toml::table* table = m->as_table();
-      if (table == nullptr || table->empty() || value.source.name.empty()) {
-        return Fail(*m, fmt::format("value '{}': 'map' is a table of the field's texts to the values stored, "
-                                    "e.g. map = {{ O = \"open\", C = \"closed\" }}, on a value with a path or field",
-                                    value.column));
-      }
-      for (const auto& [from, to] : *table) {
-        const auto* text = to.as_string();
-        const auto* number = to.as_integer();
-        if (text == nullptr && number == nullptr) {
-          return Fail(to, fmt::format("value '{}': map's '{}' must be a string or an integer", value.column, from.str()));
-        }
-        value.map.emplace_back(std::string(from.str()), text ? text->get() : std::to_string(number->get()));
-      }
-    }
+    if (Status s = ConstantOf(v, value); !s.ok()) return s;
+    if (Status s = MapOf(v, value); !s.ok()) return s;
     if (value.op == Op::kCount) {
       if (!value.source.name.empty() || value.has_constant) {
         return Fail(v, fmt::format("value '{}': op = \"count\" counts events and takes no path, field or value",
@@ -496,6 +548,51 @@ class Parser {
       return Fail(v, fmt::format("value '{}': op = \"{}\" needs a 'path', a 'field' or a constant 'value'",
                                  value.column, OpName(value.op)));
     }
+    return Status::Ok();
+  }
+
+  // value = ...: kept as written, checked against the value's type once that is known.
+  Status ConstantOf(const toml::table& v, ValuePlan& value) const {
+    const toml::node* c = v.get("value");
+    if (c == nullptr) return Status::Ok();
+    if (!value.source.name.empty()) return Fail(*c, "a value takes 'path', 'field' or 'value', only one");
+    value.has_constant = true;
+    if (const auto* s = c->as_string()) {
+      value.constant = s->get();
+    } else if (const auto* i = c->as_integer()) {
+      value.constant = std::to_string(i->get());
+    } else if (const auto* f = c->as_floating_point()) {
+      value.constant = fmt::format("{}", f->get());
+    } else if (const auto* b = c->as_boolean()) {
+      value.constant = b->get() ? "true" : "false";
+    } else {
+      return Fail(*c, "'value' must be a string, a number or a boolean");
+    }
+    return Status::Ok();
+  }
+
+  Status MapOf(const toml::table& v, ValuePlan& value) const {
+    const toml::node* m = v.get("map");
+    if (m == nullptr) return Status::Ok();
+    const toml::table* table = m->as_table();
+    if (table == nullptr || table->empty() || value.source.name.empty()) {
+      return Fail(*m, fmt::format("value '{}': 'map' is a table of the field's texts to the values stored, "
+                                  "e.g. map = {{ O = \"open\", C = \"closed\" }}, on a value with a path or field",
+                                  value.column));
+    }
+    for (const auto& [from, to] : *table) {
+      const auto* text = to.as_string();
+      const auto* number = to.as_integer();
+      if (text == nullptr && number == nullptr) {
+        return Fail(to, fmt::format("value '{}': map's '{}' must be a string or an integer", value.column, from.str()));
+      }
+      value.map.emplace_back(std::string(from.str()), text ? text->get() : std::to_string(number->get()));
+    }
+    return Status::Ok();
+  }
+
+  // on = [...]: some of the read model's events; a constant says which.
+  Status OnOf(const toml::table& v, const ModelPlan& plan, ValuePlan& value) const {
     if (const toml::node* on = v.get("on")) {
       Result<std::vector<std::string>> classes = Strings(*on, "on");
       if (!classes.ok()) return classes.status();
@@ -509,7 +606,11 @@ class Parser {
     } else if (value.has_constant) {
       return Fail(v, fmt::format("value '{}' is a constant: say which events it applies to with 'on'", value.column));
     }
-    // Types: fixed before any event is read.
+    return Status::Ok();
+  }
+
+  // Types: fixed before any event is read, by the op or declared.
+  Status ValueTypeOf(const toml::table& v, ValuePlan& value) const {
     switch (value.op) {
       case Op::kCount: value.type = ValueType::kBigInt; break;
       case Op::kSum:
@@ -523,24 +624,27 @@ class Parser {
       case Op::kFirst:
       case Op::kLast: value.type = ValueType::kText; break;
     }
-    if (const toml::node* tn = v.get("type")) {
-      const auto* ts = tn->as_string();
-      if (ts == nullptr) return Fail(*tn, "'type' must be a string");
-      Result<Type> type = TypeOf(*tn, ts->get());
-      if (!type.ok()) return type.status();
-      const bool numeric = type->type == ValueType::kBigInt || type->type == ValueType::kDecimal ||
-                           type->type == ValueType::kDouble;
-      if ((value.op == Op::kCount || value.op == Op::kSum || value.op == Op::kSubtract) && !numeric) {
-        return Fail(*tn, fmt::format("value '{}': a {} is bigint, decimal(p,s) or double, not '{}'", value.column,
-                                     OpName(value.op), ts->get()));
-      }
-      value.type = type->type;
-      value.precision = type->precision;
-      value.scale = type->scale;
-      value.storage = type->storage;
+    const toml::node* tn = v.get("type");
+    if (tn == nullptr) return Status::Ok();
+    Result<Type> type = TypeOf(*tn);
+    if (!type.ok()) return type.status();
+    const bool numeric = type->type == ValueType::kBigInt || type->type == ValueType::kDecimal ||
+                         type->type == ValueType::kDouble;
+    if ((value.op == Op::kCount || value.op == Op::kSum || value.op == Op::kSubtract) && !numeric) {
+      return Fail(*tn, fmt::format("value '{}': a {} is bigint, decimal(p,s) or double, not '{}'", value.column,
+                                   OpName(value.op), tn->as_string()->get()));
     }
-    if (Status s = CollationOf(v, value.column, value.storage); !s.ok()) return s;
-    if (value.has_constant && (value.type == ValueType::kDecimal || value.type == ValueType::kBigInt)) {
+    value.type = type->type;
+    value.precision = type->precision;
+    value.scale = type->scale;
+    value.storage = type->storage;
+    return Status::Ok();
+  }
+
+  // A constant is a value of its column's type, and fits its declared SQL type.
+  Status ConstantFits(const toml::table& v, const ValuePlan& value) const {
+    if (!value.has_constant) return Status::Ok();
+    if (value.type == ValueType::kDecimal || value.type == ValueType::kBigInt) {
       __int128 ignored;
       const bool fits = value.type == ValueType::kDecimal
                             ? ParseScaled(value.constant, value.precision, value.scale, ignored)
@@ -550,40 +654,39 @@ class Parser {
                                                  value.constant, ValueTypeName(value.type, value.precision, value.scale)));
       }
     }
-    if (value.has_constant && value.storage.declared()) {
-      std::string why;
-      int64_t n = 0;
-      if (value.type == ValueType::kText) {
-        why = FitsStorage(value.storage, value.constant);
-      } else if (value.type == ValueType::kBigInt &&
-                 std::from_chars(value.constant.data(), value.constant.data() + value.constant.size(), n).ec ==
-                     std::errc{}) {
-        why = FitsStorage(value.storage, n);
-      }
-      if (!why.empty()) {
-        return Fail(*v.get("value"), fmt::format("value '{}': the constant '{}' {}", value.column, value.constant, why));
-      }
+    if (!value.storage.declared()) return Status::Ok();
+    std::string why;
+    int64_t n = 0;
+    if (value.type == ValueType::kText) {
+      why = FitsStorage(value.storage, value.constant);
+    } else if (value.type == ValueType::kBigInt &&
+               std::from_chars(value.constant.data(), value.constant.data() + value.constant.size(), n).ec ==
+                   std::errc{}) {
+      why = FitsStorage(value.storage, n);
     }
-    if (earlier != nullptr) {
-      // Every contribution to one column adds into it (sums and subtractions), or sets it by
-      // the event's id (all last, or all first); of one type.
-      auto adds = [](Op o) { return o == Op::kSum || o == Op::kSubtract; };
-      const bool same_kind = (adds(earlier->op) && adds(value.op)) ||
-                             (earlier->op == value.op && (value.op == Op::kLast || value.op == Op::kFirst));
-      const std::string first_type = DeclaredTypeName(earlier->type, earlier->precision, earlier->scale, earlier->storage);
-      const std::string this_type = DeclaredTypeName(value.type, value.precision, value.scale, value.storage);
-      if (!same_kind || first_type != this_type) {
-        return Fail(v, fmt::format("column '{}' is declared twice ({} {} here, {} {} at line {}): a "
-                                   "column takes several contributions only when each is op = \"sum\" or "
-                                   "\"subtract\", or each \"last\", or each \"first\", of the same type; "
-                                   "otherwise give it another name",
-                                   value.column, OpName(value.op), this_type, OpName(earlier->op), first_type,
-                                   earlier->line));
-      }
-      value.column = earlier->column;  // one column, spelled as first declared
+    if (!why.empty()) {
+      return Fail(*v.get("value"), fmt::format("value '{}': the constant '{}' {}", value.column, value.constant, why));
     }
-    value.line = v.source().begin.line;
-    return value;
+    return Status::Ok();
+  }
+
+  // Every contribution to one column adds into it (sums and subtractions), or sets it by
+  // the event's id (all last, or all first); of one type.
+  Status Contributes(const toml::table& v, const ValuePlan& earlier, const ValuePlan& value) const {
+    auto adds = [](Op o) { return o == Op::kSum || o == Op::kSubtract; };
+    const bool same_kind = (adds(earlier.op) && adds(value.op)) ||
+                           (earlier.op == value.op && (value.op == Op::kLast || value.op == Op::kFirst));
+    const std::string first_type = DeclaredTypeName(earlier.type, earlier.precision, earlier.scale, earlier.storage);
+    const std::string this_type = DeclaredTypeName(value.type, value.precision, value.scale, value.storage);
+    if (!same_kind || first_type != this_type) {
+      return Fail(v, fmt::format("column '{}' is declared twice ({} {} here, {} {} at line {}): a "
+                                 "column takes several contributions only when each is op = \"sum\" or "
+                                 "\"subtract\", or each \"last\", or each \"first\", of the same type; "
+                                 "otherwise give it another name",
+                                 value.column, OpName(value.op), this_type, OpName(earlier.op), first_type,
+                                 earlier.line));
+    }
+    return Status::Ok();
   }
 
   const std::string file_;
