@@ -129,6 +129,9 @@ for run in first restart; do
   fi
   exact
   stop "$box/err.$run"
+  # The summary tells the rebuild (its events, seconds, rate) from the following after it.
+  grep -q "^rebuilt and swapped in .* read model(s) from .* events in" "$box/out" || fail "no rebuild line in the summary"
+  grep -q "^followed after the swap: " "$box/out" || { cat "$box/out" >&2; fail "the summary counts the following as rebuilding"; }
   echo "$run: rebuilt, followed, stopped with $success; its stderr, then its stdout:"; sed "s/^/    /" "$box/err.$run" "$box/out"
 done
 mysql_root -e "DROP DATABASE $db"

@@ -257,6 +257,24 @@ int StatusPrometheus(Connection& c, const ReplayOptions& o, const std::vector<ch
 }
 
 // status --json.
+// `rewind status`'s text: the head, then one row per checkpoint in columns that fit.
+void StatusText(const std::vector<checkpoint_store::StatusRow>& rows, EventId head, const Declarations& d,
+                std::FILE* out) {
+  fmt::print(out, "event store head: id {}\n", head == kBeforeFirstId ? std::string("-") : IdText(head));
+  using A = AlignedTable::Align;
+  AlignedTable table({{"read model", A::kLeft}, {"status", A::kLeft}, {"checkpoint", A::kRight},
+                      {"behind", A::kRight}, {"failed", A::kRight}, {"late", A::kRight},
+                      {"gave up", A::kRight}, {"last run", A::kLeft}, {"seconds", A::kRight},
+                      {"events/s", A::kRight}});
+  for (const auto& r : rows) {
+    table.Row({r.projector, d.State(r), IdOrDash(r.checkpoint), IdOrDash(r.behind),
+               std::to_string(r.failures), std::to_string(r.late_events), std::to_string(r.gaps_given_up),
+               Text(r.last_run_at), Seconds2(r.seconds), Rate(r.events_per_second)});
+  }
+  fmt::print(out, "{}", table.Text());
+  if (rows.empty()) fmt::print(out, "(no read model has been rebuilt by rewind yet)\n");
+}
+
 void StatusJson(const std::vector<checkpoint_store::StatusRow>& rows, EventId head, const Declarations& d,
                 std::FILE* out) {
   auto rate = [](const std::optional<double>& s) { return Rate(s); };
@@ -358,7 +376,6 @@ int StatusCommand(const ReplayOptions& o, std::FILE* out) {
     fmt::print(stderr, "rewind: the bookkeeping tables have the layout of an older rewind "
                        "(version {}); the next replay migrates them\n", *version);
   }
-  const std::string head_text = *head == kBeforeFirstId ? std::string("-") : IdText(*head);
   // Declared read models (with --models): is the table built by today's declaration?
   Declarations declarations;
   if (!o.models_file.empty()) {
@@ -376,19 +393,7 @@ int StatusCommand(const ReplayOptions& o, std::FILE* out) {
     StatusJson(rows, *head, declarations, out);
     return exit_code::kOk;
   }
-  fmt::print(out, "event store head: id {}\n", head_text);
-  using A = AlignedTable::Align;
-  AlignedTable table({{"read model", A::kLeft}, {"status", A::kLeft}, {"checkpoint", A::kRight},
-                      {"behind", A::kRight}, {"failed", A::kRight}, {"late", A::kRight},
-                      {"gave up", A::kRight}, {"last run", A::kLeft}, {"seconds", A::kRight},
-                      {"events/s", A::kRight}});
-  for (const auto& r : rows) {
-    table.Row({r.projector, declarations.State(r), IdOrDash(r.checkpoint), IdOrDash(r.behind),
-               std::to_string(r.failures), std::to_string(r.late_events), std::to_string(r.gaps_given_up),
-               Text(r.last_run_at), Seconds2(r.seconds), Rate(r.events_per_second)});
-  }
-  fmt::print(out, "{}", table.Text());
-  if (rows.empty()) fmt::print(out, "(no read model has been rebuilt by rewind yet)\n");
+  StatusText(rows, *head, declarations, out);
   return exit_code::kOk;
 }
 
