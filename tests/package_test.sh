@@ -87,7 +87,7 @@ head1=$(zcat "$tmp/root/usr/share/doc/rewind/changelog.Debian.gz" | head -1)
 grep -qF "rewind ($version-1) " <<<"$head1" || fail "changelog.Debian.gz does not start with version $version-1: $head1"
 # lintian, Debian's package checker, finds no error (E:) and no warning (W:) in the package.
 command -v lintian >/dev/null || fail "lintian not found (scripts/setup installs it)"
-lint=$(lintian --no-tag-display-limit "$deb" 2>&1 || true)
+lint=$(lintian --tag-display-limit 0 "$deb" 2>&1 || true)
 echo "$lint"
 ! grep -qE '^(E|W): ' <<<"$lint" || fail "lintian reports errors or warnings:"$'\n'"$lint"
 echo "package_test: ok"
