@@ -693,6 +693,18 @@ Status Reader::MoveTo(std::unique_ptr<Connection> connection) {
   return Status::Ok();
 }
 
+GapCounts Reader::gap_counts() const {
+  return GapCounts{.watched = watched_.size() + due_.size(),
+                   .due = !due_.empty(),
+                   .late_events = late_events_,
+                   .given_up = gaps_given_up_,
+                   .peak_watched = peak_watched_,
+                   .reconciled_events = reconciled_events_,
+                   .reconciled_holes = final_holes_.size(),
+                   .reconcile_seconds = reconcile_seconds_,
+                   .proves_with_server = proves_};
+}
+
 Result<Head> Reader::ReadHead() {
   WaitForStartedPages();  // the first connection is free
   Result<Head> head = Status::Ok();

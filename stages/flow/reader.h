@@ -81,7 +81,7 @@
 #include <vector>
 
 #include "stages/flow/batch.h"
-#include "stages/flow/batch_source.h"
+#include "stages/flow/event_source.h"
 #include "stages/db/connection.h"
 #include "base/gaps.h"
 #include "stages/control/throttle.h"
@@ -174,29 +174,14 @@ struct ClassComparison {
 Result<ClassComparison> ExactClassComparison(Connection& connection, const EventTableOptions& events,
                                              const std::vector<std::string>& classes);
 
-// The head of the event table: its highest id and that event's time column (seconds, the
-// wall clock as written; nullopt when the table has no time column or it did not parse).
-struct Head {
-  EventId id = kBeforeFirstId;
-  std::optional<int64_t> time;
-  std::optional<int64_t> server_time;  // the server's clock when it was read (UNIX_TIMESTAMP())
-  std::optional<int64_t> server_us;    // the same in microseconds (NOW(6))
-};
-
 // A time column's value as seconds ('YYYY-MM-DD HH:MM:SS[.f]', 'T' or a zone suffix
 // accepted, the zone ignored), or nullopt.
 std::optional<int64_t> EventTimeSeconds(std::string_view text);
 
-enum class GapCheck {
-  kRecheck,  // re-read every watched hole; settle what is found and what is due
-  kFollow,   // the same, and give up holes watched settle_seconds by the wall clock
-  kFinal,    // re-read every watched hole and settle all (no insert is open)
-};
-
 inline constexpr uint64_t kDefaultSettleIds = 10'000;
 
-// The graph's source of batches (stages/flow/batch_source.h).
-class Reader final : public BatchSource {
+// The event source of a replay (stages/flow/event_source.h): the event table in MariaDB.
+class Reader final : public EventSource {
  public:
   ~Reader() override;
   // Validates the event table (CheckEventTable). Takes ownership of the connection.
@@ -207,50 +192,35 @@ class Reader final : public BatchSource {
   // check is queued.
   Result<std::unique_ptr<Batch>> Next() override;
 
-  EventId position() const { return after_id_; }
-  EventId head() const { return head_id_; }
+  EventId position() const override { return after_id_; }
+  EventId head() const override { return head_id_; }
   uint64_t next_sequence() const override { return next_sequence_; }
   // Reads the event table's head now (on the reader's connection). REQUIRES: no Next()
   // under way.
-  Result<Head> ReadHead();
+  Result<Head> ReadHead() override;
   // Moves the end of the range to `head` (new events were appended) and judges the
   // watched holes against it: those it proves final are read once more by the next
   // Next(). REQUIRES: head.id >= the current head.
-  void ExtendHead(const Head& head);
+  void ExtendHead(const Head& head) override;
   // The next Next() returns a late batch first (see above).
-  void QueueGapCheck(GapCheck kind) { queued_check_ = kind; }
+  void QueueGapCheck(GapCheck kind) override { queued_check_ = kind; }
   // The next Next() reads again the holes judged final and returns a reconciled batch
   // (see "Reconciliation"), when there are any.
-  void QueueReconcile() { reconcile_queued_ = true; }
-  // Events found by reconciliations; the holes remembered for the next; seconds spent.
-  uint64_t reconciled_events() const { return reconciled_events_; }
-  size_t reconciled_holes() const { return final_holes_.size(); }
-  double reconcile_seconds() const { return reconcile_seconds_; }
+  void QueueReconcile() override { reconcile_queued_ = true; }
+  GapCounts gap_counts() const override;
   // Where the server shows its open transactions (see "Gaps"): proves final the ids below
   // every head sampled before all of them began, and marks due the watched holes among
   // them, so that each is read once more and settled. Nothing happens without that view
-  // (proves_with_server() false). Next() calls it too, about once a second while holes
+  // (proves_with_server false). Next() calls it too, about once a second while holes
   // are watched. REQUIRES: no Next() under way.
-  Status ProveByOpenTransactions();
-  // Whether holes are proven final by the server (else by the fallback rule, "Gaps").
-  bool proves_with_server() const { return proves_; }
-  // Whether holes are judged by the time column (else by ids).
-  bool settles_by_time() const { return time_index_ >= 0; }
+  Status ProveByOpenTransactions() override;
   // Reads from `connection`'s server from now on, on it and on helpers opened there (the
   // primary, after a replica's bulk read: pipeline/replay/read_replica.h); pages already
   // read stay. Fails, changing nothing, when that server compares the event classes
   // otherwise. REQUIRES: no Next() under way.
-  Status MoveTo(std::unique_ptr<Connection> connection);
+  Status MoveTo(std::unique_ptr<Connection> connection) override;
   // Pages are sized and paced by `throttle` from now on (null: none). Not owned.
   void SetThrottle(Throttle* throttle) { throttle_ = throttle; }
-
-  size_t watched_gaps() const { return watched_.size() + due_.size(); }
-  // Holes proven final that the next Next() reads once more.
-  bool has_due_gaps() const { return !due_.empty(); }
-  uint64_t late_events() const { return late_events_; }
-  uint64_t gaps_given_up() const { return gaps_given_up_; }
-  // The most holes watched at once.
-  uint64_t peak_watched_gaps() const { return peak_watched_; }
 
  private:
   // A watched hole (its first id is its key in watched_).
