@@ -1,105 +1,101 @@
 // MemorySource: an event source held in memory (stages/flow/event_source.h), the second
 // implementer beside the Reader, so that the graph, the runners and the gap handling run
-// without a server.
+// without a server. Its holes are judged by the Reader's own GapWatch
+// (stages/flow/gap_watch.h), proven final the way the server proves them.
 //
-// The test plays the application: Append() commits an event at once; Reserve() takes an
-// id in a transaction still open (invisible, and the hole it leaves cannot be proven
-// final); Commit() and Rollback() end that transaction. Batches are pages of at most
-// batch_size committed events in (position, head], with the ids missing between them as
-// the batch's gaps (the ids below the first event are none: reading starts at the first
-// id, wherever it is); every hole is watched. The rules of the Reader, simplified:
-//  - ProveByOpenTransactions() makes due every watched hole that holds no reserved id
-//    (the server's open transactions, here known exactly); a due hole is read once more
-//    by the next Next() and settled.
-//  - A gap check reads every watched hole again: found ids are late events; kFinal
-//    settles every hole; kFollow gives up every hole still watched (a settle window of
-//    zero).
-//  - Holes settled as final (due, or given up) are remembered; QueueReconcile() reads
-//    them again and hands on what was found in a reconciled batch.
+// The test plays the application and the server: Append() commits an event at once;
+// Reserve() takes an id in a transaction still open (invisible until Commit(), gone with
+// Rollback()). A clock of its own stands for the server's: it moves 100 ms with every
+// head read, proof and reservation, and Elapse() moves it further. Batches are pages of at
+// most batch_size committed events in (position, head], with the ids missing between them
+// as the batch's gaps (the ids below the first event are none: reading starts at the first
+// id, wherever it is). A proof makes final every id below a head read before the oldest
+// open transaction began, as INNODB_TRX does for the Reader; a gap check reads the watched
+// holes again; reconciliation reads again the holes judged final.
 //
 // Thread safety: one thread at a time, as every EventSource.
 #pragma once
 
 #include <simdjson.h>
 
+#include <algorithm>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "base/gaps.h"
 #include "stages/flow/event_source.h"
+#include "stages/flow/gap_watch.h"
 
 namespace rw::testing {
 
 class MemorySource final : public EventSource {
  public:
-  // Reads ids in (start_after, head], batch_size committed events per batch.
-  explicit MemorySource(size_t batch_size, EventId start_after = kBeforeFirstId)
-      : batch_size_(batch_size), position_(start_after) {}
+  // Reads ids in (start_after, head], batch_size committed events per batch; a hole watched
+  // settle_seconds (by its clock) is given up when following.
+  explicit MemorySource(size_t batch_size, double settle_seconds = 60)
+      : batch_size_(batch_size),
+        gaps_(GapWatchOptions{.settle_seconds = settle_seconds,
+                              .settle_ids = uint64_t{1} << 62,  // the fallback rule never decides
+                              .by_time = false,
+                              .reconcile = true,
+                              .now = [this] { return std::chrono::steady_clock::time_point(Now()); }},
+              /*proves=*/true) {}
 
   void Append(EventId id, std::string payload) { committed_[id] = std::move(payload); }
-  void Reserve(EventId id) { open_.insert(id); }
+  void Reserve(EventId id) { open_[id] = Tick(); }
   void Commit(EventId id, std::string payload) {
     open_.erase(id);
     Append(id, std::move(payload));
   }
   void Rollback(EventId id) { open_.erase(id); }
+  void Elapse(double seconds) { clock_us_ += static_cast<int64_t>(seconds * 1e6); }
 
   Result<std::unique_ptr<Batch>> Next() override {
     if (reconcile_queued_) {
       reconcile_queued_ = false;
-      if (!final_.empty()) return Reconciled();
+      if (gaps_.counts().reconciled_holes > 0) return Reconciled();
     }
-    if (check_ || !due_.empty()) {
-      const std::optional<GapCheck> kind = check_;
-      check_.reset();
-      if (!watched_.empty() || !due_.empty()) return ReadGaps(kind);
+    if (check_ || gaps_.has_due()) {
+      const std::optional<GapCheck> kind = std::exchange(check_, std::nullopt);
+      if (gaps_.watching()) return ReadGaps(kind);
     }
     if (position_ < head_) return Page();
+    if (gaps_.has_settled()) return ReadGaps(std::nullopt);
     return std::unique_ptr<Batch>();
   }
   uint64_t next_sequence() const override { return sequence_; }
   EventId position() const override { return position_; }
   EventId head() const override { return head_; }
   Result<Head> ReadHead() override {
-    ++heads_read_;
-    return Head{committed_.empty() ? kBeforeFirstId : committed_.rbegin()->first, {}, {}, {}};
+    return Head{committed_.empty() ? kBeforeFirstId : committed_.rbegin()->first, {}, {}, Tick()};
   }
-  void ExtendHead(const Head& head) override { head_ = std::max(head_, head.id); }
+  void ExtendHead(const Head& head) override {
+    head_ = std::max(head_, head.id);
+    gaps_.ExtendHead(head);
+  }
   Status ProveByOpenTransactions() override {
-    for (const IdRange& hole : watched_.ranges()) {
-      auto open = open_.lower_bound(hole.lo);
-      if (open != open_.end() && *open <= hole.hi) continue;
-      watched_.Subtract(hole);
-      due_.Add(hole);
-    }
+    std::optional<int64_t> oldest;
+    for (const auto& [id, began] : open_) oldest = std::min(oldest.value_or(began), began);
+    gaps_.Proven(Tick(), oldest);
     return Status::Ok();
   }
   void QueueGapCheck(GapCheck kind) override { check_ = kind; }
   void QueueReconcile() override { reconcile_queued_ = true; }
-  GapCounts gap_counts() const override {
-    return GapCounts{.watched = watched_.size() + due_.size(),
-                     .due = !due_.empty(),
-                     .late_events = late_events_,
-                     .given_up = given_up_,
-                     .peak_watched = peak_watched_,
-                     .reconciled_events = reconciled_events_,
-                     .reconciled_holes = final_.size(),
-                     .reconcile_seconds = 0,
-                     .proves_with_server = true};
-  }
+  GapCounts gap_counts() const override { return gaps_.counts(); }
   Status MoveTo(std::unique_ptr<Connection> /*connection*/) override { return Status::Ok(); }
 
-  int heads_read() const { return heads_read_; }
-
  private:
-  std::unique_ptr<Batch> NewBatch() {
+  std::chrono::microseconds Now() const { return std::chrono::microseconds(clock_us_); }
+  int64_t Tick() { return clock_us_ += 100'000; }
+  std::unique_ptr<Batch> NewBatch(bool late) {
     auto batch = std::make_unique<Batch>();
     batch->sequence = sequence_++;
+    batch->late = late;
+    if (late) batch->after_id = batch->last_id = kBeforeFirstId;
     return batch;
   }
   static void Add(Batch& batch, EventId id, const std::string& payload) {
@@ -118,90 +114,61 @@ class MemorySource final : public EventSource {
         found.push_back(it->first);
       }
     }
+    std::sort(found.begin(), found.end());
     return found;
   }
 
   Result<std::unique_ptr<Batch>> Page() {
-    std::unique_ptr<Batch> batch = NewBatch();
+    std::unique_ptr<Batch> batch = NewBatch(false);
     batch->after_id = position_;
+    PageHoles holes = gaps_.StartPage();
     EventId last = position_;
     for (auto it = committed_.upper_bound(position_);
          it != committed_.end() && it->first <= head_ && batch->raw.size() < batch_size_; ++it) {
       if (last != kBeforeFirstId && it->first > last + 1) batch->gaps.push_back({last + 1, it->first - 1});
       Add(*batch, it->first, it->second);
       last = it->first;
+      holes.any = true;
     }
+    const EventId read_to = last;
     if (batch->raw.size() < batch_size_) {  // the page covers its whole range
       if (last != kBeforeFirstId && last < head_) batch->gaps.push_back({last + 1, head_});
       last = head_;
     }
-    for (const IdRange& hole : batch->gaps) watched_.Add(hole);
-    peak_watched_ = std::max<uint64_t>(peak_watched_, watched_.size() + due_.size());
+    holes.gap_times.assign(batch->gaps.size(), std::nullopt);
+    holes.below_times.assign(batch->gaps.size(), std::nullopt);
+    gaps_.JudgePage(batch->gaps, holes, last, read_to);
+    batch->settled = gaps_.TakeSettled();
     batch->last_id = position_ = last;
     Pad(*batch);
     return batch;
   }
 
   Result<std::unique_ptr<Batch>> ReadGaps(std::optional<GapCheck> kind) {
-    std::unique_ptr<Batch> batch = NewBatch();
-    batch->late = true;
-    batch->after_id = batch->last_id = kBeforeFirstId;
-    std::vector<IdRange> ranges = due_.ranges();
-    if (kind) {
-      for (const IdRange& r : watched_.ranges()) ranges.push_back(r);
-    }
-    const std::vector<EventId> found = ReadIds(ranges, *batch);
-    late_events_ += found.size();
-    std::vector<IdRange>& settled = batch->settled;
-    for (EventId id : found) {
-      settled.push_back({id, id});
-      watched_.Subtract({id, id});
-      due_.Subtract({id, id});
-    }
-    for (const IdRange& r : due_.ranges()) {
-      settled.push_back(r);
-      final_.Add(r);
-    }
-    due_ = GapSet();
-    if (kind == GapCheck::kFinal || kind == GapCheck::kFollow) {
-      for (const IdRange& r : watched_.ranges()) {
-        settled.push_back(r);
-        if (kind == GapCheck::kFollow) {
-          ++given_up_;
-          final_.Add(r);
-        }
-      }
-      watched_ = GapSet();
-    }
-    if (kind == GapCheck::kFinal) final_ = GapSet();  // no insert is open: final for good
+    std::unique_ptr<Batch> batch = NewBatch(true);
+    batch->settled = gaps_.Settle(kind, ReadIds(gaps_.ToRead(kind), *batch));
     Pad(*batch);
     return batch;
   }
 
   Result<std::unique_ptr<Batch>> Reconciled() {
-    std::unique_ptr<Batch> batch = NewBatch();
-    batch->late = batch->reconciled = true;
-    batch->after_id = batch->last_id = kBeforeFirstId;
-    for (EventId id : ReadIds(final_.ranges(), *batch)) {
-      final_.Subtract({id, id});
-      batch->settled.push_back({id, id});
-      ++reconciled_events_;
-    }
+    std::unique_ptr<Batch> batch = NewBatch(true);
+    batch->reconciled = true;
+    batch->settled = gaps_.Reconciled(ReadIds(gaps_.ToReconcile(), *batch));
     Pad(*batch);
     return batch;
   }
 
   const size_t batch_size_;
   std::map<EventId, std::string> committed_;  // id -> payload
-  std::set<EventId> open_;                    // ids taken by transactions still open
-  EventId position_;
+  std::map<EventId, int64_t> open_;           // ids taken by transactions still open -> when they began
+  int64_t clock_us_ = 0;
+  GapWatch gaps_;
+  EventId position_ = kBeforeFirstId;
   EventId head_ = kBeforeFirstId;
   uint64_t sequence_ = 0;
-  GapSet watched_, due_, final_;
   std::optional<GapCheck> check_;
   bool reconcile_queued_ = false;
-  uint64_t late_events_ = 0, given_up_ = 0, peak_watched_ = 0, reconciled_events_ = 0;
-  int heads_read_ = 0;
 };
 
 }  // namespace rw::testing

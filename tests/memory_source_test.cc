@@ -119,16 +119,16 @@ TEST(MemorySource, LateCommitsEndAsIfReadInOrder) {
   EXPECT_EQ(source.gap_counts().watched, 3u);  // 7, 13, 30
   EXPECT_EQ(source.next_sequence(), 15u);       // 57 events, 4 a batch
 
-  // 7 commits: the proof makes it and 13 due (no open transaction holds them), the check
-  // finds 7 (a late event) and settles 13 (final); 30 is still open, watched.
-
+  // 7 commits; 30 is still open, and it began before every head was read, so the proof
+  // can show nothing final: the check reads every hole again and finds 7 (a late event).
   source.Commit(7, Visit(7));
   ASSERT_TRUE(replay.ReadOn(source, GapCheck::kRecheck).ok());
   EXPECT_EQ(source.gap_counts().late_events, 1u);
-  EXPECT_EQ(source.gap_counts().watched, 1u);  // 30, still open
+  EXPECT_EQ(source.gap_counts().watched, 2u);  // 13 and 30
   EXPECT_EQ(replay.runner(0).stats().late_applied + replay.runner(1).stats().late_applied, 2u);
 
-  // The cut-over's final check: no insert is open under its lock.
+  // 30 commits, and the cut-over's final check runs (no insert is open under its lock):
+  // 30 is found, 13 is final.
   source.Commit(30, Visit(30));
   ASSERT_TRUE(replay.ReadOn(source, GapCheck::kFinal).ok());
   EXPECT_EQ(source.gap_counts().late_events, 2u);
@@ -167,6 +167,7 @@ TEST(MemorySource, ReconciliationFindsAnEventInAHoleGivenUp) {
   }
   Replay replay;
   ASSERT_TRUE(replay.ReadOn(source, std::nullopt).ok());
+  source.Elapse(61);
   ASSERT_TRUE(replay.ReadOn(source, GapCheck::kFollow).ok());  // watched too long: given up
   EXPECT_EQ(source.gap_counts().given_up, 1u);
   EXPECT_EQ(source.gap_counts().reconciled_holes, 1u);
