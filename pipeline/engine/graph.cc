@@ -131,7 +131,7 @@ void YieldToTheServer() {
 
 }  // namespace
 
-GraphResult RunGraph(BatchSource& source, const Decoder& decoder, std::vector<Branch>& branches,
+GraphResult RunGraph(EventSource& source, const Decoder& decoder, std::vector<Branch>& branches,
                      Progress& progress, const GraphOptions& options,
                      const std::atomic<bool>& stop) {
   using MutableBatch = std::shared_ptr<Batch>;

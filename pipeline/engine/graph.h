@@ -1,6 +1,7 @@
 // The replay graph: source -> decoder (parallel) -> sequencer -> broadcast -> one serial
 // branch per consumer (each projector runner, the failure recorder). The source is any
-// BatchSource (stages/flow/batch_source.h): the Reader of the event table, for replay.
+// EventSource (stages/flow/event_source.h): the Reader of the event table, for replay; an
+// in-memory one in the tests.
 //
 // Threads: the reader runs on the calling thread and puts each batch into the graph, so the
 // server's stream is drained while the graph decodes and applies; the graph runs on TBB's
@@ -32,7 +33,7 @@
 #include <vector>
 
 #include "stages/flow/batch.h"
-#include "stages/flow/batch_source.h"
+#include "stages/flow/event_source.h"
 #include "stages/flow/decoder.h"
 #include "stages/control/progress.h"
 
@@ -56,7 +57,7 @@ struct GraphResult {
   int64_t peak_in_flight = 0;
 };
 
-GraphResult RunGraph(BatchSource& source, const Decoder& decoder, std::vector<Branch>& branches,
+GraphResult RunGraph(EventSource& source, const Decoder& decoder, std::vector<Branch>& branches,
                      Progress& progress, const GraphOptions& options,
                      const std::atomic<bool>& stop);
 

@@ -26,23 +26,21 @@ double Since(std::chrono::steady_clock::time_point t) {
 Status CatchUp(Build& b) {
   FaultPoint("before-catch-up");
   ReplaySummary& sum = b.summary();
-  Reader& reader = b.reader();
+  EventSource& source = b.source();
   for (int round = 0; round < 20 && !b.stopping(); ++round) {
     if (Status s = b.EnsureAdmin(); !s.ok()) return s;
-    Result<Head> head = reader.ReadHead();
+    Result<Head> head = source.ReadHead();
     if (!head.ok()) return head.status();
     // The first round re-reads the holes still watched (late commits found before the
     // lock, not under it); later rounds only what the new head proves final.
-    if (head->id <= reader.head() && (round > 0 || reader.watched_gaps() == 0) &&
-        !reader.has_due_gaps()) {
-      return Status::Ok();
-    }
+    const GapCounts gaps = source.gap_counts();
+    if (head->id <= source.head() && (round > 0 || gaps.watched == 0) && !gaps.due) return Status::Ok();
     const uint64_t before = sum.events_read;
     const std::optional<GapCheck> recheck =
         round == 0 ? std::optional<GapCheck>(GapCheck::kRecheck) : std::nullopt;
     if (Status s = b.ReadOn(*head, Proof::kOpenTransactions, recheck); !s.ok()) return s;
     sum.catch_up_events += sum.events_read - before;
-    sum.head_id = reader.head();
+    sum.head_id = source.head();
     if (sum.events_read - before < b.options().batch_size) return Status::Ok();
   }
   return Status::Ok();
@@ -74,7 +72,7 @@ Status CutOverOnce(Build& b, Connection& lock) {
   FaultPoint("writers-held");
   // No insert is open now: read to the final head, and settle every gap (only the holes
   // still watched are read again: those near the head).
-  Result<Head> head = b.reader().ReadHead();
+  Result<Head> head = b.source().ReadHead();
   Status s = head.ok() ? Status::Ok() : head.status();
   if (s.ok()) {
     const uint64_t before = sum.events_read;
@@ -82,7 +80,7 @@ Status CutOverOnce(Build& b, Connection& lock) {
     s = b.ReadOn(*head, Proof::kNone, GapCheck::kFinal, &watched);
     sum.holes_read_under_lock += watched;
     sum.catch_up_events += sum.events_read - before;
-    sum.head_id = b.reader().head();
+    sum.head_id = b.source().head();
   }
   if (s.ok()) s = b.CheckBudget();
   if (s.ok()) {
@@ -151,11 +149,11 @@ Status CutOver(Build& b) {
 // Following: reads again the holes judged final (pipeline's net under the proof and the
 // fallback rule, stages/flow/reader.h "Reconciliation"); says what it found.
 Status Reconcile(Build& b) {
-  Reader& reader = b.reader();
-  if (reader.reconciled_holes() == 0) return Status::Ok();
-  const uint64_t before = reader.reconciled_events();
+  EventSource& source = b.source();
+  if (source.gap_counts().reconciled_holes == 0) return Status::Ok();
+  const uint64_t before = source.gap_counts().reconciled_events;
   if (Status s = b.Reconcile(); !s.ok()) return s;
-  if (const uint64_t found = reader.reconciled_events() - before; found > 0) {
+  if (const uint64_t found = source.gap_counts().reconciled_events - before; found > 0) {
     fmt::print(stderr,
                "rewind: reconciliation found {} event(s) in holes judged final; applied where the read "
                "model takes events out of order, otherwise counted as missed (rewind status)\n",
@@ -170,7 +168,7 @@ Status Reconcile(Build& b) {
 Status Follow(Build& b) {
   const ReplayOptions& o = b.options();
   ReplaySummary& sum = b.summary();
-  Reader& reader = b.reader();
+  EventSource& source = b.source();
   const bool quiet = o.progress == ProgressMode::kQuiet;
   sum.rebuild_before_following = ReplaySummary::Rebuild{sum.events_read, b.seconds()};
   if (!quiet) {
@@ -188,24 +186,24 @@ Status Follow(Build& b) {
       if (Status s = Reconcile(b); !s.ok()) return s;
       reconciled_at = std::chrono::steady_clock::now();
     }
-    Result<Head> now = reader.ReadHead();
+    Result<Head> now = source.ReadHead();
     if (!now.ok()) return now.status();
-    if (now->id <= reader.head() && reader.watched_gaps() == 0) continue;
-    const uint64_t before = sum.events_read, given_before = reader.gaps_given_up();
-    const uint64_t late_before = reader.late_events();
-    const EventId from = reader.head();
+    if (now->id <= source.head() && source.gap_counts().watched == 0) continue;
+    const GapCounts was = source.gap_counts();
+    const uint64_t before = sum.events_read;
+    const EventId from = source.head();
     if (Status s = b.ReadOn(*now, Proof::kOpenTransactions, GapCheck::kFollow); !s.ok()) return s;
-    if (const uint64_t given = reader.gaps_given_up() - given_before; given > 0) {
+    if (const uint64_t given = source.gap_counts().given_up - was.given_up; given > 0) {
       fmt::print(stderr, "rewind: gave up {} gap(s) in the ids after {} s without a commit\n",
                  given, o.settle_seconds);
       b.SetStatus(CheckpointStatus::kFollowing, given);
     }
     if (!quiet && (sum.events_read > before)) {
       fmt::print(stderr, "rewind: followed events after {} up to {} ({} new, {} late)\n",
-                 IdText(from), IdText(reader.head()), sum.events_read - before,
-                 reader.late_events() - late_before);
+                 IdText(from), IdText(source.head()), sum.events_read - before,
+                 source.gap_counts().late_events - was.late_events);
     }
-    sum.head_id = reader.head();
+    sum.head_id = source.head();
   }
   b.SetStatus(CheckpointStatus::kLive, 0);
   // Stopped: a clean end (everything applied is committed to the live tables), which the

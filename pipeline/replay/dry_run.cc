@@ -158,11 +158,9 @@ void CountEvents(Connection& c, const ReplayOptions& o, EventId last, Findings& 
   f.events = estimate.ok() && *estimate ? std::stoull(**estimate) : 0;
 }
 
-// A timed sample: the first batches (a tenth of the range, at least one batch, at most
-// kSampleEvents), decoded and applied in memory by the runners, never written. Returns the
-// rows each read model held at about half the sample, for how fast its keys still grow.
-Result<std::vector<size_t>> Sample(const ReplayOptions& o, const ReadPlan& reads, EventId last,
-                                   std::vector<std::unique_ptr<ProjectorRunner>>& runners, Findings& f) {
+// The sample's source: the event table up to `last`, one connection, batches of at most
+// kSampleEvents.
+Result<std::unique_ptr<EventSource>> SampleSource(const ReplayOptions& o, const ReadPlan& reads, EventId last) {
   Result<std::unique_ptr<Connection>> reader_conn = Connection::Open(o.connection);
   if (!reader_conn.ok()) return reader_conn.status();
   ReaderOptions ro = ReaderOptionsFor(o, reads.scope);
@@ -172,6 +170,14 @@ Result<std::vector<size_t>> Sample(const ReplayOptions& o, const ReadPlan& reads
   ro.result_buffer = 0;
   Result<std::unique_ptr<Reader>> reader = Reader::Make(std::move(*reader_conn), ro);
   if (!reader.ok()) return reader.status();
+  return std::unique_ptr<EventSource>(std::move(*reader));
+}
+
+// A timed sample: the first batches (a tenth of the range, at least one batch, at most
+// kSampleEvents), decoded and applied in memory by the runners, never written. Returns the
+// rows each read model held at about half the sample, for how fast its keys still grow.
+Result<std::vector<size_t>> Sample(const ReplayOptions& o, const ReadPlan& reads, EventSource& source, EventId last,
+                                   std::vector<std::unique_ptr<ProjectorRunner>>& runners, Findings& f) {
   const Decoder decoder(reads.page_fields, reads.page_class, reads.catalog);
   const uint64_t sample_target =
       std::clamp<uint64_t>(f.events / 10, std::min<uint64_t>(o.batch_size, kSampleEvents), kSampleEvents);
@@ -184,7 +190,7 @@ Result<std::vector<size_t>> Sample(const ReplayOptions& o, const ReadPlan& reads
       half_events = f.sampled;
       for (size_t i = 0; i < runners.size(); ++i) half_rows[i] = runners[i]->projector().pending_rows();
     }
-    Result<std::unique_ptr<Batch>> batch = (*reader)->Next();
+    Result<std::unique_ptr<Batch>> batch = source.Next();
     if (!batch.ok()) return batch.status();
     if (*batch == nullptr) {
       f.whole = true;
@@ -199,7 +205,7 @@ Result<std::vector<size_t>> Sample(const ReplayOptions& o, const ReadPlan& reads
     }
   }
   f.sample_seconds = elapsed();
-  if (!f.whole && (*reader)->position() >= last) f.whole = true;
+  if (!f.whole && source.position() >= last) f.whole = true;
   half_rows.push_back(half_events);  // the last element: the events read by then
   return half_rows;
 }
@@ -436,7 +442,10 @@ int DryRunCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
   std::vector<std::unique_ptr<ProjectorRunner>> runners;
   for (auto& p : projectors) runners.push_back(ProjectorRunner::InMemory(std::move(p)));
   projectors.clear();
-  Result<std::vector<size_t>> half = Sample(o, reads, last, runners, f);
+  Result<std::unique_ptr<EventSource>> source = SampleSource(o, reads, last);
+  if (!source.ok()) return fail(source.status().message());
+  Result<std::vector<size_t>> half = Sample(o, reads, **source, last, runners, f);
+  source->reset();  // its connection closes before the checks, as it always did
   if (!half.ok()) return fail(half.status().message());
   Estimate(runners, *half, f);
   JudgeTables(c, o, plan, runners, f);

@@ -20,6 +20,7 @@
 #include "stages/db/table_admin.h"
 #include "stages/db/table_schema.h"
 #include "stages/control/console.h"
+#include "stages/flow/reader.h"
 
 namespace rw {
 
@@ -351,7 +352,7 @@ Status Build::ReadFromPrimary() {
   if (!reads_replica_) return Status::Ok();
   Result<std::unique_ptr<Connection>> c = Connection::Open(o_.connection);
   if (!c.ok()) return c.status();
-  if (Status s = reader_->MoveTo(std::move(*c)); !s.ok()) {
+  if (Status s = source_->MoveTo(std::move(*c)); !s.ok()) {
     return s.With("moving the reader to the primary");
   }
   reads_replica_ = false;
@@ -430,7 +431,8 @@ Status Build::StartReader(const GapSet& watched) {
   ro.prove_with_server = !reads_replica_;  // a replica's transactions are not the primary's
   Result<std::unique_ptr<Reader>> reader = Reader::Make(std::move(*reader_conn), ro);
   if (!reader.ok()) return reader.status();
-  reader_ = std::move(*reader);
+  Reader& r = **reader;
+  source_ = std::move(*reader);
   if (o_.max_events_per_second > 0 || o_.throttle_threads_running > 0) {
     std::unique_ptr<Connection> probe;
     if (o_.throttle_threads_running > 0) {
@@ -444,7 +446,7 @@ Status Build::StartReader(const GapSet& watched) {
           PrintLine(state.empty() ? "reading resumes" : state + "; reading pauses");
           SetNote(state);
         });
-    reader_->SetThrottle(throttle_.get());
+    r.SetThrottle(throttle_.get());
   }
   return Status::Ok();
 }
@@ -474,7 +476,7 @@ Status Build::StartRecorder() {
 // The one place the graph runs: over what the reader has queued (a gap check, then ids up
 // to its head).
 Status Build::RunTheGraph(Progress& progress, const std::atomic<bool>& stop) {
-  GraphResult graph = RunGraph(*reader_, *decoder_, branches_, progress,
+  GraphResult graph = RunGraph(*source_, *decoder_, branches_, progress,
                                GraphOptions{.max_in_flight = o_.max_in_flight}, stop);
   sum_.peak_in_flight = std::max(sum_.peak_in_flight, graph.peak_in_flight);
   return graph.status;
@@ -495,33 +497,35 @@ Status Build::QuietPass() {
 
 Status Build::ReadOn(const Head& head, Proof proof, std::optional<GapCheck> check,
                      uint64_t* rechecked) {
-  if (head.id >= reader_->head()) reader_->ExtendHead(head);
+  if (head.id >= source_->head()) source_->ExtendHead(head);
   if (proof == Proof::kOpenTransactions) {
-    if (Status s = reader_->ProveByOpenTransactions(); !s.ok()) return s;
+    if (Status s = source_->ProveByOpenTransactions(); !s.ok()) return s;
   }
   uint64_t queued = 0;
-  if (check && (*check == GapCheck::kFinal || reader_->watched_gaps() > 0)) {
-    reader_->QueueGapCheck(*check);
-    queued = reader_->watched_gaps();
+  const size_t watched = source_->gap_counts().watched;
+  if (check && (*check == GapCheck::kFinal || watched > 0)) {
+    source_->QueueGapCheck(*check);
+    queued = watched;
   }
   if (rechecked != nullptr) *rechecked = queued;
   return QuietPass();
 }
 
 Status Build::Reconcile() {
-  reader_->QueueReconcile();
+  source_->QueueReconcile();
   return QuietPass();
 }
 
 void Build::Collect() {
   sum_.failures = prior_failures_ + recorder_->failures();
   for (const auto& r : runners_) sum_.failures += r->stats().failures_recorded;
-  sum_.late_events = reader_->late_events();
-  sum_.gaps_given_up = reader_->gaps_given_up();
-  sum_.reconciled_events = reader_->reconciled_events();
-  sum_.reconcile_seconds = reader_->reconcile_seconds();
-  sum_.holes_watched_peak = reader_->peak_watched_gaps();
-  sum_.finality = reader_->proves_with_server() ? "server" : "fallback";
+  const GapCounts gaps = source_->gap_counts();
+  sum_.late_events = gaps.late_events;
+  sum_.gaps_given_up = gaps.given_up;
+  sum_.reconciled_events = gaps.reconciled_events;
+  sum_.reconcile_seconds = gaps.reconcile_seconds;
+  sum_.holes_watched_peak = gaps.peak_watched;
+  sum_.finality = gaps.proves_with_server ? "server" : "fallback";
   for (size_t i = 0; i < runners_.size(); ++i) {
     const RunnerStats& st = runners_[i]->stats();
     ProjectorSummary& ps = sum_.projectors[i];

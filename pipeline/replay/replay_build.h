@@ -2,7 +2,8 @@
 // every kind of run shares. Prepare connects, checks and creates what the run needs, Rebuild
 // makes the one pass to the head; then a finisher works on the Build: the swap's in
 // cutover.h, the --into build's and the scratch build's in replay.cc. A Build owns the
-// admin connection (which holds the named locks), the heartbeat, the reader, one runner per
+// admin connection (which holds the named locks), the heartbeat, the event source (the
+// Reader; the finishers see only its interface, stages/flow/event_source.h), one runner per
 // read model and the run's summary.
 //
 // Thread safety: one thread drives a Build; the graph's threads run only inside its passes.
@@ -30,12 +31,12 @@
 #include "stages/flow/decoder.h"
 #include "stages/flow/failure_recorder.h"
 #include "stages/flow/projector_runner.h"
-#include "stages/flow/reader.h"
+#include "stages/flow/event_source.h"
 
 namespace rw {
 
 // Whether a pass that reads on first asks the server's open transactions which watched
-// holes are final (Reader::ProveByOpenTransactions).
+// holes are final (EventSource::ProveByOpenTransactions).
 enum class Proof { kNone, kOpenTransactions };
 
 class Build {
@@ -54,13 +55,13 @@ class Build {
   // commits what it applied, also when stopped (so that a resume continues from there).
   Status Rebuild();
 
-  // Reads on: extends the reader's head to `head`, marks final what the open transactions
+  // Reads on: extends the source's head to `head`, marks final what the open transactions
   // prove (with Proof::kOpenTransactions), queues `check` (a final check always; another
   // only while holes are watched), then a quiet pass. `rechecked`, when given, is set to
   // the holes watched when the check was queued (0 if none was).
   Status ReadOn(const Head& head, Proof proof, std::optional<GapCheck> check,
                 uint64_t* rechecked = nullptr);
-  // Following: reads again the holes judged final (Reader::QueueReconcile), a quiet pass.
+  // Following: reads again the holes judged final (EventSource::QueueReconcile), a quiet pass.
   Status Reconcile();
 
   // Ok, or (when a stop was asked) kCancelled "stopped before the swap", the run interrupted.
@@ -94,7 +95,7 @@ class Build {
   // Seconds since the build began.
   double seconds() const;
   ReplaySummary& summary() { return sum_; }
-  Reader& reader() { return *reader_; }
+  EventSource& source() { return *source_; }
   Connection& admin() { return *admin_; }
   // The statements that hand the position back at the swap (hand_over.h).
   const std::vector<hand_over::Step>& hand_overs() const { return hand_overs_; }
@@ -142,7 +143,7 @@ class Build {
   std::vector<std::unique_ptr<ProjectorRunner>> runners_;
   EventId start_after_ = kBeforeFirstId;
   uint64_t prior_failures_ = 0;  // recorded by the interrupted part of a resumed run
-  std::unique_ptr<Reader> reader_;
+  std::unique_ptr<EventSource> source_;
   std::unique_ptr<Connection> read_server_;  // the replica's connection, until the reader takes it
   bool reads_replica_ = false;               // the reader reads the replica (until ReadFromPrimary)
   std::unique_ptr<FailureRecorder> recorder_;

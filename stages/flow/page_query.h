@@ -1,0 +1,140 @@
+// PageQuery: the event table's SQL, the one place in the reader that spells its columns:
+// the checks of the table before any work, its head, how the event classes are compared in
+// the server, and the statements a reader sends: a page of ids (keyset paging on the id
+// column, `WHERE id > ? AND id <= <head> ORDER BY id LIMIT n`, never OFFSET) and a list of
+// id ranges read again (the holes). Each row's payload comes only for the wanted classes
+// (NULL otherwise: skipped, counted), with its class index when several are wanted, the
+// columns declared read models read, and last the time column when holes are judged by it.
+//
+// Thread safety: a PageQuery is immutable after construction (any thread may build its
+// statements and add rows to batches of its own); the functions use the connection given.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/gaps.h"
+#include "projectors/event_record.h"
+#include "stages/db/connection.h"
+#include "stages/flow/batch.h"
+#include "stages/flow/event_source.h"
+
+namespace rw {
+
+struct EventTableOptions {
+  std::string table = "stored_events";
+  std::string id_column = "id";
+  std::string type_column = "eventClass";
+  // Non-empty: the class is not a column but this dotted path into the JSON payload (e.g.
+  // "headers.__event_type", EventSauce's), read and compared in the server with JSON_VALUE;
+  // an event without it (or whose payload is not JSON) is of no class, skipped.
+  std::string type_path;
+  std::string payload_column = "payload";
+  std::string time_column = "createdAt";  // read with --until-time; written by ingest
+  std::string uuid_column = "uuid";       // written by ingest
+  // The event class that PageVisit projectors handle (compared byte for byte).
+  std::string page_visited_class = "App\\Analytics\\PageVisited";
+};
+
+// What a run reads of each event: the classes whose payloads it wants (each event comes
+// with its index in this list) and the event-table columns declared read models read.
+struct ReadScope {
+  std::vector<std::string> classes;  // empty: the page-visited class alone
+  std::vector<std::string> columns;
+  // Per class (aligned with `classes`, or empty): the read models' filters on the event
+  // table's columns under which its payload is wanted, any one of them (each all of its
+  // equalities). No filter for a class: wanted whatever its columns hold. Sent to the
+  // server with the type filter; the read models still apply their own, byte for byte.
+  std::vector<std::vector<std::vector<ColumnIn>>> filters;
+};
+
+// `sql` padded with a comment to `bytes` long (unchanged when it is as long already): a
+// server reads a longer query into a buffer grown to its length and writes that query's
+// result through it (ReaderOptions::result_buffer).
+std::string PadQuery(std::string sql, size_t bytes);
+
+// How the type column is compared with the wanted classes in the server: exactly (another
+// case, a trailing space, an accent is another class) and cheaply. A column in utf8mb4 (or
+// utf8mb3, for classes it can hold) is compared in its `_nopad_bin` collation, characters
+// that are the bytes sent; a binary column as it is; any other column (or a server without
+// the collation) cast to bytes on both sides, which costs the server a copy per row. With a
+// type path the compared value is `JSON_VALUE(payload, path)`, in the payload column's
+// character set, compared by the same rules.
+struct ClassComparison {
+  std::string column;          // the type column as compared, e.g. "`eventClass` COLLATE utf8mb4_nopad_bin"
+  std::string literal_prefix;  // put before each quoted class ("BINARY " or "")
+};
+Result<ClassComparison> ExactClassComparison(Connection& connection, const EventTableOptions& events,
+                                             const std::vector<std::string>& classes);
+
+// A time column's value as seconds ('YYYY-MM-DD HH:MM:SS[.f]', 'T' or a zone suffix
+// accepted, the zone ignored), or nullopt.
+std::optional<int64_t> EventTimeSeconds(std::string_view text);
+
+// The server's clock when the statement began, in microseconds since the epoch: read in no
+// time zone (UNIX_TIMESTAMP() and NOW(6) are the same instant), so no change of hour folds it.
+inline constexpr const char* kServerMicros = "UNIX_TIMESTAMP() * 1000000 + MICROSECOND(NOW(6))";
+
+// The head: the highest id and (with_time) its time column, in one indexed look, with the
+// server's clock when it was read.
+Result<Head> HeadOf(Connection& connection, const EventTableOptions& events, bool with_time);
+
+// What page queries are padded to (PadQuery): `wanted`, at most half the server's
+// max_allowed_packet (the rest is the query's own text), and 0 when that is no more than
+// the server's net_buffer_length (nothing to gain).
+Result<size_t> PageQueryBytes(Connection& connection, size_t wanted);
+
+// The classes a run wants, in the order of ReadScope::classes (the page-visited one alone
+// when that is empty).
+std::vector<std::string> WantedClasses(const EventTableOptions& events, const ReadScope& scope);
+
+// How the fallback rule judges holes on this table (see "Gaps"): "" when by the time column,
+// else why by ids alone ("--settle-ids"; the table has no time column; its head's time does
+// not parse). The reader and the dry run ask this one function.
+Result<std::string> WhyJudgedByIds(Connection& connection, const EventTableOptions& events, uint64_t settle_ids);
+
+// The highest event id in the table (kBeforeFirstId when it is empty).
+Result<EventId> ReadHeadId(Connection& connection, const EventTableOptions& events);
+
+// Checks the event table before any work: it exists; the type and payload columns (and,
+// `with_time_column`, the time column) exist; the id column is an integer type, NOT NULL
+// and unique (the primary key or a one-column unique index). A clear message naming the
+// problem otherwise.
+Status CheckEventTable(Connection& connection, const EventTableOptions& events,
+                       bool with_time_column = false);
+
+// Checks that the event table has each of `columns` (the fields declared read models read).
+Status CheckReadColumns(Connection& connection, const EventTableOptions& events,
+                        const std::vector<std::string>& columns);
+
+// The statements a reader sends for one run's scope, made once (quoted for `connection`'s
+// server, with `compare` from ExactClassComparison there).
+class PageQuery {
+ public:
+  PageQuery(Connection& connection, const EventTableOptions& events, const ReadScope& scope,
+            const std::string& until_time, const ClassComparison& compare, bool with_time);
+  // The events in (lo, hi], at most `limit` of them, in id order (lo kBeforeFirstId: from the first).
+  std::string Range(EventId lo, EventId hi, size_t limit) const;
+  // The events in `ranges` (sorted by lo), in id order.
+  std::string Ids(std::span<const IdRange> ranges) const;
+  // One row of either statement into `batch`: counted, and kept when its payload came.
+  void AddRow(Batch& batch, EventId id, char** values, unsigned long* lengths) const;
+  // The time column's place in a row (-1: not read).
+  int time_index() const { return time_index_; }
+  // The class comparison the statements were made with.
+  const std::string& compare_column() const { return compare_column_; }
+
+ private:
+  std::string select_;  // SELECT id, payload-or-NULL[, class index][, columns][, time] FROM table
+  std::string id_;      // the id column, quoted
+  std::string compare_column_;
+  bool with_class_ = false;  // a row holds the class index
+  size_t columns_ = 0;       // the declared read models' columns in a row
+  int time_index_ = -1;
+};
+
+}  // namespace rw
