@@ -10,6 +10,7 @@
 #include "pipeline/replay/hand_over.h"
 #include "pipeline/replay/read_replica.h"
 #include "pipeline/replay/replay.h"
+#include "pipeline/replay/replay_build.h"
 #include "stages/flow/decoder.h"
 #include "stages/control/progress.h"
 #include "stages/flow/projector_runner.h"
@@ -156,21 +157,6 @@ void CountEvents(Connection& c, const ReplayOptions& o, EventId last, Findings& 
       "TABLE_NAME = {}",
       c.Quote(o.events.table)));
   f.events = estimate.ok() && *estimate ? std::stoull(**estimate) : 0;
-}
-
-// The sample's source: the event table up to `last`, one connection, batches of at most
-// kSampleEvents.
-Result<std::unique_ptr<EventSource>> SampleSource(const ReplayOptions& o, const ReadPlan& reads, EventId last) {
-  Result<std::unique_ptr<Connection>> reader_conn = Connection::Open(o.connection);
-  if (!reader_conn.ok()) return reader_conn.status();
-  ReaderOptions ro = ReaderOptionsFor(o, reads.scope);
-  ro.batch_size = std::min<size_t>(o.batch_size, kSampleEvents);
-  ro.head_id = last;
-  ro.connections = 1;
-  ro.result_buffer = 0;
-  Result<std::unique_ptr<Reader>> reader = Reader::Make(std::move(*reader_conn), ro);
-  if (!reader.ok()) return reader.status();
-  return std::unique_ptr<EventSource>(std::move(*reader));
 }
 
 // A timed sample: the first batches (a tenth of the range, at least one batch, at most
@@ -414,6 +400,7 @@ void PrintText(std::FILE* out, const Findings& f, const std::vector<std::unique_
 
 }  // namespace
 
+// The dry run: a Build that inspects (read-only), samples, and stops.
 int DryRunCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>> projectors,
                   std::FILE* out) {
   auto fail = [&](const std::string& why) {
@@ -424,25 +411,21 @@ int DryRunCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>
     }
     return exit_code::kError;
   };
-  if (o.connection.database.empty()) return fail("no database given: pass --database NAME or set REWIND_DATABASE");
-  Result<std::unique_ptr<Connection>> conn = Connection::Open(o.connection);
-  if (!conn.ok()) return fail(conn.status().message());
-  Connection& c = **conn;
-  if (Status s = CheckEventTable(c, o.events, !o.until_time.empty()); !s.ok()) return fail(s.message());
-  if (Status s = CheckUntilId(c, o); !s.ok()) return fail(s.message());
-  Result<EventId> head = ReadHeadId(c, o.events);
-  if (!head.ok()) return fail(head.status().message());
-  const EventId last = o.until_id ? std::min(*head, *o.until_id) : *head;
+  const RunPlan plan = PlanFor(o);
+  const std::atomic<bool> never{false};
+  Build b(o, plan, never);
+  if (Status s = b.Inspect(projectors); !s.ok()) return fail(s.message());
+  Connection& c = b.admin();
+  const EventId last = b.summary().head_id;
+  const ReadPlan& reads = b.read_plan();
   Findings f;
   CountEvents(c, o, last, f);
-  const RunPlan plan = PlanFor(o);
   for (const auto& p : projectors) f.models.push_back({std::string(p->name()), p->table().name + plan.table_suffix});
-  const ReadPlan reads = PlanReads(o.events, projectors);
   // The runner's own apply step, in memory: nothing is written, the rows are counted.
   std::vector<std::unique_ptr<ProjectorRunner>> runners;
   for (auto& p : projectors) runners.push_back(ProjectorRunner::InMemory(std::move(p)));
   projectors.clear();
-  Result<std::unique_ptr<EventSource>> source = SampleSource(o, reads, last);
+  Result<std::unique_ptr<EventSource>> source = b.SampleSource(kSampleEvents);
   if (!source.ok()) return fail(source.status().message());
   Result<std::vector<size_t>> half = Sample(o, reads, **source, last, runners, f);
   source->reset();  // its connection closes before the checks, as it always did

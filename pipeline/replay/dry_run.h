@@ -6,6 +6,10 @@
 // the sample, extrapolated) and the run's duration (labelled estimates),
 // lists the tables the run would create, the grants it needs that the user lacks, and a
 // lock held by another run. Exit 0 when a real run could start, 1 with the reasons.
+// It is the run's own Build (replay_build.h), taking Inspect instead of Prepare: the same
+// connection and checks of the event source, the same read plan and head, the sample read
+// through the build's EventSource; then it stops, and checks the rest itself, every
+// blocker collected rather than the first returned.
 //
 // Thread safety: DryRunCommand runs on the calling thread and shares nothing between calls.
 #pragma once

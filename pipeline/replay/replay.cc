@@ -205,7 +205,9 @@ ReplaySummary Build::Finish(Status s) {
 
 Status Build::Prepare(std::vector<std::unique_ptr<Projector>> projectors) {
   GapSet watched;  // the holes the interrupted builds were watching
-  Status s = ConnectToSource(projectors);
+  // No database is said before no read model; Inspect (the dry run) asks for none.
+  Status s = projectors.empty() && !o_.connection.database.empty() ? Status::InvalidInput("no read model selected")
+                                                                   : ConnectToSource();
   if (s.ok()) s = PlanTheReads(projectors);
   if (s.ok()) s = NameTheTables(projectors);
   if (s.ok()) s = JudgeTheLiveTables(projectors);
@@ -222,12 +224,31 @@ Status Build::Prepare(std::vector<std::unique_ptr<Projector>> projectors) {
   return s;
 }
 
+Status Build::Inspect(std::vector<std::unique_ptr<Projector>>& projectors) {
+  Status s = ConnectToSource();
+  if (s.ok()) s = PlanTheReads(projectors);
+  if (s.ok()) s = ReadTheHead();
+  return s;
+}
+
+Result<std::unique_ptr<EventSource>> Build::SampleSource(size_t max_batch) const {
+  Result<std::unique_ptr<Connection>> conn = Connection::Open(o_.connection);
+  if (!conn.ok()) return conn.status();
+  ReaderOptions ro = ReaderOptionsFor(o_, read_plan_.scope);
+  ro.batch_size = std::min<size_t>(o_.batch_size, max_batch);
+  ro.head_id = sum_.head_id;
+  ro.connections = 1;
+  ro.result_buffer = 0;
+  Result<std::unique_ptr<Reader>> reader = Reader::Make(std::move(*conn), ro);
+  if (!reader.ok()) return reader.status();
+  return std::unique_ptr<EventSource>(std::move(*reader));
+}
+
 // Connects, and checks the event source: the event table, its id column, --until-id.
-Status Build::ConnectToSource(const std::vector<std::unique_ptr<Projector>>& projectors) {
+Status Build::ConnectToSource() {
   if (o_.connection.database.empty()) {
     return Status::InvalidInput("no database given: pass --database NAME or set REWIND_DATABASE");
   }
-  if (projectors.empty()) return Status::InvalidInput("no read model selected");
   Result<std::unique_ptr<Connection>> admin = Connection::Open(o_.connection);
   if (!admin.ok()) return admin.status();
   admin_ = std::move(*admin);

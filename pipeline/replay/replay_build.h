@@ -1,7 +1,8 @@
 // Build: the moving parts of one replay run (internal to pipeline/replay), and the steps
 // every kind of run shares. Prepare connects, checks and creates what the run needs, Rebuild
 // makes the one pass to the head; then a finisher works on the Build: the swap's in
-// cutover.h, the --into build's and the scratch build's in replay.cc. A Build owns the
+// cutover.h, the --into build's and the scratch build's in replay.cc. The dry run takes
+// Inspect instead of Prepare (read-only), samples, and stops. A Build owns the
 // admin connection (which holds the named locks), the heartbeat, the event source (the
 // Reader; the finishers see only its interface, stages/flow/event_source.h), one runner per
 // read model and the run's summary.
@@ -51,6 +52,15 @@ class Build {
   // Connects and checks everything before any work, takes the locks, creates (or, with
   // --resume, finds) every build table and its checkpoint, and sets up the graph's parts.
   Status Prepare(std::vector<std::unique_ptr<Projector>> projectors);
+  // The dry run's build (dry_run.cc): Prepare's first steps, those that only read (connects
+  // and checks the event source, plans the reads, reads the head), then it stops. Creates,
+  // locks and writes nothing; the dry run reads its sample through SampleSource and checks
+  // the rest itself, collecting every blocker.
+  Status Inspect(std::vector<std::unique_ptr<Projector>>& projectors);
+  // A source of its own from the first event to the head, on one connection to the
+  // primary, in batches of at most `max_batch`: the dry run's sample.
+  Result<std::unique_ptr<EventSource>> SampleSource(size_t max_batch) const;
+  const ReadPlan& read_plan() const { return read_plan_; }
   // One pass from the lowest checkpoint to the head taken at the start; every read model
   // commits what it applied, also when stopped (so that a resume continues from there).
   Status Rebuild();
@@ -102,7 +112,7 @@ class Build {
 
  private:
   // Prepare's steps, in order.
-  Status ConnectToSource(const std::vector<std::unique_ptr<Projector>>& projectors);
+  Status ConnectToSource();
   Status PlanTheReads(std::vector<std::unique_ptr<Projector>>& projectors);
   Status NameTheTables(const std::vector<std::unique_ptr<Projector>>& projectors);
   Status JudgeTheLiveTables(const std::vector<std::unique_ptr<Projector>>& projectors);
