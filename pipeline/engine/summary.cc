@@ -85,6 +85,7 @@ std::string ReplaySummary::Json() const {
     if (v >= INT64_MIN && v <= INT64_MAX) return static_cast<int64_t>(v);
     return static_cast<uint64_t>(v);
   };
+  const Rebuild rebuild = RebuildShare();  // --follow: the rebuild apart from the following
   nlohmann::json j = {
       {"run_id", run_id},
       {"rewind_version", BuildVersion()},
@@ -112,10 +113,10 @@ std::string ReplaySummary::Json() const {
       {"replica_lag_seconds",
        replica_lag_seconds ? nlohmann::json(*replica_lag_seconds) : nlohmann::json()},
       {"seconds", seconds},
-      {"rebuild_events", RebuildShare().events},
-      {"rebuild_seconds", RebuildShare().seconds},
-      {"followed_events", events_read - RebuildShare().events},
-      {"followed_seconds", seconds - RebuildShare().seconds},
+      {"rebuild_events", rebuild.events},
+      {"rebuild_seconds", rebuild.seconds},
+      {"followed_events", events_read - rebuild.events},
+      {"followed_seconds", seconds - rebuild.seconds},
       {"events_per_second", seconds > 0 ? static_cast<double>(events_read) / seconds : 0.0},
       {"peak_batches_in_flight", peak_in_flight},
   };
