@@ -1,6 +1,8 @@
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "pipeline/stress/report_parts.h"
 
@@ -31,40 +33,53 @@ class Advice : public Figures {
   }
 
  private:
-  // The snapshot advice for --budget-ms, from question 1's p99 load times ("" without them).
+  // The snapshot advice for --budget-ms, from question 1's p50 load times, with each
+  // round's own threshold beside it; the p99 only from at least 100 loads, labelled with
+  // their count ("" without question 1).
   std::string SnapshotAdvice() const {
     std::string s;
     const double budget = ctx_.budget_ms;
-    if (Get("aggregate_load", "10000", "p99")) {
-      bool extrapolated = false, k_extrapolated = false;
-      const double n_max = LengthWithin(budget, extrapolated);
-      const double fetch = Get("snapshot", "5000", "snapshot_fetch_p50").value_or(0);
-      const double k = LengthWithin(budget - fetch, k_extrapolated);
+    const auto p50 = Get("aggregate_load", "10000", "p50");
+    if (!p50) return s;
+    bool extrapolated = false, k_extrapolated = false;
+    const double n_max = LengthWithin(budget, extrapolated);
+    const double fetch = Get("snapshot", "5000", "snapshot_fetch_p50").value_or(0);
+    const double k = LengthWithin(budget - fetch, k_extrapolated);
+    std::string rounds;
+    for (int r = 1; Get("aggregate_load", "10000", fmt::format("p50_run{}", r)); ++r) {
+      bool e = false;
+      rounds += fmt::format("{}{}", r == 1 ? "" : ", ",
+                            Number(RoundDown2(LengthWithin(budget, e, fmt::format("p50_run{}", r)))));
+    }
+    s += fmt::format(
+        "- **Snapshots, with a {0} ms budget** (--budget-ms, against the p50 load time): "
+        "aggregates of up to {1} events load without a snapshot (each round alone: {2}); above "
+        "it, snapshot every {3} events (a load then reads one snapshot, {4} ms here, and at most "
+        "{3} events). From this run's p50 load times ({5} ms at 10,000 events){6}.\n",
+        budget, Number(RoundDown2(n_max)), rounds.empty() ? "one round" : rounds,
+        Number(RoundDown2(k)), Number(fetch), Spread("aggregate_load", "10000", "p50"),
+        extrapolated ? "; beyond 10,000 events, the longest measured, extrapolated linearly" : "");
+    const double loads = Get("aggregate_load", "10000", "loads").value_or(0);
+    if (loads >= 100) {
       s += fmt::format(
-          "- **Snapshots, with a {0} ms budget** (--budget-ms): aggregates of up to {1} events "
-          "load "
-          "without a snapshot; above it, snapshot every {2} events (a load then reads one "
-          "snapshot, "
-          "{3} ms here, and at most {2} events). From this run's p99 load times ({4} ms at 10,000 "
-          "events){5}.\n",
-          budget, Number(RoundDown2(n_max)), Number(RoundDown2(k)), Number(fetch),
-          Number(Get("aggregate_load", "10000", "p99").value_or(0)),
-          extrapolated ? "; beyond 10,000 events, the longest measured, extrapolated linearly"
-                       : "");
-      if (auto per = Get("snapshot", "every_10", "per_snapshot"); per && k >= 1) {
-        s += fmt::format(
-            "  Snapshotting every {} events costs {} ms per command in writes (one {} ms save "
-            "every {} "
-            "commands of one event).\n",
-            Number(RoundDown2(k)), Number(*per / RoundDown2(k)), Number(*per),
-            Number(RoundDown2(k)));
-      }
-      if (auto x = Get("snapshot", "crossover", "events")) {
-        s += fmt::format(
-            "  A snapshot pays for itself in load time from about {} events, but that saves less "
-            "than the budget notices: a full load of 1,000 events takes {} ms (p50).\n",
-            Number(*x), Number(Get("aggregate_load", "1000", "p50").value_or(0)));
-      }
+          "  The tail, for a budget meant for the slowest load in a hundred: p99 {} ms at 10,000 "
+          "events, of {} loads.\n",
+          Number(Get("aggregate_load", "10000", "p99").value_or(0)), Number(loads));
+    }
+    if (auto per = Get("snapshot", "every_10", "per_snapshot"); per && k >= 1) {
+      s += fmt::format(
+          "  Snapshotting every {} events costs {} ms per command in writes (one {} ms save "
+          "every {} commands of one event).\n",
+          Number(RoundDown2(k)), Number(*per / RoundDown2(k)), Number(*per), Number(RoundDown2(k)));
+    }
+    if (auto x = Get("snapshot", "crossover", "events")) {
+      s += fmt::format(
+          "  A snapshot is measurably faster to load from {} events on ({}), but that saves less "
+          "than the budget notices: a full load of 1,000 events takes {} ms (p50).\n",
+          Number(*x), ctx_.crossover_note, Spread("aggregate_load", "1000", "p50"));
+    } else if (Get("snapshot", "crossover", "not_measurable")) {
+      s += "  Snapshot + 50 events and a full replay: no measurable difference at any measured "
+           "length (" + ctx_.crossover_note + ").\n";
     }
     return s;
   }
@@ -108,29 +123,93 @@ class Advice : public Figures {
     return s;
   }
 
-  // Question 3's rebuild times as the recovery window, volume by volume.
+  // Question 3's rebuild times as the recovery window, volume by volume, with one save
+  // per event's cost per event where it was measured.
   std::string RecoveryWindow() const {
     std::string s;
     const std::vector<int64_t> volumes = Volumes();
-    if (!volumes.empty()) {
-      s += "- **Recovery window** (rebuilding OrderSummary from nothing, 100 events per order; "
-           "single saves "
-           "ran once per volume):\n";
-      for (int64_t v : volumes) {
-        const std::string c = std::to_string(v);
-        s += fmt::format(
-            "  - rebuilding {} events takes {} s with single saves, {} s with batches of 50, {} s "
-            "with "
-            "rewind{}.\n",
-            Number(static_cast<double>(v)), Spread("projection_rebuild", c + "/single", "seconds"),
-            Spread("projection_rebuild", c + "/batched", "seconds"),
-            Spread("projection_rebuild", c + "/pipeline", "seconds"),
-            Get("projection_rebuild", c + "/single", "estimated")
-                ? " (single saves estimated from the 100,000-event run: a commit per event)"
-                : "");
+    if (volumes.empty()) return s;
+    s += "- **Recovery window** (rebuilding OrderSummary from nothing, 100 events per order; "
+         "single saves ran once per volume, every other method --repeat times):\n";
+    for (int64_t v : volumes) {
+      const std::string c = std::to_string(v);
+      const double vd = static_cast<double>(v);
+      std::string single;
+      if (!Get("projection_rebuild", c + "/single", "not_measured")) {
+        single = fmt::format(
+            "{} s with single saves ({} ms per event)",
+            Spread("projection_rebuild", c + "/single", "seconds"),
+            Number(Get("projection_rebuild", c + "/single", "seconds").value_or(0) / vd * 1000));
+      } else if (auto est = Get("projection_rebuild", c + "/single", "seconds")) {
+        single = fmt::format(
+            "single saves not measured (about {} s estimated: the measured volumes' median cost "
+            "per event, flat within 20 %)",
+            Number(*est));
+      } else {
+        single =
+            "single saves neither measured nor estimated (their cost per event was not flat "
+            "across the measured volumes)";
+      }
+      s += fmt::format("  - rebuilding {} events: {}, {} s with batches of 50, {} s with rewind.\n",
+                       Number(vd), single, Spread("projection_rebuild", c + "/batched", "seconds"),
+                       Spread("projection_rebuild", c + "/pipeline", "seconds"));
+    }
+    return s + BatchSizeWords();
+  }
+
+  // The batch size to choose, from the batch sizes measured interleaved at one volume: the
+  // smallest within 20 % of the fastest's median (and whether it is within the fastest's
+  // spread: no measurable difference), with what the sizes below it cost.
+  std::string BatchSizeWords() const {
+    std::optional<int64_t> at;
+    for (int64_t v : Volumes()) {
+      if (Get("projection_rebuild", fmt::format("{}/batch_10", v), "seconds")) at = v;
+    }
+    if (!at) return "";
+    struct Size {
+      int batch;
+      std::string c;
+      double median, hi;
+    };
+    std::vector<Size> sizes;
+    for (int batch : {10, 50, 100, 500, 1000}) {
+      const std::string c = fmt::format("{}/batch_{}", *at, batch);
+      if (auto m = Get("projection_rebuild", c, "seconds")) {
+        sizes.push_back({batch, c, *m, Get("projection_rebuild", c, "seconds_max").value_or(*m)});
       }
     }
-    return s;
+    if (sizes.empty()) return "";
+    const Size& best = *std::min_element(sizes.begin(), sizes.end(), [](auto& x, auto& y) {
+      return x.median < y.median;
+    });
+    size_t choice = 0;
+    while (sizes[choice].median > best.median * 1.2) ++choice;
+    const Size& chosen = sizes[choice];
+    std::string s = fmt::format(
+        "- **Batch size** (OrderSummary by hand, {} events, each size once in each round):",
+        Number(static_cast<double>(*at)));
+    if (auto single = Get("projection_rebuild", fmt::format("{}/single", *at), "seconds")) {
+      s += fmt::format(" single saves {} s (once);", Number(*single));
+    }
+    for (const Size& z : sizes) {
+      s += fmt::format(" batches of {} {} s;", z.batch, Spread("projection_rebuild", z.c, "seconds"));
+    }
+    s.back() = '.';
+    s += fmt::format(" **Choose batches of {}**: ", chosen.batch);
+    if (&chosen == &best) {
+      s += "the fastest measured";
+    } else {
+      s += fmt::format("within {:.0f} % of the fastest (batches of {}, {} s){}",
+                       (chosen.median / best.median - 1) * 100, best.batch, Number(best.median),
+                       chosen.median <= best.hi ? ", no measurable difference" : "");
+    }
+    if (choice > 0) {
+      const Size& smaller = sizes[choice - 1];
+      s += fmt::format("; batches of {} take {:.1f}x as long", smaller.batch,
+                       chosen.median > 0 ? smaller.median / chosen.median : 0);
+    }
+    return s + ". Larger batches hold more rows in one statement and one transaction for little "
+               "gain. rewind's pipeline sizes its own batches.\n";
   }
 
   // Parallel projections: one after the other against at once, for each volume measured.
@@ -174,24 +253,15 @@ class Advice : public Figures {
     return s;
   }
 
-  // With --quick: which loads the p95 and p99 are, so few were made.
+  // With fewer than 100 loads per length (--quick): no p95 or p99, and why.
   std::string QuickPercentiles() const {
-    std::string s;
-    if (ctx_.quick) {
-      const double loads = Get("aggregate_load", "10000", "loads").value_or(0);
-      if (loads > 0) {
-        const auto from_top = [&](double p) {
-          const int k = static_cast<int>(loads - std::ceil(p / 100 * loads) + 1);
-          if (k == 1) return std::string("slowest");
-          return fmt::format("{}{} slowest", k, k == 2 ? "nd" : k == 3 ? "rd" : "th");
-        };
-        s += fmt::format(
-            "- **--quick**: p95 and p99 come from {} loads per length, so p95 is the {} load and "
-            "p99 the {}; run without --quick for 100 loads per round.\n",
-            Number(loads), from_top(95), from_top(99));
-      }
-    }
-    return s;
+    const double loads = Get("aggregate_load", "10000", "loads").value_or(0);
+    if (loads <= 0 || loads >= 100) return "";
+    return fmt::format(
+        "- **--quick**: {} loads per length, too few for a p95 or p99 (at least 100 are needed: "
+        "the p99 of fewer is the slowest load or next to it), so none is given; the advice uses "
+        "the p50. Run without --quick for 100 loads per round.\n",
+        Number(loads));
   }
 };
 

@@ -247,6 +247,9 @@ std::optional<double> Harness::Get(const std::string& q, const std::string& c,
 void Harness::AddSpread(const std::string& q, const std::string& c, const std::string& metric,
                         std::vector<double> runs, const std::string& unit) {
   if (runs.empty()) return;
+  for (size_t i = 0; i < runs.size(); ++i) {  // each repeat's own, in the order they ran
+    Add(q, c, fmt::format("{}_run{}", metric, i + 1), runs[i], unit);
+  }
   std::sort(runs.begin(), runs.end());
   Add(q, c, metric, Median(runs), unit);
   Add(q, c, metric + "_min", runs.front(), unit);

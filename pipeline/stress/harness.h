@@ -86,8 +86,9 @@ class Harness {
   void Add(const std::string& q, const std::string& c, const std::string& m, double v,
            const std::string& unit);
   std::optional<double> Get(const std::string& q, const std::string& c, const std::string& m) const;
+  const StressResults& results() const { return results_; }
   // The median, min and max of one point's runs, as results rows `metric`, `metric_min`
-  // and `metric_max`.
+  // and `metric_max`, and each run's own as `metric_run1`, `metric_run2`, ...
   void AddSpread(const std::string& q, const std::string& c, const std::string& metric,
                  std::vector<double> runs, const std::string& unit);
   // A failed check, in words: the run is no longer consistent.

@@ -86,10 +86,10 @@ std::optional<int> Figures::BestWriters(const std::string& kind) const {
   return best;
 }
 
-double Figures::LengthWithin(double budget, bool& extrapolated) const {
-  std::vector<std::pair<double, double>> points;  // (events, p99 ms)
+double Figures::LengthWithin(double budget, bool& extrapolated, const std::string& metric) const {
+  std::vector<std::pair<double, double>> points;  // (events, ms)
   for (int64_t n : {10, 50, 100, 500, 1000, 5000, 10000}) {
-    if (auto v = Get("aggregate_load", std::to_string(n), "p99")) {
+    if (auto v = Get("aggregate_load", std::to_string(n), metric)) {
       points.emplace_back(static_cast<double>(n), *v);
     }
   }
@@ -145,12 +145,17 @@ class Report : public Figures {
     const std::time_t now = std::time(nullptr);
     char date[32];
     std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
-    md += fmt::format("# rewind stress ({})\n\n", ctx_.quick ? "--quick" : "full run");
-    const std::vector<std::string> summary = SummaryLines(*this);
-    md += "## Summary\n\n";
+    // `--only table` answers none of the four questions: its report is the user's table's,
+    // without the five-line summary or the run's quick/full label.
+    const bool only_yours = !ctx_.your.table.empty() && !AnyQuestion();
+    md += only_yours ? std::string("# rewind stress: your table\n\n")
+                     : fmt::format("# rewind stress ({})\n\n", ctx_.quick ? "--quick" : "full run");
+    const std::vector<std::string> summary =
+        only_yours ? std::vector<std::string>{} : SummaryLines(*this);
+    if (!summary.empty()) md += "## Summary\n\n";
     for (const std::string& line : summary) md += line + "\n";
     const std::string yours = YourLine(*this);
-    if (!yours.empty()) md += "\n" + yours + "\n";
+    if (!yours.empty()) md += (summary.empty() ? "" : "\n") + yours + "\n";
     md += RunFacts(*this, date);
     md += Sections(*this, status);
     const std::vector<std::string> pngs = Plots(*this, dir);
@@ -171,6 +176,14 @@ class Report : public Figures {
   }
 
  private:
+  // Whether any of the four questions has a figure in this run.
+  bool AnyQuestion() const {
+    for (const StressRow& r : rows_) {
+      if (r.question != "commit" && r.question != "your_table") return true;
+    }
+    return false;
+  }
+
   // results.csv in `dir`: every measurement, one a line. False when it could not be written.
   bool WriteCsv(const std::filesystem::path& dir) const {
     std::ofstream csv(dir / "results.csv");
@@ -190,7 +203,8 @@ class Report : public Figures {
   // where the report is (`report`, with `plots` PNGs beside it).
   void PrintSummary(std::FILE* out, const std::vector<std::string>& summary,
                     const std::string& yours, const std::string& report, size_t plots) const {
-    fmt::print(out, "rewind stress: this server beside the article \"{}\"\n", kArticle);
+    if (!summary.empty())
+      fmt::print(out, "rewind stress: this server beside the article \"{}\"\n", kArticle);
     for (const std::string& line : summary) fmt::print(out, "{}\n", line);
     if (!yours.empty()) fmt::print(out, "{}\n", yours);
     // What was checked, as far as this run went (--only).

@@ -172,7 +172,8 @@ class YourTableWords : public Figures {
         v("rewind", "fitted") > 0
             ? fmt::format("rewind's estimate is its cost per run ({} s: connections, tables, the "
                           "swap) plus its time per event ({} µs) times the rows, both from the "
-                          "fastest runs on the whole sample and on its first quarter.",
+                          "median runs on the whole sample and on its first quarter (every estimate here "
+                          "is from medians).",
                           Number(v("rewind", "fixed_seconds")),
                           Number(v("rewind", "seconds_per_event") * 1e6))
             : fmt::format("rewind's runs on the whole sample and on its first quarter did not "

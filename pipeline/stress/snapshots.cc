@@ -1,6 +1,9 @@
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
+#include <optional>
 
 #include "pipeline/stress/questions.h"
 
@@ -24,9 +27,12 @@ class Snapshots : public Question {
     OrderStreams streams;
     for (int64_t n : lengths) streams.emplace_back(fmt::format("q2-{}", n), n, n / 2);
     if (Status s = h_.LoadStreams(h_.store().tables().events, streams); !s.ok()) return s;
-    std::vector<double> full_p50, snap_p50;
+    std::vector<std::vector<double>> full_p50, snap_p50;  // per length, each round's p50
     for (int64_t n : lengths) {
-      if (Status s = SnapshotAgainstReplay(n, kTail, loads, full_p50, snap_p50); !s.ok()) return s;
+      full_p50.emplace_back(), snap_p50.emplace_back();
+      if (Status s = SnapshotAgainstReplay(n, kTail, loads, full_p50.back(), snap_p50.back());
+          !s.ok())
+        return s;
     }
     Crossover(lengths, full_p50, snap_p50);
     return SnapshotWriteCost();
@@ -35,8 +41,7 @@ class Snapshots : public Question {
  private:
   // Question 2 at one stream length `n`: a snapshot saved `tail` events before its end, then
   // `loads` loads (after a warm-up) by full replay and by snapshot + tail, checked equal, in
-  // each of --repeat rounds. The median of the rounds' p50 of either goes onto `full_p50`
-  // and `snap_p50`.
+  // each of --repeat rounds. Each round's p50 of either goes onto `full_p50` and `snap_p50`.
   Status SnapshotAgainstReplay(int64_t n, int64_t tail, int loads, std::vector<double>& full_p50,
                                std::vector<double>& snap_p50) {
     const std::string stream = fmt::format("q2-{}", n);
@@ -71,43 +76,63 @@ class Snapshots : public Question {
     h_.AddSpread("snapshot", c, "full_p50", full_runs, "ms");
     h_.AddSpread("snapshot", c, "snapshot_p50", snap_runs, "ms");
     h_.AddSpread("snapshot", c, "snapshot_fetch_p50", fetch_runs, "ms");
-    full_p50.push_back(Median(full_runs));
-    snap_p50.push_back(Median(snap_runs));
+    full_p50 = full_runs;
+    snap_p50 = snap_runs;
     h_.Progress(
         fmt::format("  {:>5} events: full {:.2f} ms, snapshot at {} + {} events {:.2f} ms (the "
                     "snapshot's read "
                     "{:.3f} ms)",
-                    n, full_p50.back(), at, tail, snap_p50.back(), Median(fetch_runs)));
+                    n, Median(full_runs), at, tail, Median(snap_runs), Median(fetch_runs)));
     return Status::Ok();
   }
 
-  // The crossover: where the full replay starts to cost more than snapshot + tail,
-  // interpolated between the two measured lengths around the change (`full_p50` and
-  // `snap_p50` at each of `lengths`).
-  void Crossover(const std::vector<int64_t>& lengths, const std::vector<double>& full_p50,
-                 const std::vector<double>& snap_p50) {
-    double crossover = static_cast<double>(lengths.back());
-    h_.context().crossover_note =
-        fmt::format("beyond {} events (the longest measured)", lengths.back());
-    for (size_t i = 0; i < lengths.size(); ++i) {
-      const double d = full_p50[i] - snap_p50[i];
-      if (d <= 0) continue;
-      if (i == 0) {
-        crossover = static_cast<double>(lengths[0]);
-        h_.context().crossover_note =
-            fmt::format("at or below {} events (the shortest measured)", lengths[0]);
-      } else {
-        const double d0 = full_p50[i - 1] - snap_p50[i - 1];
-        crossover = static_cast<double>(lengths[i - 1]) +
-                    static_cast<double>(lengths[i] - lengths[i - 1]) * (-d0) / (d - d0);
-        h_.context().crossover_note =
-            fmt::format("between {} and {} events", lengths[i - 1], lengths[i]);
+  // The crossover: the shortest measured length from which snapshot + tail is measurably
+  // faster than a full replay (the full replay's fastest round p50 above the snapshot's
+  // slowest) at that length and every longer one. Below it the
+  // two are within their spread: no measurable difference, and no figure interpolated
+  // between. Each round's own crossover (its p50s alone) is recorded as crossover_run<i>.
+  void Crossover(const std::vector<int64_t>& lengths,
+                 const std::vector<std::vector<double>>& full_p50,
+                 const std::vector<std::vector<double>>& snap_p50) {
+    const auto from = [&](const std::function<bool(size_t)>& faster) -> std::optional<size_t> {
+      std::optional<size_t> first;
+      for (size_t i = lengths.size(); i-- > 0;) {
+        if (!faster(i)) break;
+        first = i;
       }
-      break;
+      return first;
+    };
+    const std::optional<size_t> measurable = from([&](size_t i) {
+      return !full_p50[i].empty() && !snap_p50[i].empty() &&
+             *std::min_element(full_p50[i].begin(), full_p50[i].end()) >
+                 *std::max_element(snap_p50[i].begin(), snap_p50[i].end());
+    });
+    for (size_t r = 0; r < static_cast<size_t>(h_.repeat()); ++r) {
+      const std::optional<size_t> mine = from([&](size_t i) {
+        return r < full_p50[i].size() && r < snap_p50[i].size() && full_p50[i][r] > snap_p50[i][r];
+      });
+      if (mine) {
+        h_.Add("snapshot", "crossover", fmt::format("events_run{}", r + 1),
+               static_cast<double>(lengths[*mine]), "count");
+      }
     }
-    h_.Add("snapshot", "crossover", "events", std::round(crossover), "count");
-    h_.Progress(
-        fmt::format("  crossover: {:.0f} events ({})", crossover, h_.context().crossover_note));
+    if (!measurable) {
+      h_.context().crossover_note = fmt::format(
+          "no measurable difference up to {} events (the longest measured)", lengths.back());
+      h_.Add("snapshot", "crossover", "not_measurable", 1, "count");
+    } else {
+      h_.context().crossover_note =
+          *measurable == 0
+              ? fmt::format("already at {} events, the shortest measured", lengths[0])
+              : fmt::format("at {} events and below, no measurable difference",
+                            lengths[*measurable - 1]);
+      h_.Add("snapshot", "crossover", "events", static_cast<double>(lengths[*measurable]),
+             "count");
+    }
+    h_.Progress(fmt::format("  snapshot + tail measurably faster: {}{}",
+                            measurable ? fmt::format("from {} events on; ", lengths[*measurable])
+                                       : std::string(),
+                            h_.context().crossover_note));
   }
 
   // Question 2's write cost: commands that load the order (snapshot + tail), append one

@@ -150,7 +150,7 @@ class SampleRebuilds {
   // (`part` events) as well as on all of it (`copied` events), in each of --repeat rounds;
   // `failed` gets the events the models could not apply on the whole. Its cost per run
   // whatever the events (connections, tables, the swap) makes its time fixed + per event x
-  // events (from the fastest run of each: on a shared machine noise only adds), and the
+  // events (from the median run of each, as every other estimate), and the
   // estimate for the table fixed + per event x `rows`. When the two do not tell the cost per
   // event apart from the noise (a small sample), the whole sample's time per event times the
   // rows stands: an upper bound, as it carries the cost per run.
@@ -173,8 +173,8 @@ class SampleRebuilds {
     h_.Add(q, c, "events", static_cast<double>(copied), "count");
     h_.AddSpread(q, c + "_quarter", "seconds", part_s, "s");
     h_.Add(q, c + "_quarter", "events", static_cast<double>(part), "count");
-    const double tw = *std::min_element(whole_s.begin(), whole_s.end()),
-                 tp = *std::min_element(part_s.begin(), part_s.end());
+    // The medians, the statistic every estimate of the report uses (the by-hand ones too).
+    const double tw = Median(whole_s), tp = Median(part_s);
     double per = (tw - tp) / static_cast<double>(copied - part),
            fixed = tw - per * static_cast<double>(copied);
     const bool fitted = per > 0;
@@ -188,7 +188,7 @@ class SampleRebuilds {
     h_.Add(q, c, "seconds_per_event", per, "s");
     h_.Add(q, c, "estimated_full_seconds", fixed + per * rows, "s");
     h_.Progress(fmt::format(
-        "  {:<20} {:>9} events {:8.2f} s (fastest; {} events {:.2f} s: {}); your {} rows: about "
+        "  {:<20} {:>9} events {:8.2f} s (median; {} events {:.2f} s: {}); your {} rows: about "
         "{:.1f} s (estimate)",
         c, copied, tw, part, tp,
         fitted ? fmt::format("{:.2f} s per run + {:.2f} us per event", fixed, per * 1e6)
