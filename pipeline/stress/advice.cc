@@ -28,6 +28,7 @@ class Advice : public Figures {
     s += RecoveryWindow();
     s += ParallelProjectionsWords();
     s += AppendsDuringRebuildWords();
+    s += OneStreamPerAggregate();
     s += QuickPercentiles();
     return s;
   }
@@ -250,6 +251,47 @@ class Advice : public Figures {
           Number(Get("append_during_rebuild", "during_rebuild_10", "rebuild_events").value_or(0)),
           Number(Get("append_during_rebuild", "during_rebuild_10", "rebuilds").value_or(0)));
     }
+    return s;
+  }
+
+  // One stream per aggregate, decided from question 4's one-stream curve (read as the
+  // article): the highest rate of commands per aggregate measured with no command given up
+  // and a command p99 within --budget-ms, and the writer count past it that broke either.
+  std::string OneStreamPerAggregate() const {
+    const std::vector<int> writers = Writers("one_stream");
+    if (writers.empty()) return "";
+    const double budget = ctx_.budget_ms;
+    std::optional<int> held, broke;
+    for (int w : writers) {
+      const std::string c = fmt::format("one_stream_{}", w);
+      if (!Get("concurrent_append", c, "commands_per_s")) continue;
+      const bool ok = Get("concurrent_append", c, "give_ups").value_or(1) == 0 &&
+                      Get("concurrent_append", c, "p99").value_or(budget + 1) <= budget;
+      if (ok && !broke) held = w;
+      if (!ok && !broke) broke = w;
+    }
+    const auto words = [&](int w) {
+      const std::string c = fmt::format("one_stream_{}", w);
+      return fmt::format("{} writers: {} commands/s, command p99 {} ms, {} of {} commands given up",
+                         w, Spread("concurrent_append", c, "commands_per_s"),
+                         Number(Get("concurrent_append", c, "p99").value_or(0)),
+                         Number(Get("concurrent_append", c, "give_ups").value_or(0)),
+                         Number(Get("concurrent_append", c, "commands").value_or(0)));
+    };
+    std::string s = "- **One stream per aggregate**, with a " + Number(budget) +
+                    " ms budget per command (--budget-ms): ";
+    if (!held) {
+      s += "does not hold at any measured write rate (" + words(writers.front()) +
+           "): split the aggregate, or queue its commands.\n";
+      return s;
+    }
+    const double rate = Get("concurrent_append", fmt::format("one_stream_{}", *held), "commands_per_s")
+                            .value_or(0);
+    s += fmt::format(
+        "holds up to about {} commands per second on one aggregate ({}){}. Above that rate, split "
+        "the aggregate or queue its commands; below it, one stream per aggregate is enough.\n",
+        Number(rate), words(*held),
+        broke ? fmt::format("; it broke at {}", words(*broke)) : "; no measured rate broke it");
     return s;
   }
 
