@@ -12,7 +12,8 @@
 // Optimistic concurrency comes from the unique key, never from a read-then-write: when
 // another writer got a version first, the insert fails with a duplicate key (1062) and
 // Append returns kConflict; a deadlock (1213) between writers of one stream is kDeadlock.
-// Both roll back and leave nothing; the caller reloads the aggregate and re-runs its command.
+// Both roll back and leave nothing; the caller brings its aggregate up to date (the events
+// after the version it knew, or a reload) and re-runs its command.
 //
 // Thread safety: an EventStore uses one connection: one thread at a time. Writers on
 // other threads use their own EventStore (and connection).

@@ -9,10 +9,11 @@
 //     statement and one commit each), rewind's pipeline (a declared read model), and a
 //     projection of one event type in five (20 %) filtered in the server vs the client
 //   4 append throughput, 1 to 100 writers (connected before the clock, which starts at a
-//     barrier): commands of several events in one transaction, on distinct streams and on
-//     one stream (a conflict reloads the aggregate and re-runs the command after a jittered
-//     backoff; conflicts, retries and give-ups counted), then a check that no acknowledged
-//     append is lost or duplicated.
+//     barrier): commands of 11 events in one transaction, on distinct streams and on one
+//     stream, there as the article (a writer keeps the order it knows; a conflict reads
+//     only the events after its version) and reloaded whole at every attempt (a retry after
+//     a jittered backoff; conflicts, retries and give-ups counted), then a check that no
+//     acknowledged append is lost or duplicated.
 // Each point runs --repeat times (median and min-max reported).
 //
 // It works in its own database (created; dropped at the end unless --keep; refused when it
