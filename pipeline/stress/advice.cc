@@ -49,8 +49,9 @@ class Advice : public Figures {
     std::string rounds;
     for (int r = 1; Get("aggregate_load", "10000", fmt::format("p50_run{}", r)); ++r) {
       bool e = false;
-      rounds += fmt::format("{}{}", r == 1 ? "" : ", ",
-                            Number(RoundDown2(LengthWithin(budget, e, fmt::format("p50_run{}", r)))));
+      rounds +=
+          fmt::format("{}{}", r == 1 ? "" : ", ",
+                      Number(RoundDown2(LengthWithin(budget, e, fmt::format("p50_run{}", r)))));
     }
     s += fmt::format(
         "- **Snapshots, with a {0} ms budget** (--budget-ms, against the p50 load time): "
@@ -80,7 +81,8 @@ class Advice : public Figures {
           Number(*x), ctx_.crossover_note, Spread("aggregate_load", "1000", "p50"));
     } else if (Get("snapshot", "crossover", "not_measurable")) {
       s += "  Snapshot + 50 events and a full replay: no measurable difference at any measured "
-           "length (" + ctx_.crossover_note + ").\n";
+           "length (" +
+           ctx_.crossover_note + ").\n";
     }
     return s;
   }
@@ -180,9 +182,8 @@ class Advice : public Figures {
       }
     }
     if (sizes.empty()) return "";
-    const Size& best = *std::min_element(sizes.begin(), sizes.end(), [](auto& x, auto& y) {
-      return x.median < y.median;
-    });
+    const Size& best = *std::min_element(sizes.begin(), sizes.end(),
+                                         [](auto& x, auto& y) { return x.median < y.median; });
     size_t choice = 0;
     while (sizes[choice].median > best.median * 1.2) ++choice;
     const Size& chosen = sizes[choice];
@@ -193,7 +194,8 @@ class Advice : public Figures {
       s += fmt::format(" single saves {} s (once);", Number(*single));
     }
     for (const Size& z : sizes) {
-      s += fmt::format(" batches of {} {} s;", z.batch, Spread("projection_rebuild", z.c, "seconds"));
+      s += fmt::format(" batches of {} {} s;", z.batch,
+                       Spread("projection_rebuild", z.c, "seconds"));
     }
     s.back() = '.';
     s += fmt::format(" **Choose batches of {}**: ", chosen.batch);
@@ -209,8 +211,9 @@ class Advice : public Figures {
       s += fmt::format("; batches of {} take {:.1f}x as long", smaller.batch,
                        chosen.median > 0 ? smaller.median / chosen.median : 0);
     }
-    return s + ". Larger batches hold more rows in one statement and one transaction for little "
-               "gain. rewind's pipeline sizes its own batches.\n";
+    return s +
+           ". Larger batches hold more rows in one statement and one transaction for little "
+           "gain. rewind's pipeline sizes its own batches.\n";
   }
 
   // Parallel projections: one after the other against at once, for each volume measured.
@@ -285,8 +288,8 @@ class Advice : public Figures {
            "): split the aggregate, or queue its commands.\n";
       return s;
     }
-    const double rate = Get("concurrent_append", fmt::format("one_stream_{}", *held), "commands_per_s")
-                            .value_or(0);
+    const double rate =
+        Get("concurrent_append", fmt::format("one_stream_{}", *held), "commands_per_s").value_or(0);
     s += fmt::format(
         "holds up to about {} commands per second on one aggregate ({}){}. Above that rate, split "
         "the aggregate or queue its commands; below it, one stream per aggregate is enough.\n",

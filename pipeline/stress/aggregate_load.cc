@@ -57,9 +57,9 @@ class AggregateLoad : public Question {
       h_.Progress(fmt::format(
           "  {:>6} events: p50 {:.2f} ms (fetch {:.2f}, decode {:.2f}, fold {:.3f}){}", n,
           Median(round_p50), Percentile(fetch, 50), Percentile(decode, 50), Percentile(fold, 50),
-          total.size() >= 100 ? fmt::format(", p99 {:.2f} ms of {} loads", Percentile(total, 99),
-                                            total.size())
-                              : ""));
+          total.size() >= 100
+              ? fmt::format(", p99 {:.2f} ms of {} loads", Percentile(total, 99), total.size())
+              : ""));
     }
     return Status::Ok();
   }

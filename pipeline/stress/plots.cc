@@ -1,5 +1,4 @@
 #include <fmt/core.h>
-
 #include <unistd.h>
 
 #include <cstdlib>
@@ -50,7 +49,8 @@ std::vector<std::string> Plotter::Plots(const std::filesystem::path& dir) const 
   std::vector<std::string> made;
   if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
     fmt::print(stderr,
-               "rewind stress: gnuplot is not installed (the Debian package gnuplot-nox, or gnuplot): no plots\n");
+               "rewind stress: gnuplot is not installed (the Debian package gnuplot-nox, or "
+               "gnuplot): no plots\n");
     return made;
   }
   const std::string out = dir.string();
@@ -58,7 +58,8 @@ std::vector<std::string> Plotter::Plots(const std::filesystem::path& dir) const 
   // subtitle (quick or full, date, machine) under every title.
   std::string script = fmt::format(
       "set terminal pngcairo size 1000,700 noenhanced font ',11'\nset grid\nset key outside "
-      "below center maxcols 2 box\nset xlabel offset 0,0.6\nset format y '%.10g'\nset format x '%.10g'\n"
+      "below center maxcols 2 box\nset xlabel offset 0,0.6\nset format y '%.10g'\nset format x "
+      "'%.10g'\n"
       "subtitle = \"{}\"\n",
       Subtitle());
   script += PlotQuestion1(dir, made);
@@ -103,7 +104,8 @@ std::string Plotter::PlotQuestion1(const std::filesystem::path& dir,
     script = fmt::format(
         "set output '{0}/q1_aggregate_load.png'\nset title 'Q1: how long does an aggregate take to "
         "load as its stream "
-        "grows?' . \"\\n\" . subtitle\nset logscale xy\nset xrange [5:20000]\nset yrange [0.01:5000]\nset xlabel "
+        "grows?' . \"\\n\" . subtitle\nset logscale xy\nset xrange [5:20000]\nset yrange "
+        "[0.01:5000]\nset xlabel "
         "'events in the stream (log)'\n"
         "set ylabel 'load time, ms (log)'\n"
         "set label 1 'article: 1.2 ms at 50' at 50,1.2 offset 1,0.8\nset label 2 'article: 847 ms "
@@ -194,7 +196,8 @@ std::string Plotter::PlotQuestion3(const std::filesystem::path& dir,
     script = fmt::format(
         "set output '{0}/q3_projection_rebuild.png'\nset title 'Q3: how long does rebuilding a "
         "projection take (the "
-        "recovery window)?' . \"\\n\" . subtitle\nset logscale xy\nset xrange [{1}:{2}]\nset yrange [*:*]\nset xlabel "
+        "recovery window)?' . \"\\n\" . subtitle\nset logscale xy\nset xrange [{1}:{2}]\nset "
+        "yrange [*:*]\nset xlabel "
         "'events rebuilt (log)'\n"
         "set ylabel 'seconds (log)'\n"
         "set label 1 'article: 8.7 s single' at 100000,8.7 right offset -1,0 tc rgb 'red'\n"
@@ -237,7 +240,8 @@ std::string Plotter::PlotQuestion4(const std::filesystem::path& dir,
     script = fmt::format(
         "set output '{0}/q4_concurrent_append.png'\nset title 'Q4: how many events per second can "
         "concurrent writers "
-        "append?' . \"\\n\" . subtitle\nset logscale xy\nset xrange [0.8:130]\nset yrange [10:100000]\nset xlabel "
+        "append?' . \"\\n\" . subtitle\nset logscale xy\nset xrange [0.8:130]\nset yrange "
+        "[10:100000]\nset xlabel "
         "'writers (log)'\n"
         "set ylabel 'events appended per second (log)'\n"
         "set label 1 'article: ceiling about 45,000' at 1,45000 left offset 0.5,0.7 tc rgb 'red'\n"

@@ -120,7 +120,8 @@ class Rebuild : public Question {
         sql += fmt::format(", {})", position);
         return Status::Ok();
       default:
-        return Status::Internal(fmt::format("event type {} in OrderSummary", order::TypeName(e.kind)));
+        return Status::Internal(
+            fmt::format("event type {} in OrderSummary", order::TypeName(e.kind)));
     }
   }
 
@@ -255,12 +256,13 @@ class Rebuild : public Question {
     } else {
       EstimateSingle(volume);
     }
-    if (Status s = TimeByHand(volume, "batched", volume > 100000 ? 1 : h_.repeat(), table, spec, 50);
+    if (Status s =
+            TimeByHand(volume, "batched", volume > 100000 ? 1 : h_.repeat(), table, spec, 50);
         !s.ok()) {
       return s;
     }
-    if (Status s =
-            TimeRebuild(volume, "pipeline", h_.repeat(), [&](SaveParts*) { return Pipeline(h_, table, plan); });
+    if (Status s = TimeRebuild(volume, "pipeline", h_.repeat(),
+                               [&](SaveParts*) { return Pipeline(h_, table, plan); });
         !s.ok())
       return s;
     if (Status s = CheckSummary(spec, volume, "summary_batched"); !s.ok()) return s;
@@ -313,13 +315,12 @@ class Rebuild : public Question {
   // The discounts filtered in the server and in the client, timed and checked.
   Status Filtered(int64_t volume, const std::string& table) {
     for (bool in_server : {true, false}) {
-      if (Status s = TimeRebuild(volume, in_server ? "filtered_server" : "filtered_client",
-                                 h_.repeat(),
-                                 [&](SaveParts*) {
-                                   return DiscountsPerOrder(
-                                       table, in_server ? "discounts_server" : "discounts_client",
-                                       in_server);
-                                 });
+      if (Status s = TimeRebuild(
+              volume, in_server ? "filtered_server" : "filtered_client", h_.repeat(),
+              [&](SaveParts*) {
+                return DiscountsPerOrder(table, in_server ? "discounts_server" : "discounts_client",
+                                         in_server);
+              });
           !s.ok()) {
         return s;
       }
@@ -384,8 +385,8 @@ class Rebuild : public Question {
     const std::string c = fmt::format("{}/single", volume);
     std::vector<double> per_event;  // seconds per event at each measured volume
     for (const StressRow& r : h_.results().rows()) {
-      if (r.question == "projection_rebuild" && r.metric == "seconds" &&
-          r.case_name.size() > 7 && r.case_name.substr(r.case_name.size() - 7) == "/single" &&
+      if (r.question == "projection_rebuild" && r.metric == "seconds" && r.case_name.size() > 7 &&
+          r.case_name.substr(r.case_name.size() - 7) == "/single" &&
           !h_.Get(r.question, r.case_name, "estimated")) {
         per_event.push_back(r.value / std::stod(r.case_name.substr(0, r.case_name.size() - 7)));
       }
@@ -417,8 +418,8 @@ class Rebuild : public Question {
     Result<TableDiff> d = CompareTables(h_.db(), spec, "order_summary", other);
     if (!d.ok()) return d.status();
     if (!d->identical() || d->live_rows != static_cast<uint64_t>(volume / kEventsPerStream)) {
-      h_.Problem(fmt::format(
-          "question 3, {} events: {} differs from the pipeline's order_summary", volume, other));
+      h_.Problem(fmt::format("question 3, {} events: {} differs from the pipeline's order_summary",
+                             volume, other));
     }
     return Status::Ok();
   }

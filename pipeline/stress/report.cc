@@ -67,8 +67,10 @@ std::vector<int64_t> Figures::Volumes() const {
 std::vector<int> Figures::Writers(const std::string& kind) const {
   std::set<int> w;
   for (const StressRow& r : rows_) {
+    // "<kind>_<writers>" exactly: one_stream_10 is not one_stream_reload_10's kind.
     if (r.question == "concurrent_append" && r.metric == "writers" &&
-        r.case_name.rfind(kind + "_", 0) == 0) {
+        r.case_name.rfind(kind + "_", 0) == 0 &&
+        r.case_name.find_first_not_of("0123456789", kind.size() + 1) == std::string::npos) {
       w.insert(static_cast<int>(r.value));
     }
   }

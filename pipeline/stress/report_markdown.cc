@@ -121,8 +121,7 @@ class Markdown : public Figures {
           "is bounded by it.\n",
           Spread("commit", "autocommit_insert", "p50"),
           Number(Get("commit", "autocommit_insert", "p99").value_or(0)),
-          Spread("commit", "autocommit_insert", "mean"),
-          Spread("commit", "round_trip", "p50"));
+          Spread("commit", "autocommit_insert", "mean"), Spread("commit", "round_trip", "p50"));
       if (auto end = Get("commit", "autocommit_insert_end", "p50")) {
         // "Steady" only when the two p50s are within 20 % of each other.
         const double change = *end > *c ? *end / *c : *c / *end;
@@ -200,16 +199,17 @@ class Markdown : public Figures {
       return Get("projection_rebuild", cs, m).value_or(0) * 100000 / static_cast<double>(*at);
     };
     const double total = g(c, "seconds"), statements = g(c, "statement_s"), read = g(c, "read_s"),
-                 client = g(c, "client_s"), n = g(c, "statements"),
-                 control = g(ctl, "statement_s"), commits = statements - control,
-                 gap = total - article;
+                 client = g(c, "client_s"), n = g(c, "statements"), control = g(ctl, "statement_s"),
+                 commits = statements - control, gap = total - article;
     std::string why = fmt::format(
         "measured parts{} of our {} s: {} statements {} s, reads {} s, client work {} s ({:.0f} % "
         "of the total). The same statements committed once per page of 10,000 events take {} s, "
         "so the durable commit of each statement costs {} s ({} ms per commit; the commit probe: "
         "{} ms p50, {} ms mean), {:.0f} % of the {} s gap to the article. The flush is the "
         "server's and its disk's (innodb_flush_log_at_trx_commit = 1), not the client's.",
-        *at == 100000 ? "" : fmt::format(" (at {} events, per 100,000)", Number(static_cast<double>(*at))),
+        *at == 100000
+            ? ""
+            : fmt::format(" (at {} events, per 100,000)", Number(static_cast<double>(*at))),
         Number(total), Number(n), Number(statements), Number(read), Number(client),
         total > 0 ? (statements + read + client) / total * 100 : 0, Number(control),
         Number(commits), Number(n > 0 ? commits / n * 1000 : 0),
@@ -355,12 +355,13 @@ class Markdown : public Figures {
     for (int w : Writers("distinct")) {
       const std::string d = fmt::format("distinct_{}", w), o = fmt::format("one_stream_{}", w),
                         r = fmt::format("one_stream_reload_{}", w);
-      md += fmt::format("| {} | {} | {} / {} | {} | {} / {} | {} | {} | {} | {} | {} | {} / {} | {} |\n",
-                        w, Spread("concurrent_append", d, "events_per_s"), v(d, "p50"), v(d, "p99"),
-                        Spread("concurrent_append", o, "events_per_s"), v(o, "p50"), v(o, "p99"),
-                        v(o, "commands"), v(o, "conflicts"), v(o, "retries"), v(o, "give_ups"),
-                        Spread("concurrent_append", r, "events_per_s"), v(r, "p50"), v(r, "p99"),
-                        v(r, "give_ups"));
+      md += fmt::format(
+          "| {} | {} | {} / {} | {} | {} / {} | {} | {} | {} | {} | {} | {} / {} | {} |\n", w,
+          Spread("concurrent_append", d, "events_per_s"), v(d, "p50"), v(d, "p99"),
+          Spread("concurrent_append", o, "events_per_s"), v(o, "p50"), v(o, "p99"),
+          v(o, "commands"), v(o, "conflicts"), v(o, "retries"), v(o, "give_ups"),
+          Spread("concurrent_append", r, "events_per_s"), v(r, "p50"), v(r, "p99"),
+          v(r, "give_ups"));
     }
     const std::string o = fmt::format("one_stream_{}", Writers("distinct").front());
     md += fmt::format(

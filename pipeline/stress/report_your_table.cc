@@ -170,12 +170,13 @@ class YourTableWords : public Figures {
         Seconds(v("batched_50", "estimated_full_seconds")),
         Seconds(v("single", "estimated_full_seconds")), Number(v("single", "events")),
         v("rewind", "fitted") > 0
-            ? fmt::format("rewind's estimate is its cost per run ({} s: connections, tables, the "
-                          "swap) plus its time per event ({} µs) times the rows, both from the "
-                          "median runs on the whole sample and on its first quarter (every estimate here "
-                          "is from medians).",
-                          Number(v("rewind", "fixed_seconds")),
-                          Number(v("rewind", "seconds_per_event") * 1e6))
+            ? fmt::format(
+                  "rewind's estimate is its cost per run ({} s: connections, tables, the "
+                  "swap) plus its time per event ({} µs) times the rows, both from the "
+                  "median runs on the whole sample and on its first quarter (every estimate here "
+                  "is from medians).",
+                  Number(v("rewind", "fixed_seconds")),
+                  Number(v("rewind", "seconds_per_event") * 1e6))
             : fmt::format("rewind's runs on the whole sample and on its first quarter did not "
                           "tell its time per event apart from the noise (a larger --sample "
                           "would): its estimate is the whole sample's time per event ({} µs, "

@@ -122,17 +122,15 @@ class Snapshots : public Question {
       h_.Add("snapshot", "crossover", "not_measurable", 1, "count");
     } else {
       h_.context().crossover_note =
-          *measurable == 0
-              ? fmt::format("already at {} events, the shortest measured", lengths[0])
-              : fmt::format("at {} events and below, no measurable difference",
-                            lengths[*measurable - 1]);
-      h_.Add("snapshot", "crossover", "events", static_cast<double>(lengths[*measurable]),
-             "count");
+          *measurable == 0 ? fmt::format("already at {} events, the shortest measured", lengths[0])
+                           : fmt::format("at {} events and below, no measurable difference",
+                                         lengths[*measurable - 1]);
+      h_.Add("snapshot", "crossover", "events", static_cast<double>(lengths[*measurable]), "count");
     }
-    h_.Progress(fmt::format("  snapshot + tail measurably faster: {}{}",
-                            measurable ? fmt::format("from {} events on; ", lengths[*measurable])
-                                       : std::string(),
-                            h_.context().crossover_note));
+    h_.Progress(fmt::format(
+        "  snapshot + tail measurably faster: {}{}",
+        measurable ? fmt::format("from {} events on; ", lengths[*measurable]) : std::string(),
+        h_.context().crossover_note));
   }
 
   // Question 2's write cost: commands that load the order (snapshot + tail), append one
