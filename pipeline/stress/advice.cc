@@ -275,11 +275,12 @@ class Advice : public Figures {
     }
     const auto words = [&](int w) {
       const std::string c = fmt::format("one_stream_{}", w);
-      return fmt::format("{} writers: {} commands/s, command p99 {} ms, {} of {} commands given up",
-                         w, Spread("concurrent_append", c, "commands_per_s"),
-                         Number(Get("concurrent_append", c, "p99").value_or(0)),
-                         Number(Get("concurrent_append", c, "give_ups").value_or(0)),
-                         Number(Get("concurrent_append", c, "commands").value_or(0)));
+      return fmt::format(
+          "{} writer{}: {} commands/s, command p99 {} ms, {} of {} commands given up", w,
+          w == 1 ? "" : "s", Spread("concurrent_append", c, "commands_per_s"),
+          Number(Get("concurrent_append", c, "p99").value_or(0)),
+          Number(Get("concurrent_append", c, "give_ups").value_or(0)),
+          Number(Get("concurrent_append", c, "commands").value_or(0)));
     };
     std::string s = "- **One stream per aggregate**, with a " + Number(budget) +
                     " ms budget per command (--budget-ms): ";

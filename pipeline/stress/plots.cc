@@ -54,12 +54,13 @@ std::vector<std::string> Plotter::Plots(const std::filesystem::path& dir) const 
     return made;
   }
   const std::string out = dir.string();
-  // The key below the frame, in two columns: it never covers a curve or the frame. The
-  // subtitle (quick or full, date, machine) under every title.
+  // The key below the frame, in a margin of its own (up to seven entries): it never covers
+  // a curve, the frame or the axis label. The subtitle (quick or full, date, machine) under every
+  // title.
   std::string script = fmt::format(
-      "set terminal pngcairo size 1000,700 noenhanced font ',11'\nset grid\nset key outside "
-      "below center maxcols 2 box\nset xlabel offset 0,0.6\nset format y '%.10g'\nset format x "
-      "'%.10g'\n"
+      "set terminal pngcairo size 1000,760 noenhanced font ',11'\nset grid\n"
+      "set key at screen 0.5, screen 0.01 center bottom maxcols 1 box\nset bmargin 11\n"
+      "set format y '%.10g'\nset format x '%.10g'\n"
       "subtitle = \"{}\"\n",
       Subtitle());
   script += PlotQuestion1(dir, made);
