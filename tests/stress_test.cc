@@ -202,14 +202,15 @@ void ExpectReportOfAQuickRun(const std::string& out) {
     return a;
   }();
   EXPECT_NE(all.find("How Fast Can You Replay 100,000 Events? I Measured It."), std::string::npos);
-  EXPECT_NE(
-      all.find(
-          "with a 50 ms budget** (--budget-ms, against the p50 load time): aggregates of up to "),
-      std::string::npos);
+  EXPECT_NE(all.find("with a 50 ms budget** (--budget-ms, against the p50 load time): "),
+            std::string::npos);
   // 45 loads per length: too few for a p99, so the advice says so and gives none.
   EXPECT_NE(all.find("--quick**: 45 loads per length, too few for a p95 or p99"),
             std::string::npos);
   EXPECT_NE(all.find("rebuilding 10,000 events: "), std::string::npos);
+  // One stream per aggregate, decided from the one-stream curve.
+  EXPECT_NE(all.find("- **One stream per aggregate**, with a 50 ms budget per command"),
+            std::string::npos);
   // The batch sizes, measured, and one chosen in words.
   EXPECT_NE(all.find("**Choose batches of "), std::string::npos);
   // One save per event's gap to the article is explained by its measured parts.

@@ -162,10 +162,11 @@ std::string Plotter::PlotQuestion2(const std::filesystem::path& dir,
         "logscale\nset xrange [*:*]\n",
         out,
         x ? fmt::format("set arrow 1 from {0:.0f}, graph 0 to {0:.0f}, graph 1 nohead dt 2 lc rgb "
-                        "'black'\nset label 1 'measurably faster from: {0:.0f}' at {0:.0f}, graph "
+                        "'black'\nset label 1 'pays from: {0:.0f}' at {0:.0f}, graph "
                         "0.93 left offset 0.5,0\n",
                         *x)
-          : std::string("set label 1 'no measurable difference' at graph 0.05, graph 0.93\n"));
+          : std::string(
+                "set label 1 'does not pay at any measured length' at graph 0.05, graph 0.93\n"));
     made.push_back("q2_snapshot.png");
   }
   return script;

@@ -88,26 +88,6 @@ std::optional<int> Figures::BestWriters(const std::string& kind) const {
   return best;
 }
 
-double Figures::LengthWithin(double budget, bool& extrapolated, const std::string& metric) const {
-  std::vector<std::pair<double, double>> points;  // (events, ms)
-  for (int64_t n : {10, 50, 100, 500, 1000, 5000, 10000}) {
-    if (auto v = Get("aggregate_load", std::to_string(n), metric)) {
-      points.emplace_back(static_cast<double>(n), *v);
-    }
-  }
-  extrapolated = false;
-  if (points.empty() || budget <= 0) return 0;
-  for (size_t i = 0; i < points.size(); ++i) {
-    if (points[i].second <= budget) continue;
-    if (i == 0) return points[0].first * budget / points[0].second;
-    const auto [n0, t0] = points[i - 1];
-    const auto [n1, t1] = points[i];
-    return n0 + (budget - t0) * (n1 - n0) / (t1 - t0);
-  }
-  extrapolated = true;
-  return points.back().first * budget / points.back().second;
-}
-
 std::optional<int> Figures::OneStreamWriters() const {
   const std::vector<int> w = Writers("one_stream");
   if (w.empty()) return std::nullopt;

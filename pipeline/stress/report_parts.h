@@ -35,11 +35,6 @@ class Figures {
   std::vector<int> Writers(const std::string& kind) const;
   // The writer count with the most events/s of `kind`.
   std::optional<int> BestWriters(const std::string& kind) const;
-  // The longest stream whose load fits in `budget` ms, from question 1's curve of `metric`
-  // (p50: the median of the rounds' p50s; p50_run<i>: round i's): interpolated between the
-  // measured lengths around it, or beyond the longest measured at that length's time per
-  // event (load time grows linearly). `extrapolated` says which.
-  double LengthWithin(double budget, bool& extrapolated, const std::string& metric = "p50") const;
   // The one-stream case the summary quotes: 10 writers contending (or the most measured).
   std::optional<int> OneStreamWriters() const;
   // The commit latency of this run, in words: "X ms (measured first; Y at the end)".

@@ -86,14 +86,16 @@ class Snapshots : public Question {
     return Status::Ok();
   }
 
-  // The crossover: the shortest measured length from which snapshot + tail is measurably
-  // faster than a full replay (the full replay's fastest round p50 above the snapshot's
-  // slowest) at that length and every longer one. Below it the
-  // two are within their spread: no measurable difference, and no figure interpolated
-  // between. Each round's own crossover (its p50s alone) is recorded as crossover_run<i>.
+  // Where a snapshot starts to pay: the shortest measured length from which snapshot + tail
+  // is at least 20 % faster than a full replay in every round (its slowest round p50 at most
+  // 0.8 of the full replay's fastest) at that length and every longer one. Beside it the
+  // length from which it is measurably faster at all (slowest below fastest); below that,
+  // no measurable difference, and no figure is interpolated between measured lengths. Each
+  // round's own (its p50s alone) is recorded as events_run<i>.
   void Crossover(const std::vector<int64_t>& lengths,
                  const std::vector<std::vector<double>>& full_p50,
                  const std::vector<std::vector<double>>& snap_p50) {
+    constexpr double kPays = 0.8;  // at least 20 % faster
     const auto from = [&](const std::function<bool(size_t)>& faster) -> std::optional<size_t> {
       std::optional<size_t> first;
       for (size_t i = lengths.size(); i-- > 0;) {
@@ -102,35 +104,52 @@ class Snapshots : public Question {
       }
       return first;
     };
-    const std::optional<size_t> measurable = from([&](size_t i) {
-      return !full_p50[i].empty() && !snap_p50[i].empty() &&
-             *std::min_element(full_p50[i].begin(), full_p50[i].end()) >
-                 *std::max_element(snap_p50[i].begin(), snap_p50[i].end());
-    });
+    const auto every_round = [&](double margin) {
+      return from([&, margin](size_t i) {
+        return !full_p50[i].empty() && !snap_p50[i].empty() &&
+               *std::max_element(snap_p50[i].begin(), snap_p50[i].end()) <
+                   margin * *std::min_element(full_p50[i].begin(), full_p50[i].end());
+      });
+    };
+    const std::optional<size_t> pays = every_round(kPays), measurable = every_round(1.0);
     for (size_t r = 0; r < static_cast<size_t>(h_.repeat()); ++r) {
       const std::optional<size_t> mine = from([&](size_t i) {
-        return r < full_p50[i].size() && r < snap_p50[i].size() && full_p50[i][r] > snap_p50[i][r];
+        return r < full_p50[i].size() && r < snap_p50[i].size() &&
+               snap_p50[i][r] < kPays * full_p50[i][r];
       });
       if (mine) {
         h_.Add("snapshot", "crossover", fmt::format("events_run{}", r + 1),
                static_cast<double>(lengths[*mine]), "count");
       }
     }
-    if (!measurable) {
-      h_.context().crossover_note = fmt::format(
-          "no measurable difference up to {} events (the longest measured)", lengths.back());
-      h_.Add("snapshot", "crossover", "not_measurable", 1, "count");
+    std::string& note = h_.context().crossover_note;
+    std::vector<std::string> parts;
+    if (pays) {
+      h_.Add("snapshot", "crossover", "events", static_cast<double>(lengths[*pays]), "count");
+      if (*pays == 0)
+        parts.push_back(fmt::format("already at {} events, the shortest measured", lengths[0]));
     } else {
-      h_.context().crossover_note =
-          *measurable == 0 ? fmt::format("already at {} events, the shortest measured", lengths[0])
-                           : fmt::format("at {} events and below, no measurable difference",
-                                         lengths[*measurable - 1]);
-      h_.Add("snapshot", "crossover", "events", static_cast<double>(lengths[*measurable]), "count");
+      parts.push_back(fmt::format(
+          "not at least 20 % faster in every round at any length up to {} events", lengths.back()));
+      h_.Add("snapshot", "crossover", "not_measurable", 1, "count");
     }
+    if (measurable) {
+      h_.Add("snapshot", "crossover", "measurable_from", static_cast<double>(lengths[*measurable]),
+             "count");
+      if (!pays || *measurable < *pays) {
+        parts.push_back(fmt::format("measurably faster, by less than 20 %, from {} events",
+                                    lengths[*measurable]));
+      }
+    }
+    if (!measurable || *measurable > 0) {
+      parts.push_back(fmt::format("no measurable difference at {} events and below",
+                                  measurable ? lengths[*measurable - 1] : lengths.back()));
+    }
+    note.clear();
+    for (const std::string& p : parts) note += (note.empty() ? "" : "; ") + p;
     h_.Progress(fmt::format(
-        "  snapshot + tail measurably faster: {}{}",
-        measurable ? fmt::format("from {} events on; ", lengths[*measurable]) : std::string(),
-        h_.context().crossover_note));
+        "  a snapshot pays (at least 20 % faster in every round): {}{}",
+        pays ? fmt::format("from {} events on; ", lengths[*pays]) : std::string(), note));
   }
 
   // Question 2's write cost: commands that load the order (snapshot + tail), append one
