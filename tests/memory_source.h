@@ -86,7 +86,7 @@ class MemorySource final : public EventSource {
   void QueueGapCheck(GapCheck kind) override { check_ = kind; }
   void QueueReconcile() override { reconcile_queued_ = true; }
   GapCounts gap_counts() const override { return gaps_.counts(); }
-  Status MoveTo(std::unique_ptr<Connection> /*connection*/) override { return Status::Ok(); }
+  Status MoveToPrimary() override { return Status::Ok(); }
 
  private:
   std::chrono::microseconds Now() const { return std::chrono::microseconds(clock_us_); }

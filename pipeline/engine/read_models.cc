@@ -115,6 +115,7 @@ ReaderOptions ReaderOptionsFor(const ReplayOptions& o, const ReadScope& scope) {
   ro.until_time = o.until_time;
   ro.connections = o.read_connections;
   ro.result_buffer = o.result_buffer;
+  ro.primary = o.connection;
   return ro;
 }
 

@@ -371,9 +371,7 @@ Status Build::CheckTheReadServer() {
 
 Status Build::ReadFromPrimary() {
   if (!reads_replica_) return Status::Ok();
-  Result<std::unique_ptr<Connection>> c = Connection::Open(o_.connection);
-  if (!c.ok()) return c.status();
-  if (Status s = source_->MoveTo(std::move(*c)); !s.ok()) {
+  if (Status s = source_->MoveToPrimary(); !s.ok()) {
     return s.With("moving the reader to the primary");
   }
   reads_replica_ = false;

@@ -16,7 +16,6 @@
 
 #include "base/event_id.h"
 #include "base/status.h"
-#include "stages/db/connection.h"
 #include "stages/flow/batch.h"
 
 namespace rw {
@@ -76,9 +75,9 @@ class EventSource {
   // (stages/flow/batch.h), when there are any.
   virtual void QueueReconcile() = 0;
   virtual GapCounts gap_counts() const = 0;
-  // Reads from `connection`'s server from now on (the primary, after a replica's bulk
-  // read). REQUIRES: no Next() under way.
-  virtual Status MoveTo(std::unique_ptr<Connection> connection) = 0;
+  // Reads from the primary from now on, after a bulk read from a replica (a no-op for a
+  // source that has one place to read from). REQUIRES: no Next() under way.
+  virtual Status MoveToPrimary() = 0;
 };
 
 }  // namespace rw

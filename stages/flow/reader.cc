@@ -171,7 +171,10 @@ Result<Rows> Reader::ProofQuery(Connection& c) {
   return r;
 }
 
-Status Reader::MoveTo(std::unique_ptr<Connection> connection) {
+Status Reader::MoveToPrimary() {
+  Result<std::unique_ptr<Connection>> opened = Connection::Open(options_.primary);
+  if (!opened.ok()) return opened.status();
+  std::unique_ptr<Connection> connection = std::move(*opened);
   Result<ClassComparison> compare =
       ExactClassComparison(*connection, options_.events, WantedClasses(options_.events, options_.scope));
   if (!compare.ok()) return compare.status();

@@ -118,6 +118,8 @@ struct ReaderOptions {
   // net_buffer_length is already as large, never beyond half its max_allowed_packet, and
   // not for a page that cannot bring 256 events (a trickle in follow mode).
   size_t result_buffer = 0;
+  // The primary, which MoveToPrimary() reads from after a bulk read from a replica.
+  ConnectionOptions primary;
   // Prove holes final with the server's open transactions where it can tell (see "Gaps");
   // false for a replica, whose transactions are not the primary's.
   bool prove_with_server = true;
@@ -163,7 +165,7 @@ class Reader final : public EventSource {
   // primary, after a replica's bulk read: pipeline/replay/read_replica.h); pages already
   // read stay. Fails, changing nothing, when that server compares the event classes
   // otherwise. REQUIRES: no Next() under way.
-  Status MoveTo(std::unique_ptr<Connection> connection) override;
+  Status MoveToPrimary() override;
   // Pages are sized and paced by `throttle` from now on (null: none). Not owned.
   void SetThrottle(Throttle* throttle) { throttle_ = throttle; }
 
