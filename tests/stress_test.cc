@@ -493,14 +493,14 @@ TEST(Stress, WritersAreConnectedBeforeTheClockStarts) {
   ASSERT_TRUE(admin->Execute("DROP DATABASE IF EXISTS rewind_test_stress_barrier").ok());
   const std::string pause = PauseFile("stress_barrier");
   std::vector<std::string> env = Env(server);
-  env.push_back("REWIND_FAULT=stress-writers-ready:2@" + pause);  // the second case: 10 writers
+  env.push_back("REWIND_FAULT=stress-writers-ready:4@" + pause);  // the fourth case: 10 writers
   Subprocess run(
       Rewind({"stress", "--quick", "--only", "4", "--repeat", "1", "--stress-database",
               "rewind_test_stress_barrier", "--out", ::testing::TempDir() + "/stress-barrier"}),
       env);
   ASSERT_TRUE(run.WaitFor("fault point", 60)) << run.err();
   EXPECT_NE(run.err().find("distinct_1 "), std::string::npos)
-      << run.err();  // the first case is done
+      << run.err();  // the first cases are done (1, 2 and 5 writers)
   ConnectionOptions db = server;
   db.database = "rewind_test_stress_barrier";
   auto c = Connect(db);

@@ -101,7 +101,8 @@ class Advice : public Figures {
     }
     if (auto x = Get("snapshot", "crossover", "events")) {
       s += fmt::format(
-          "  A snapshot pays in load time (at least 20 % faster in every round) from {} events "
+          "  A snapshot pays in load time (faster in every round, by at least 10 % at the median) "
+          "from {} events "
           "({}), "
           "but that saves less than the budget notices: a full load of 1,000 events takes {} ms "
           "(p50).\n",

@@ -39,8 +39,9 @@ class Markdown : public Figures {
     }
     if (auto x = Get("snapshot", "crossover", "events")) {
       s.push_back(fmt::format(
-          "2. Snapshots: snapshot + 50 events pays (at least 20 % faster than a full replay in "
-          "every round) from {} events here ({}); the article: about 300 events; ours / article "
+          "2. Snapshots: snapshot + 50 events pays (faster than a full replay in every round, by "
+          "at least 10 % at the median) from {} events here ({}); the article: about 300 events; "
+          "ours / article "
           "= {:.3g}.",
           Number(*x), ctx_.crossover_note, *x / 300));
     } else if (Get("snapshot", "crossover", "not_measurable")) {
