@@ -39,8 +39,8 @@ class Markdown : public Figures {
     }
     if (auto x = Get("snapshot", "crossover", "events")) {
       s.push_back(fmt::format(
-          "2. Snapshots: snapshot + 50 events pays (faster than a full replay in every round, by "
-          "at least 10 % at the median) from {} events here ({}); the article: about 300 events; "
+          "2. Snapshots: snapshot + 50 events pays (at least 10 % faster than a full replay at the "
+          "median of the rounds) from {} events here ({}); the article: about 300 events; "
           "ours / article "
           "= {:.3g}.",
           Number(*x), ctx_.crossover_note, *x / 300));
