@@ -283,8 +283,9 @@ class Advice : public Figures {
 
   // One stream per aggregate, decided from question 4's one-stream curve (read as the
   // article): it holds at a writer count whose median command fits in --budget-ms and which
-  // gave up fewer than 1 % of its commands. The decision is the most concurrent writers it
-  // held at (every smaller count held too), the highest rate of commands per aggregate
+  // gave up fewer than 1 command in 40 (2.5 %; at 1 %, four runs' 5-writer give-ups, 0.9-1.9 %,
+  // straddled the line, while 10 writers gave up 3.1-4.3 %). The decision is the most concurrent
+  // writers it held at (every smaller count held too), the highest rate of commands per aggregate
   // measured there, and the writer count that broke it.
   std::string OneStreamPerAggregate() const {
     const std::vector<int> writers = Writers("one_stream");
@@ -298,7 +299,7 @@ class Advice : public Figures {
       if (!Get("concurrent_append", c, "commands_per_s") || broke) continue;
       const double commands = Get("concurrent_append", c, "commands").value_or(0);
       const bool ok =
-          Get("concurrent_append", c, "give_ups").value_or(commands) < 0.01 * commands &&
+          Get("concurrent_append", c, "give_ups").value_or(commands) < 0.025 * commands &&
           Get("concurrent_append", c, "p50").value_or(budget + 1) <= budget;
       if (!ok) {
         broke = w;
@@ -320,7 +321,7 @@ class Advice : public Figures {
     };
     std::string s = "- **One stream per aggregate**, with a " + Number(budget) +
                     " ms budget per command (--budget-ms; it holds where the median command fits "
-                    "in it and fewer than 1 % of commands are given up): ";
+                    "in it and fewer than 1 command in 40 is given up): ";
     if (!held) {
       return s + "does not hold even at " + words(writers.front()) +
              ": split the aggregate, or queue its commands.\n";
