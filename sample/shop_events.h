@@ -21,11 +21,14 @@
 
 namespace rw::shop {
 
-inline constexpr const char* kPlaced = "App\\Shop\\OrderPlaced";
-inline constexpr const char* kItemAdded = "App\\Shop\\ItemAdded";
-inline constexpr const char* kDiscount = "App\\Shop\\DiscountApplied";
-inline constexpr const char* kConfirmed = "App\\Shop\\OrderConfirmed";
-inline constexpr const char* kRefunded = "App\\Shop\\OrderRefunded";
+// The event classes: the sample domain's event types (order.h) in the shop's namespace, as a
+// PHP application names its classes, and one type the shop adds (a refund).
+inline const std::string kNamespace = "App\\Shop\\";
+inline const std::string kCreated = kNamespace + order::kCreated;
+inline const std::string kItemAdded = kNamespace + order::kItemAdded;
+inline const std::string kDiscount = kNamespace + order::kDiscountApplied;
+inline const std::string kConfirmed = kNamespace + order::kConfirmed;
+inline const std::string kRefunded = kNamespace + "OrderRefunded";
 
 struct Event {
   std::string event_class;
@@ -70,7 +73,7 @@ inline std::vector<Event> Events(int orders, uint64_t seed = 7) {
     const std::string customer_json = numeric_customer ? customer : "\"" + (customer == "c\"quoted\"" ? std::string("c\\\"quoted\\\"") : customer) + "\"";
     // Placed: 10% are a tenth of a unit (exact sums: ten of them are 1.00, not 0.9999).
     Event placed;
-    placed.event_class = kPlaced;
+    placed.event_class = kCreated;
     placed.order = o;
     placed.customer = customer;
     placed.when = when;

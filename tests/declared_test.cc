@@ -74,13 +74,13 @@ TEST_F(DeclaredTest, TheShopsReadModelsEqualAReferenceComputedFromTheFacts) {
   std::map<std::pair<std::string, std::string>, Revenue> revenue;
   int64_t revenue_failures = 0;
   for (const shop::Event& e : events_) {
-    if (e.event_class != shop::kPlaced && e.event_class != shop::kRefunded) continue;
+    if (e.event_class != shop::kCreated && e.event_class != shop::kRefunded) continue;
     if (!e.has_customer || e.bad_amount) {
       ++revenue_failures;
       continue;
     }
     Revenue& r = revenue[{e.customer, e.when.substr(0, 7) + "-01"}];
-    if (e.event_class == shop::kPlaced) {
+    if (e.event_class == shop::kCreated) {
       ++r.orders;
       r.revenue += e.cents;
     } else {
@@ -110,7 +110,7 @@ TEST_F(DeclaredTest, TheShopsReadModelsEqualAReferenceComputedFromTheFacts) {
   for (const shop::Event& e : events_) {
     if (e.event_class == shop::kRefunded) continue;  // not among order_summary's events
     Summary& s = orders[e.order];
-    if (e.event_class == shop::kPlaced) {
+    if (e.event_class == shop::kCreated) {
       s.placed_at = e.when;
     } else if (e.event_class == shop::kItemAdded) {
       ++s.items;
@@ -264,7 +264,7 @@ TEST(DeclaredFollow, FollowKeepsADeclaredReadModelExact) {
     sql += ", '2024-05-01 10:00:00')";
     ASSERT_TRUE(c->Execute(sql).ok());
   };
-  insert(shop::kPlaced, R"({"orderId":1,"customer":{"id":"anna"},"placedAt":"2024-05-01T10:00:00Z","amount":10})");
+  insert(shop::kCreated, R"({"orderId":1,"customer":{"id":"anna"},"placedAt":"2024-05-01T10:00:00Z","amount":10})");
   insert(shop::kItemAdded, R"({"orderId":1,"sku":"pen","quantity":2,"lineTotal":"3.50"})");
   ReplayOptions ro;
   ro.connection = o;
@@ -275,7 +275,7 @@ TEST(DeclaredFollow, FollowKeepsADeclaredReadModelExact) {
   // Appended while it follows: another item and a confirmation of order 1, and a new order.
   insert(shop::kItemAdded, R"({"orderId":1,"sku":"mug","quantity":1,"lineTotal":0.25})");
   insert(shop::kConfirmed, R"({"orderId":1,"confirmedAt":"2024-05-02T09:00:00+02:00"})");
-  insert(shop::kPlaced, R"({"orderId":2,"customer":{"id":"zoë"},"placedAt":"2024-05-03T10:00:00Z","amount":"1.10"})");
+  insert(shop::kCreated, R"({"orderId":2,"customer":{"id":"zoë"},"placedAt":"2024-05-03T10:00:00Z","amount":"1.10"})");
   EXPECT_TRUE(WaitUntil(*c, "SELECT COUNT(*) FROM order_summary WHERE order_id = 2", 1));
   EXPECT_TRUE(WaitUntil(*c, "SELECT COUNT(*) FROM order_summary WHERE order_id = 1 AND status = 'confirmed'", 1));
   const ReplaySummary& sum = follower.Stop();
