@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "framework_tables.h"
+#include "stages/flow/page_query.h"
 #include "rewind_process.h"
 #include "subprocess.h"
 #include "test_db.h"
@@ -401,6 +402,26 @@ TEST(Frameworks, EventSaucesMessageTableRebuildsExactlyWithTheTypeFromThePayload
                   "FROM domain_messages) m WHERE t IN ({0}, {1}) GROUP BY 1, 2",
                   placed, refunded),
       60);
+  {  // The classes the dry run names when none matches: read from the type path (there is no
+     // type column), as SQL counts them.
+    rw::EventTableOptions e;
+    e.table = "domain_messages";
+    e.type_path = "headers.__event_type";
+    rw::Result<rw::Rows> common = rw::CommonClasses(*c, e, /*first=*/1000, /*top=*/10);
+    ASSERT_TRUE(common.ok()) << common.status().message();
+    std::vector<std::string> got;
+    for (const auto& row : common->rows) got.push_back(row[0].value_or("NULL") + " " + row[1].value_or(""));
+    std::vector<std::string> want;
+    rw::Result<rw::Rows> sql = c->Query(
+        "SELECT t, COUNT(*) FROM (SELECT JSON_VALUE(payload, '$.headers.__event_type') AS t FROM domain_messages "
+        "ORDER BY id LIMIT 1000) x GROUP BY t");
+    ASSERT_TRUE(sql.ok());
+    for (const auto& row : sql->rows) want.push_back(row[0].value_or("NULL") + " " + row[1].value_or(""));
+    std::sort(got.begin(), got.end());
+    std::sort(want.begin(), want.end());
+    EXPECT_EQ(got, want);
+    EXPECT_GE(got.size(), 3u);
+  }
   // `--all` with the models file, on an event table that is not the blog's: the declared read
   // model alone (issue 38 part 6; the blog's eight were made, empty, beside it).
   auto name = std::find(args.begin(), args.end(), "orders_per_customer_per_month");

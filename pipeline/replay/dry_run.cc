@@ -143,12 +143,9 @@ struct Findings {
 
 // Events the run would read: exact from the index when that is quick, else the estimate.
 void CountEvents(Connection& c, const ReplayOptions& o, EventId last, Findings& f) {
-  Result<std::optional<std::string>> count = c.QueryValue(fmt::format(
-      "SET STATEMENT max_statement_time = 3 FOR SELECT COUNT(*) FROM {} WHERE {} <= {}",
-      QuoteIdentifier(o.events.table), QuoteIdentifier(o.events.id_column),
-      last == kBeforeFirstId ? "NULL" : IdText(last)));
+  Result<uint64_t> count = CountEvents(c, o.events, std::nullopt, last, /*max_seconds=*/3);
   if (count.ok()) {
-    f.events = *count ? std::stoull(**count) : 0;
+    f.events = *count;
     return;
   }
   f.exact = false;
@@ -290,9 +287,7 @@ void CheckSomethingMatches(Connection& c, const ReplayOptions& o, const RunPlan&
                            const std::vector<std::unique_ptr<ProjectorRunner>>& runners, Findings& f) {
   if (f.matched != 0 || f.sampled == 0) return;
   std::string classes;
-  Result<Rows> present = c.Query(fmt::format(
-      "SELECT t, COUNT(*) FROM (SELECT {} AS t FROM {} ORDER BY {} LIMIT 10000) x GROUP BY t ORDER BY 2 DESC LIMIT 10",
-      QuoteIdentifier(o.events.type_column), QuoteIdentifier(o.events.table), QuoteIdentifier(o.events.id_column)));
+  Result<Rows> present = CommonClasses(c, o.events, /*first=*/10000, /*top=*/10);
   if (present.ok()) {
     for (const auto& row : present->rows) {
       classes += fmt::format("{}'{}' ({})", classes.empty() ? "" : ", ", row[0].value_or("NULL"), row[1].value_or("0"));

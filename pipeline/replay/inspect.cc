@@ -56,21 +56,15 @@ Result<Lag> LagOf(Connection& c, const EventTableOptions& e, EventId head,
                   const std::optional<EventId>& checkpoint, bool with_time) {
   Lag lag;
   if (head == kBeforeFirstId) return lag;
-  const std::string table = QuoteIdentifier(e.table), id = QuoteIdentifier(e.id_column);
-  Result<std::optional<std::string>> n = c.QueryValue(fmt::format(
-      "SELECT COUNT(*) FROM {} WHERE {} <= {}{}", table, id, IdText(head),
-      checkpoint ? fmt::format(" AND {} > {}", id, IdText(*checkpoint)) : std::string()));
+  Result<uint64_t> n = CountEvents(c, e, checkpoint, head);
   if (!n.ok()) return n.status();
-  lag.events = *n ? std::stoull(**n) : 0;
+  lag.events = *n;
   if (!with_time || !checkpoint) return lag;
-  const std::string time = QuoteIdentifier(e.time_column);
-  Result<Rows> t = c.Query(fmt::format(
-      "SELECT (SELECT {0} FROM {1} WHERE {2} = {3}), (SELECT {0} FROM {1} WHERE {2} = {4})", time,
-      table, id, IdText(*checkpoint), IdText(head)));
+  auto t = TimesOf(c, e, *checkpoint, head);
   if (!t.ok()) return t.status();
-  if (t->rows.empty() || !t->rows[0][0] || !t->rows[0][1]) return lag;
-  const std::optional<int64_t> applied = EventTimeSeconds(*t->rows[0][0]);
-  const std::optional<int64_t> newest = EventTimeSeconds(*t->rows[0][1]);
+  if (!t->first || !t->second) return lag;
+  const std::optional<int64_t> applied = EventTimeSeconds(*t->first);
+  const std::optional<int64_t> newest = EventTimeSeconds(*t->second);
   if (applied && newest)
     lag.seconds = static_cast<double>(std::max<int64_t>(0, *newest - *applied));
   return lag;

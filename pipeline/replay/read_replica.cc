@@ -37,18 +37,6 @@ Result<std::vector<std::string>> Columns(Connection& c, const std::string& table
   return out;
 }
 
-// The hash of the event with id `id` (payload and class), or nullopt when there is none.
-Result<std::optional<std::string>> EventHash(Connection& c, const EventTableOptions& e,
-                                             EventId id) {
-  const bool type_column = e.type_path.empty();
-  return c.QueryValue(
-      fmt::format("SELECT MD5(CONCAT_WS(0x1f, COALESCE({}, 0x00), {})) FROM {} WHERE {} = {}",
-                  QuoteIdentifier(e.payload_column),
-                  type_column ? fmt::format("COALESCE({}, 0x00)", QuoteIdentifier(e.type_column))
-                              : std::string("''"),
-                  QuoteIdentifier(e.table), QuoteIdentifier(e.id_column), IdText(id)));
-}
-
 Status NotTheSameServer(Connection& primary, Connection& replica, const std::string& lock_prefix,
                         const std::string& locked_table) {
   const std::string where = replica.options().Describe();
@@ -208,34 +196,6 @@ Result<ReplicaCheck> CheckReplica(Connection& primary, Connection& replica,
 
 namespace {
 
-// Per chunk of ids: "count sum [checksum]", keyed by the chunk's number.
-Result<std::map<std::string, std::string>> ChunkSums(Connection& c, const EventTableOptions& e, EventId lo,
-                                                     EventId hi, EventId chunk, bool full,
-                                                     const std::vector<std::string>* only) {
-  const std::string id = QuoteIdentifier(e.id_column);
-  std::string what = fmt::format("COUNT(*), SUM({})", id);
-  if (full) {
-    const std::string type = e.type_path.empty() ? QuoteIdentifier(e.type_column) : std::string("''");
-    what += fmt::format(", BIT_XOR(CRC32(CONCAT_WS(0x1f, {}, {})))", type, QuoteIdentifier(e.payload_column));
-  }
-  std::string where = fmt::format("{} > {} AND {} <= {}", id, IdText(lo), id, IdText(hi));
-  if (only != nullptr) {
-    std::string keys;
-    for (const std::string& k : *only) keys += (keys.empty() ? "" : ", ") + k;
-    where += fmt::format(" AND FLOOR({} / {}) IN ({})", id, IdText(chunk), keys);
-  }
-  Result<Rows> rows = c.Query(fmt::format("SELECT FLOOR({0} / {1}) AS k, {2} FROM {3} WHERE {4} GROUP BY k",
-                                          id, IdText(chunk), what, QuoteIdentifier(e.table), where));
-  if (!rows.ok()) return rows.status();
-  std::map<std::string, std::string> out;
-  for (const auto& row : rows->rows) {
-    std::string v;
-    for (size_t i = 1; i < row.size(); ++i) v += (i > 1 ? " " : "") + row[i].value_or("NULL");
-    out[row[0].value_or("NULL")] = v;
-  }
-  return out;
-}
-
 // The keys whose values differ (or that one side lacks).
 std::vector<std::string> Differing(const std::map<std::string, std::string>& a,
                                    const std::map<std::string, std::string>& b) {
@@ -267,11 +227,9 @@ Result<ReplicaComparison> CompareWithPrimary(Connection& primary, Connection& re
                                              const std::atomic<bool>& stop) {
   ReplicaComparison out;
   if (head == kBeforeFirstId) return out;
-  Result<std::optional<std::string>> low =
-      primary.QueryValue(fmt::format("SELECT MIN({}) FROM {}", QuoteIdentifier(events.id_column),
-                                     QuoteIdentifier(events.table)));
-  if (!low.ok()) return low.status();
-  const EventId lo = (*low ? ParseEventId(**low).value_or(1) : 1) - 1;
+  Result<std::optional<EventId>> first = ReadFirstId(primary, events);
+  if (!first.ok()) return first.status();
+  const EventId lo = first->value_or(1) - 1;
   if (lo >= head) return out;
   const EventId chunk = std::max<EventId>(10'000, (head - lo) / 256 + 1);
   auto timed = [&](auto&& f) {

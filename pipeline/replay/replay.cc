@@ -564,9 +564,8 @@ void Build::Collect() {
 Status Build::Rebuild() {
   int64_t progress_start = ProgressPosition(start_after_);
   if (start_after_ == kBeforeFirstId) {
-    Result<std::optional<std::string>> min = admin_->QueryValue(fmt::format(
-        "SELECT MIN({}) FROM {}", QuoteIdentifier(o_.events.id_column), QuoteIdentifier(o_.events.table)));
-    if (min.ok() && *min) progress_start = ProgressPosition(ParseEventId(**min).value_or(1) - 1);
+    Result<std::optional<EventId>> first = ReadFirstId(*admin_, o_.events);
+    if (first.ok() && *first) progress_start = ProgressPosition(**first - 1);
   }
   Progress progress(o_.progress, progress_start, ProgressPosition(sum_.head_id), names_);
   progress_ = &progress;
@@ -768,12 +767,10 @@ Result<live_shape::Judgement> JudgeLiveTable(Connection& c, const Projector& p, 
 
 Status CheckUntilId(Connection& c, const ReplayOptions& o) {
   if (!o.until_id || o.allow_empty) return Status::Ok();
-  Result<std::optional<std::string>> min = c.QueryValue(
-      fmt::format("SELECT MIN({}) FROM {}", QuoteIdentifier(o.events.id_column), QuoteIdentifier(o.events.table)));
-  if (!min.ok()) return min.status();
-  if (!*min) return Status::Ok();  // no events at all: not an --until-id question
-  const std::optional<EventId> first = ParseEventId(**min);
-  if (!first || *o.until_id >= *first) return Status::Ok();
+  Result<std::optional<EventId>> read = ReadFirstId(c, o.events);
+  if (!read.ok()) return read.status();
+  const std::optional<EventId> first = *read;
+  if (!first || *o.until_id >= *first) return Status::Ok();  // no events: not an --until-id question
   return Status::InvalidInput(fmt::format(
       "--until-id {} is below the first event of {} (id {}): the build would receive no event; "
       "pass --allow-empty to build empty read models up to it anyway",

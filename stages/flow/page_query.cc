@@ -113,6 +113,88 @@ std::optional<int64_t> EventTimeSeconds(std::string_view text) {
   return t->epoch_seconds();
 }
 
+Result<std::optional<EventId>> ReadFirstId(Connection& c, const EventTableOptions& e) {
+  Result<std::optional<std::string>> min = c.QueryValue(
+      fmt::format("SELECT MIN({}) FROM {}", QuoteIdentifier(e.id_column), QuoteIdentifier(e.table)));
+  if (!min.ok()) return min.status();
+  if (!*min) return std::optional<EventId>();
+  const std::optional<EventId> id = ParseEventId(**min);
+  if (!id) {
+    return Status::InvalidInput(fmt::format("the lowest id of {} is not an event id: '{}'", e.table, **min));
+  }
+  return std::optional<EventId>(*id);
+}
+
+Result<uint64_t> CountEvents(Connection& c, const EventTableOptions& e, std::optional<EventId> after,
+                             EventId upto, unsigned max_seconds) {
+  const std::string id = QuoteIdentifier(e.id_column);
+  Result<std::optional<std::string>> n = c.QueryValue(fmt::format(
+      "{}SELECT COUNT(*) FROM {} WHERE {} <= {}{}",
+      max_seconds > 0 ? fmt::format("SET STATEMENT max_statement_time = {} FOR ", max_seconds) : std::string(),
+      QuoteIdentifier(e.table), id, upto == kBeforeFirstId ? std::string("NULL") : IdText(upto),
+      after ? fmt::format(" AND {} > {}", id, IdText(*after)) : std::string()));
+  if (!n.ok()) return n.status();
+  return *n ? std::stoull(**n) : 0;
+}
+
+Result<std::pair<std::optional<std::string>, std::optional<std::string>>> TimesOf(Connection& c,
+                                                                                 const EventTableOptions& e,
+                                                                                 EventId a, EventId b) {
+  const std::string table = QuoteIdentifier(e.table), id = QuoteIdentifier(e.id_column);
+  Result<Rows> t = c.Query(fmt::format("SELECT (SELECT {0} FROM {1} WHERE {2} = {3}), (SELECT {0} FROM {1} WHERE {2} = {4})",
+                                       QuoteIdentifier(e.time_column), table, id, IdText(a), IdText(b)));
+  if (!t.ok()) return t.status();
+  if (t->rows.empty()) return std::pair<std::optional<std::string>, std::optional<std::string>>();
+  return std::pair(t->rows[0][0], t->rows[0][1]);
+}
+
+Result<std::optional<std::string>> EventHash(Connection& c, const EventTableOptions& e, EventId id) {
+  const bool type_column = e.type_path.empty();
+  return c.QueryValue(
+      fmt::format("SELECT MD5(CONCAT_WS(0x1f, COALESCE({}, 0x00), {})) FROM {} WHERE {} = {}",
+                  QuoteIdentifier(e.payload_column),
+                  type_column ? fmt::format("COALESCE({}, 0x00)", QuoteIdentifier(e.type_column))
+                              : std::string("''"),
+                  QuoteIdentifier(e.table), QuoteIdentifier(e.id_column), IdText(id)));
+}
+
+Result<std::map<std::string, std::string>> ChunkSums(Connection& c, const EventTableOptions& e, EventId lo,
+                                                     EventId hi, EventId chunk, bool full,
+                                                     const std::vector<std::string>* only) {
+  const std::string id = QuoteIdentifier(e.id_column);
+  std::string what = fmt::format("COUNT(*), SUM({})", id);
+  if (full) {
+    const std::string type = e.type_path.empty() ? QuoteIdentifier(e.type_column) : std::string("''");
+    what += fmt::format(", BIT_XOR(CRC32(CONCAT_WS(0x1f, {}, {})))", type, QuoteIdentifier(e.payload_column));
+  }
+  std::string where = fmt::format("{} > {} AND {} <= {}", id, IdText(lo), id, IdText(hi));
+  if (only != nullptr) {
+    std::string keys;
+    for (const std::string& k : *only) keys += (keys.empty() ? "" : ", ") + k;
+    where += fmt::format(" AND FLOOR({} / {}) IN ({})", id, IdText(chunk), keys);
+  }
+  Result<Rows> rows = c.Query(fmt::format("SELECT FLOOR({0} / {1}) AS k, {2} FROM {3} WHERE {4} GROUP BY k",
+                                          id, IdText(chunk), what, QuoteIdentifier(e.table), where));
+  if (!rows.ok()) return rows.status();
+  std::map<std::string, std::string> out;
+  for (const auto& row : rows->rows) {
+    std::string v;
+    for (size_t i = 1; i < row.size(); ++i) v += (i > 1 ? " " : "") + row[i].value_or("NULL");
+    out[row[0].value_or("NULL")] = v;
+  }
+  return out;
+}
+
+Result<Rows> CommonClasses(Connection& c, const EventTableOptions& e, size_t first, size_t top) {
+  const std::string cls = e.type_path.empty()
+                              ? QuoteIdentifier(e.type_column)
+                              : fmt::format("JSON_VALUE({}, {})", QuoteIdentifier(e.payload_column),
+                                            c.Quote(JsonPathOf(e.type_path)));
+  return c.Query(fmt::format(
+      "SELECT t, COUNT(*) FROM (SELECT {} AS t FROM {} ORDER BY {} LIMIT {}) x GROUP BY t ORDER BY 2 DESC LIMIT {}",
+      cls, QuoteIdentifier(e.table), QuoteIdentifier(e.id_column), first, top));
+}
+
 Status CheckEventTable(Connection& c, const EventTableOptions& e, bool with_time_column) {
   Result<Rows> table = c.Query(fmt::format(
       "SELECT COLUMN_NAME, DATA_TYPE, IS_NULLABLE FROM information_schema.COLUMNS WHERE "

@@ -11,10 +11,12 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/gaps.h"
@@ -99,6 +101,34 @@ Result<std::string> WhyJudgedByIds(Connection& connection, const EventTableOptio
 
 // The highest event id in the table (kBeforeFirstId when it is empty).
 Result<EventId> ReadHeadId(Connection& connection, const EventTableOptions& events);
+
+// The lowest event id in the table (nullopt when it is empty).
+Result<std::optional<EventId>> ReadFirstId(Connection& connection, const EventTableOptions& events);
+
+// The events with ids in (after, upto] (after nullopt: from the first). With `max_seconds`
+// above 0 the server gives up after that long (its max_statement_time): an error then.
+Result<uint64_t> CountEvents(Connection& connection, const EventTableOptions& events,
+                             std::optional<EventId> after, EventId upto, unsigned max_seconds = 0);
+
+// The time columns of the events `a` and `b`, as stored (nullopt where either is missing).
+Result<std::pair<std::optional<std::string>, std::optional<std::string>>> TimesOf(
+    Connection& connection, const EventTableOptions& events, EventId a, EventId b);
+
+// The MD5 of the event with id `id` (its class and payload), or nullopt when there is none:
+// the same event on two servers has the same hash.
+Result<std::optional<std::string>> EventHash(Connection& connection, const EventTableOptions& events, EventId id);
+
+// Per chunk of ids in (lo, hi] (chunk k holds ids with FLOOR(id / chunk) = k; `only`, when
+// given, the chunks read): "count sum-of-ids[ checksum of classes and payloads, `full`]",
+// keyed by the chunk's number as the server prints it. Two servers holding the same events
+// in a chunk give it the same text.
+Result<std::map<std::string, std::string>> ChunkSums(Connection& connection, const EventTableOptions& events,
+                                                     EventId lo, EventId hi, EventId chunk, bool full,
+                                                     const std::vector<std::string>* only);
+
+// The commonest classes among the first `first` events: (class, count) rows, at most
+// `top`, most frequent first (the class from the type path when there is one).
+Result<Rows> CommonClasses(Connection& connection, const EventTableOptions& events, size_t first, size_t top);
 
 // Checks the event table before any work: it exists; the type and payload columns (and,
 // `with_time_column`, the time column) exist; the id column is an integer type, NOT NULL
