@@ -1,6 +1,8 @@
-// PageQuery: the event table's SQL, the one place in the reader that spells its columns:
-// the checks of the table before any work, its head, how the event classes are compared in
-// the server, and the statements a reader sends: a page of ids (keyset paging on the id
+// PageQuery: the event table's SQL, the one place that spells its columns for what reads
+// it (the reader, the replica check, `status`, the dry run; ingest writes it, and stress's
+// reference counts stay its own, independent of this file): the checks of the table before
+// any work, its head and first id, counts, per-chunk sums, how the event classes are
+// compared in the server, and the statements a reader sends: a page of ids (keyset paging on the id
 // column, `WHERE id > ? AND id <= <head> ORDER BY id LIMIT n`, never OFFSET) and a list of
 // id ranges read again (the holes). Each row's payload comes only for the wanted classes
 // (NULL otherwise: skipped, counted), with its class index when several are wanted, the
