@@ -302,6 +302,29 @@ TEST(Frameworks, AxonsDomainEventEntryRebuildsExactly) {
                  4);
 }
 
+// The classes the dry run names when no event matches (page_query's CommonClasses) on
+// EventSauce's domain_messages: read from the type path (there is no type column), as SQL
+// counts them.
+void ExpectCommonClassesAsSql(rw::Connection& c) {
+  rw::EventTableOptions e;
+  e.table = "domain_messages";
+  e.type_path = "headers.__event_type";
+  rw::Result<rw::Rows> common = rw::CommonClasses(c, e, /*first=*/1000, /*top=*/10);
+  ASSERT_TRUE(common.ok()) << common.status().message();
+  std::vector<std::string> got;
+  for (const auto& row : common->rows) got.push_back(row[0].value_or("NULL") + " " + row[1].value_or(""));
+  std::vector<std::string> want;
+  rw::Result<rw::Rows> sql = c.Query(
+      "SELECT t, COUNT(*) FROM (SELECT JSON_VALUE(payload, '$.headers.__event_type') AS t FROM domain_messages "
+      "ORDER BY id LIMIT 1000) x GROUP BY t");
+  ASSERT_TRUE(sql.ok());
+  for (const auto& row : sql->rows) want.push_back(row[0].value_or("NULL") + " " + row[1].value_or(""));
+  std::sort(got.begin(), got.end());
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(got, want);
+  EXPECT_GE(got.size(), 3u);
+}
+
 // EventSauce's MySQL table: no type column, the type a header in the JSON payload. Events
 // whose type differs only in case (the table's collation is case-insensitive), a message
 // without a type and another type are not the declared classes; some ids deleted.
@@ -402,26 +425,7 @@ TEST(Frameworks, EventSaucesMessageTableRebuildsExactlyWithTheTypeFromThePayload
                   "FROM domain_messages) m WHERE t IN ({0}, {1}) GROUP BY 1, 2",
                   placed, refunded),
       60);
-  {  // The classes the dry run names when none matches: read from the type path (there is no
-     // type column), as SQL counts them.
-    rw::EventTableOptions e;
-    e.table = "domain_messages";
-    e.type_path = "headers.__event_type";
-    rw::Result<rw::Rows> common = rw::CommonClasses(*c, e, /*first=*/1000, /*top=*/10);
-    ASSERT_TRUE(common.ok()) << common.status().message();
-    std::vector<std::string> got;
-    for (const auto& row : common->rows) got.push_back(row[0].value_or("NULL") + " " + row[1].value_or(""));
-    std::vector<std::string> want;
-    rw::Result<rw::Rows> sql = c->Query(
-        "SELECT t, COUNT(*) FROM (SELECT JSON_VALUE(payload, '$.headers.__event_type') AS t FROM domain_messages "
-        "ORDER BY id LIMIT 1000) x GROUP BY t");
-    ASSERT_TRUE(sql.ok());
-    for (const auto& row : sql->rows) want.push_back(row[0].value_or("NULL") + " " + row[1].value_or(""));
-    std::sort(got.begin(), got.end());
-    std::sort(want.begin(), want.end());
-    EXPECT_EQ(got, want);
-    EXPECT_GE(got.size(), 3u);
-  }
+  ExpectCommonClassesAsSql(*c);
   // `--all` with the models file, on an event table that is not the blog's: the declared read
   // model alone (issue 38 part 6; the blog's eight were made, empty, beside it).
   auto name = std::find(args.begin(), args.end(), "orders_per_customer_per_month");

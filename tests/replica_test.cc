@@ -89,6 +89,12 @@ class ReplicaTest : public ::testing::Test {
     g.id_step = id_step;
     g.holes = holes;
     EXPECT_TRUE(LoadEvents(*d, "stored_events", g, AccessLog()).ok());
+    // A test that reads from the replica starts from a replica that has the primary's events
+    // (rewind refuses one that lacks the table, as it may just after CREATE TABLE).
+    auto r = Connect(pair_.replica);
+    EXPECT_TRUE(r && WaitUntil(*r, "SELECT COUNT(*) FROM " + QuoteIdentifier(name) + ".stored_events",
+                               Count(*d, "SELECT COUNT(*) FROM stored_events")))
+        << "the replica did not apply " << name << "'s events";
     return o;
   }
   // rewind's arguments that read from the replica over TCP.
