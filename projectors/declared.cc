@@ -243,6 +243,17 @@ bool CountsOnFastPath(const ModelPlan& p) {
 
 namespace {
 
+// Whether any key or value of `p` reads a path of the payload (not a column, not a constant).
+bool ReadsPayload(const ModelPlan& p) {
+  for (const KeyPlan& k : p.keys) {
+    if (!k.source.column) return true;
+  }
+  for (const ValuePlan& v : p.values) {
+    if (!v.source.name.empty() && !v.source.column) return true;
+  }
+  return false;
+}
+
 const char* KindName(ValueKind k) {
   switch (k) {
     case ValueKind::kMissing: return "missing";
@@ -473,6 +484,7 @@ class DeclaredProjector final : public Projector {
   }
 
   bool reads_class(uint16_t c) const override { return c < model_classes_.size() && model_classes_[c]; }
+  bool reads_payload() const override { return reads_payload_; }
 
   std::vector<ColumnIn> where() const override { return plan_.where; }
 
@@ -495,7 +507,7 @@ class DeclaredProjector final : public Projector {
     present_.resize(nvalues);
     sums_.resize(ncolumns);
     for (const EventRecord& e : records.events) {
-      if (!e.decoded || !Selects(records, e)) continue;
+      if (!Usable(e) || !Selects(records, e)) continue;
       // The key.
       key_.clear();
       std::string reason;
@@ -704,7 +716,7 @@ class DeclaredProjector final : public Projector {
     std::string reason;
     ids_of_batch_.clear();  // the batch's text ids are new with every batch
     for (const EventRecord& e : records.events) {
-      if (!e.decoded || !Selects(records, e)) continue;
+      if (!Usable(e) || !Selects(records, e)) continue;
       int64_t other = 0;
       if (other_key_ >= 0) {
         const size_t k = static_cast<size_t>(other_key_);
@@ -983,6 +995,8 @@ class DeclaredProjector final : public Projector {
   std::vector<int64_t> pending_committed_;
   // The counting fast path (CountsOnFastPath): keys_ and key_bytes_ intern its texts.
   const bool fast_;
+  // A key or value reads a path of the payload (false: the event table's columns alone).
+  const bool reads_payload_ = ReadsPayload(plan_);
   int64_t text_key_ = -1, other_key_ = -1;  // in plan_.keys, or -1
   bool by_day_ = false;                     // the other key is a date
   std::unique_ptr<BucketCounts> by_key_;    // no text key: count by the other key

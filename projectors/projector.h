@@ -131,6 +131,11 @@ class Projector {
   virtual void ApplyRecords(const EventRecords& /*records*/, std::vector<EventFailure>& /*failures*/) {}
   // The classes it reads (after Bind), for the runner's filter.
   virtual bool reads_class(uint16_t /*event_class*/) const { return false; }
+  // Whether it reads the payload (false: the event table's columns alone); one that does
+  // not also applies a record whose payload is no JSON object (EventRecord::decoded).
+  virtual bool reads_payload() const { return true; }
+  // Whether it can apply `record`: decoded, or read without its payload.
+  bool Usable(const EventRecord& record) const { return record.decoded || !reads_payload(); }
   // Whether it applies `record` (of `records`): its class, and any filter of its own on the
   // event table's columns (a declared `where`).
   virtual bool Selects(const EventRecords& /*records*/, const EventRecord& record) const {

@@ -319,5 +319,62 @@ TEST(DeclaredCounts, CountersOnBothPathsEqualTheServersGroupByWhateverTheFlushes
   }
 }
 
+// A read model keyed on the event table's columns alone (the type, the day of createdAt)
+// reads no payload: an event whose payload is no JSON object (a proxy's error page, a line
+// cut short, an array) still happened, and it counts it, as SQL's GROUP BY over the table
+// does. A read model of a payload path in the same run cannot apply those events: they are
+// its failures (and the decoder's, once each), and its rows are SQL's over the readable ones.
+TEST(DeclaredCounts, AReadModelOfColumnsAloneCountsEventsWhosePayloadIsNoJson) {
+  const ConnectionOptions o = FreshDatabase("rewind_test_declared_columns_only");
+  auto c = Connect(o);
+  ASSERT_TRUE(c->Execute(EventTableDdl("stored_events")).ok());
+  const char* const bad[] = {"<html>502 Bad Gateway</html>", R"({"page":"/cut)", "[1,2]", ""};
+  std::string sql = "INSERT INTO stored_events (uuid, eventClass, payload, createdAt) VALUES ";
+  for (int i = 0; i < 600; ++i) {
+    const std::string cls = i % 3 == 0 ? kOther : kHit;
+    const std::string payload = i % 37 == 5 ? bad[i % 4] : fmt::format(R"({{"page":"/p{}"}})", i % 7);
+    sql += fmt::format("{}(UUID(), {}, {}, '2024-05-{:02d} 1{}:00:00')", i ? ", " : "", c->Quote(cls),
+                       c->Quote(payload), 1 + i % 9, i % 10);
+  }
+  ASSERT_TRUE(c->Execute(sql).ok());
+  ASSERT_GT(Count(*c, "SELECT COUNT(*) FROM stored_events WHERE NOT JSON_VALID(payload) OR payload = '[1,2]'"), 10);
+  const std::string models = ::testing::TempDir() + "/columns_only.toml";
+  std::ofstream(models) << R"toml(
+[[read_model]]
+name   = "events_per_type_per_day"
+events = ['App\Site\Hit', 'App\Site\Other']
+key    = [{ column = "event_type", field = "eventClass" }, { column = "day", field = "createdAt", bucket = "day" }]
+values = [{ column = "events", op = "count" }]
+
+[[read_model]]
+name   = "hits_per_page"
+events = ['App\Site\Hit']
+key    = [{ column = "page", path = "page" }]
+values = [{ column = "hits", op = "count" }]
+)toml";
+  const std::string per_type = "SELECT CAST(eventClass AS BINARY), DATE(createdAt), COUNT(*) FROM stored_events GROUP BY 1, 2";
+  const std::string rows = "SELECT CAST(event_type AS BINARY), `day`, events FROM events_per_type_per_day";
+  const std::string unreadable = "SELECT id FROM stored_events WHERE NOT JSON_VALID(payload) OR payload = '[1,2]'";
+  {  // Alone: nothing reads a payload, nothing fails.
+    const Outcome run = RunRewind({"replay", "events_per_type_per_day", "--models", models, "--quiet"}, Env(o));
+    ASSERT_EQ(run.code, 0) << run.err;
+    EXPECT_EQ(SortedRows(*c, rows), SortedRows(*c, per_type));
+    EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM rewind_failures"), 0);
+  }
+  {  // Beside a read model of a payload path.
+    const Outcome run = RunRewind({"replay", "events_per_type_per_day", "hits_per_page", "--models", models,
+                                   "--quiet", "--batch-size", "50"}, Env(o));
+    ASSERT_EQ(run.code, 3) << run.err;  // hits_per_page could not apply some events
+    EXPECT_EQ(SortedRows(*c, rows), SortedRows(*c, per_type));
+    EXPECT_EQ(SortedRows(*c, "SELECT page, hits FROM hits_per_page"),
+              SortedRows(*c, fmt::format("SELECT JSON_VALUE(payload, '$.page'), COUNT(*) FROM stored_events WHERE "
+                                         "eventClass = {} AND id NOT IN ({}) GROUP BY 1", c->Quote(kHit), unreadable)));
+    EXPECT_EQ(SortedRows(*c, "SELECT event_id FROM rewind_failures WHERE stage = 'decoder'"),
+              SortedRows(*c, unreadable));
+    EXPECT_EQ(SortedRows(*c, "SELECT event_id FROM rewind_failures WHERE stage = 'events_per_type_per_day'"),
+              std::vector<std::string>{});
+  }
+}
+
 }  // namespace
 }  // namespace rw

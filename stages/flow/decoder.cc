@@ -425,8 +425,11 @@ void Decoder::Decode(Batch& batch) const {
       EventRecord record{raw.id, raw.event_class, false, static_cast<uint32_t>(batch.values.size())};
       batch.values.resize(batch.values.size() + width);
       FieldValue* values = &batch.values[record.first_value];
-      std::string reason = DecodeRecord(parser, batch.payloads.data() + raw.offset, raw.length,
-                                        total - raw.offset, paths_, batch.strings, values);
+      // No read model of the run reads a path of the payload: it is not parsed, nor judged.
+      std::string reason = paths_.children.empty()
+                               ? std::string()
+                               : DecodeRecord(parser, batch.payloads.data() + raw.offset, raw.length,
+                                              total - raw.offset, paths_, batch.strings, values);
       record.decoded = reason.empty();
       for (const auto& [slot, index] : column_slots_) {
         const RawColumn& col = batch.raw_columns[raw.columns + index];

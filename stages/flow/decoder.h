@@ -4,7 +4,9 @@
 // EventRecords: one per event of a class a declared read model reads, with the value of
 // every wanted payload path (dotted, "customer.id") and event-table column, found in one
 // walk of the payload. A payload that is not a JSON object is a Failure (stage "decoder")
-// and its record is marked undecoded (each read model counts it as failed).
+// and its record is marked undecoded: each read model that reads a payload path counts it
+// as failed, one that reads only the event table's columns applies it. When no read model
+// of the run reads a payload path, payloads are not parsed at all.
 //
 // Reads only the fields asked for (always `visitedAt`). A payload that is not a JSON
 // object or has no usable `visitedAt` becomes a Failure in the batch, never a dropped

@@ -131,9 +131,10 @@ void ProjectorRunner::ApplyRecords(const Batch& batch, bool late) {
   const EventRecords view{records, batch.values, batch.width};
   for (const EventRecord& r : records) {
     if (!projector_->reads_class(r.event_class)) continue;
-    if (r.decoded && !projector_->Selects(view, r)) continue;  // its `where` leaves it out
+    const bool usable = projector_->Usable(r);
+    if (usable && !projector_->Selects(view, r)) continue;  // its `where` leaves it out
     ++mine;
-    undecoded += r.decoded ? 0 : 1;
+    undecoded += usable ? 0 : 1;
   }
   new_failures_.clear();
   projector_->ApplyRecords(view, new_failures_);
