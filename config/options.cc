@@ -203,8 +203,12 @@ const std::vector<OptionSpec>& Table() {
        [](const ParsedOptions& o) { return o.events.page_visited_class; }},
       // Replay
       {"all", "", Group::kReplay, true, {}, "every read model", Flag("all", &ReplayPart::all), nullptr},
-      {"resume", "", Group::kReplay, true, {}, "continue an interrupted rebuild from its checkpoints",
+      {"resume", "", Group::kReplay, true, {}, "continue an interrupted rebuild from its checkpoints (a swap also takes every --build-only build)",
        Flag("resume", &ReplayPart::resume), nullptr},
+      {"build-only", "", Group::kReplay, true, {},
+       "build the shadow tables and mark them built, without the swap (builders on several hosts; "
+       "then one replay --resume of them all swaps them in)",
+       Flag("build-only", &ReplayPart::build_only), nullptr},
       {"reshape", "", Group::kReplay, true, {},
        "replace an application's table of a declared read model with rewind's shape, keeping it aside as <table>__rewind_kept",
        Flag("reshape", &ReplayPart::reshape), nullptr},
@@ -820,6 +824,10 @@ Result<CommandLine> ParseCommandLine(const std::vector<std::string>& args, const
   if (!o.into.empty() && o.follow) {
     return Status::InvalidInput("--into builds beside the live tables and never swaps: --follow "
                                 "does not go with it");
+  }
+  if (o.build_only && (!o.into.empty() || o.follow)) {
+    return Status::InvalidInput(fmt::format("--build-only builds the shadow tables for a later swap: {} does not go "
+                                            "with it", o.follow ? "--follow" : "--into"));
   }
   cl.command = d.command.empty() ? "help" : d.command;
   cl.names = d.names;

@@ -91,8 +91,12 @@ struct ReplayPart {
   // A TOML file of declared read models (config/models.h): they join the compiled ones.
   std::string models_file;
   bool all = false;
-  // Continue an interrupted rebuild from its checkpoints instead of starting over.
+  // Continue an interrupted rebuild from its checkpoints instead of starting over; a
+  // rebuild that swaps also takes every read model's complete --build-only build.
   bool resume = false;
+  // Build the shadow tables (<table>__rewind_new, under the rebuild's named locks) and mark
+  // them built, without the swap: builders on several hosts, then one `--resume` swaps all.
+  bool build_only = false;
   // A declared read model's live table that the application made is rebuilt in its shape
   // (stages/db/live_shape.h); this replaces it with rewind's shape instead, keeping it aside.
   bool reshape = false;

@@ -79,6 +79,8 @@ const std::vector<Command>& Commands() {
        {{"rewind replay --all", "rebuild every read model in one pass over the events"},
         {"rewind replay NAME...", "rebuild only the named read models"},
         {"rewind replay --resume ...", "continue an interrupted rebuild from its checkpoints"},
+        {"rewind replay NAME... --build-only",
+         "build beside the live tables, on any host; then one replay --resume of them all swaps them in"},
         {"rewind replay --all --follow", "rebuild, swap in, then keep applying new events"},
         {"rewind replay --all --dry-run",
          "what a run would read, write and need; touches nothing"}},

@@ -175,17 +175,22 @@ TEST_F(DeclaredTest, TheShopsReadModelsEqualAReferenceComputedFromTheFacts) {
   EXPECT_EQ(status.out.find("older declaration"), std::string::npos) << status.out;
 }
 
-TEST_F(DeclaredTest, AChangedDeclarationIsRefusedByResumeAndShownByStatus) {
-  // 3: swapped in, with the event that is not JSON recorded.
-  ASSERT_EQ(RunRewind({"replay", "order_summary", "--models", kShopModels, "--quiet"}, Env(options_)).code, 3);
-  // The same declarations, one changed.
+// The shop's declarations with one changed (another version of order_summary): its file.
+std::string ChangedShopModels() {
   std::ifstream in(kShopModels);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const std::string from = R"(column = "cheapest_line",  op = "min")", to = R"(column = "cheapest_line",  op = "max")";
-  ASSERT_NE(text.find(from), std::string::npos);
-  text.replace(text.find(from), from.size(), to);
+  EXPECT_NE(text.find(from), std::string::npos);
+  if (text.find(from) != std::string::npos) text.replace(text.find(from), from.size(), to);
   const std::string changed = ::testing::TempDir() + "/shop-changed.toml";
   std::ofstream(changed) << text;
+  return changed;
+}
+
+TEST_F(DeclaredTest, AChangedDeclarationIsRefusedByResumeAndShownByStatus) {
+  // 3: swapped in, with the event that is not JSON recorded.
+  ASSERT_EQ(RunRewind({"replay", "order_summary", "--models", kShopModels, "--quiet"}, Env(options_)).code, 3);
+  const std::string changed = ChangedShopModels();
 
   Outcome status = RunRewind({"status", "--models", changed}, Env(options_));
   EXPECT_EQ(status.code, 0) << status.err;
@@ -209,6 +214,21 @@ TEST_F(DeclaredTest, AChangedDeclarationIsRefusedByResumeAndShownByStatus) {
   Outcome same = RunRewind({"replay", "order_summary", "--resume", "--models", kShopModels}, Env(options_));
   EXPECT_EQ(same.code, 3) << same.err;
   EXPECT_NE(same.err.find("order_summary resumes after event"), std::string::npos) << same.err;
+}
+
+// Builders on several hosts (--build-only): the one swap takes a complete build only of the
+// same declaration.
+TEST_F(DeclaredTest, ASwapRefusesACompleteBuildOfAnotherDeclaration) {
+  ASSERT_EQ(RunRewind({"replay", "order_summary", "--models", kShopModels, "--build-only", "--quiet"}, Env(options_)).code, 3);
+  Outcome other = RunRewind({"replay", "order_summary", "--resume", "--models", ChangedShopModels(), "--quiet"}, Env(options_));
+  EXPECT_EQ(other.code, 1) << other.err;
+  EXPECT_NE(other.err.find("refuses to continue the complete build (--build-only) of order_summary"), std::string::npos)
+      << other.err;
+  EXPECT_NE(other.err.find("another declaration"), std::string::npos) << other.err;
+  Outcome same = RunRewind({"replay", "order_summary", "--resume", "--models", kShopModels}, Env(options_));
+  EXPECT_EQ(same.code, 3) << same.err;
+  EXPECT_NE(same.err.find("order_summary resumes after event"), std::string::npos) << same.err;
+  EXPECT_NE(same.out.find("rebuilt and swapped in 1 read model(s)"), std::string::npos) << same.out;
 }
 
 // A declaration that reads an event-table column the table lacks (`tenantId`).

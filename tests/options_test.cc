@@ -124,6 +124,21 @@ TEST(Options, BadInputIsAClearError) {
   EXPECT_FALSE(f.ok());
 }
 
+// --build-only builds the shadow tables for a later swap: never with --follow or --into.
+TEST(Options, BuildOnlyIsTheSwapsBuildAlone) {
+  auto e = Env({{"REWIND_CONFIG", "/dev/null"}});
+  auto ok = ParseRewindCommandLine({"replay", "visits_per_day", "--build-only", "--resume"}, e);
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_TRUE(OptionsFor<ReplayOptions>(ok->options).build_only);
+  for (const char* other : {"--follow", "--into=_x"}) {
+    auto bad = ParseRewindCommandLine({"replay", "visits_per_day", "--build-only", other}, e);
+    ASSERT_FALSE(bad.ok()) << other;
+    EXPECT_NE(bad.status().message().find("--build-only builds the shadow tables for a later swap"),
+              std::string::npos)
+        << bad.status().message();
+  }
+}
+
 // An --until-id is an id of a BIGINT or BIGINT UNSIGNED column, or it is refused (#23).
 TEST(Options, AnUntilIdOutsideEveryIdColumnIsRefused) {
   auto e = Env({{"REWIND_CONFIG", "/dev/null"}});

@@ -8,6 +8,7 @@
 #include "config/options.h"
 #include "pipeline/version.h"
 #include "stages/db/checkpoint_store.h"
+#include "stages/db/table_admin.h"
 #include "stages/control/progress.h"
 
 namespace rw {
@@ -42,6 +43,9 @@ std::string ReplaySummary::Text() const {
       "event types), {} failed{}\n",
       swapped                               ? std::string("rebuilt and swapped in")
       : !built_into.empty() && status.ok() ? fmt::format("built beside the live tables (<table>{}, never swapped in):", built_into)
+      : built_only && status.ok()          ? fmt::format("built beside the live tables (<table>{}, for one later "
+                                                         "replay --resume of them all to swap in):",
+                                                         table_admin::kShadowSuffix)
                                             : std::string("NOT swapped in:"),
       projectors.size(),
       WithThousands(rebuilt), rebuild_s, WithThousands(static_cast<uint64_t>(rate)),

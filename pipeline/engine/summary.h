@@ -41,6 +41,7 @@ struct ReplaySummary {
   bool within_budget = false;    // a failure budget was given and every read model kept it
   bool empty_build = false;      // a read model received no event, its live table has rows
   std::string built_into;        // --into: the suffix of the tables built (never swapped)
+  bool built_only = false;       // --build-only: the shadow tables built, for a later swap
   std::string run_id;
   EventId head_id = kBeforeFirstId;
   uint64_t events_read = 0;  // every event in the id range, skipped ones included

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <set>
 #include <thread>
 
 #include "config/models.h"
@@ -61,13 +62,21 @@ std::string Fingerprint(const ReplayOptions& o, const std::vector<std::string>& 
          "-" + ShortHash(set) + "-" + ReadModelVersion(p);
 }
 
-std::string FingerprintMismatch(const std::string& was, const std::string& now) {
+// Why a build fingerprinted `was` is not one a run fingerprinted `now` may continue, or ""
+// when it is. A complete build (--build-only's, "built") stands on its own: builders on
+// several hosts each build another set of read models, so only its set may differ.
+std::string FingerprintMismatch(const std::string& was, const std::string& now, bool complete) {
+  if (was == now) return "";
   if (was.size() != now.size()) return "it was made by an older rewind";
   if (was.substr(0, 12) != now.substr(0, 12)) {
     return "it read another event source (database, table, columns or event class)";
   }
-  if (was.substr(13, 12) != now.substr(13, 12)) return "it rebuilt another set of read models";
-  return "it was built by another version of the read model (for a declared one: another declaration)";
+  if (was.substr(26) != now.substr(26)) {
+    return "it was built by another version of the read model (for a declared one: another declaration)";
+  }
+  return complete ? ""
+                  : "it rebuilt another set of read models (an interrupted --build-only? finish it "
+                    "first with its own command and --resume)";
 }
 
 struct Prepared {
@@ -83,19 +92,22 @@ std::string TableKind(const RunPlan& plan) {
   switch (plan.finish) {
     case RunPlan::Finish::kSwap: return "shadow";
     case RunPlan::Finish::kInto: return "--into";
+    case RunPlan::Finish::kBuildOnly: return "shadow";
     case RunPlan::Finish::kScratch: return "scratch";
   }
   return "";
 }
 
 // Creates (or, resuming, finds) the target table and the checkpoint row of a projector.
+// With `takes_built` (a shadow build), --resume also continues a complete build ("built").
+// The run ids of the builds continued are added to `resumed_runs`.
 // REQUIRES: CheckTablesInTheWay passed for it.
 Result<Prepared> PrepareProjector(Connection& c, const Projector& p, const std::string& target,
                                   const live_shape::Judgement& shape,
                                   const std::string& kind, const std::string& events_table,
-                                  const std::string& fingerprint, bool resume,
+                                  const std::string& fingerprint, bool resume, bool takes_built,
                                   const std::string& run_id, EventId head,
-                                  std::string* resumed_run_id, std::FILE* log) {
+                                  std::set<std::string>* resumed_runs, std::FILE* log) {
   const std::string name(p.name());
   bool fresh_under_resume = false;
   if (resume) {
@@ -103,15 +115,16 @@ Result<Prepared> PrepareProjector(Connection& c, const Projector& p, const std::
     if (!cp.ok()) return cp.status();
     Result<bool> exists = table_admin::Exists(c, target);
     if (!exists.ok()) return exists.status();
-    if (*cp && *exists && (*cp)->status == CheckpointStatus::kBuilding) {
-      if ((*cp)->source != fingerprint) {
+    const bool built = *cp && (*cp)->status == CheckpointStatus::kBuilt;
+    if (*cp && *exists && ((*cp)->status == CheckpointStatus::kBuilding || (built && takes_built))) {
+      if (std::string why = FingerprintMismatch((*cp)->source, fingerprint, built); !why.empty()) {
         return Status::InvalidInput(fmt::format(
-            "--resume refuses to continue the interrupted build of {}: {}; run without "
-            "--resume to rebuild it from the start",
-            name, FingerprintMismatch((*cp)->source, fingerprint)));
+            "--resume refuses to continue the {} of {}: {}; run without --resume to rebuild it "
+            "from the start",
+            built ? "complete build (--build-only)" : "interrupted build", name, why));
       }
       if (!p.order_dependent()) {
-        *resumed_run_id = (*cp)->run_id;
+        resumed_runs->insert((*cp)->run_id);
         if (Status s = checkpoint_store::SetHead(c, name, target, head); !s.ok()) return s;
         fmt::print(log, "rewind: {} resumes after event {}\n", name,
                    (*cp)->last_event_id == kBeforeFirstId ? "(none)" : IdText((*cp)->last_event_id));
@@ -383,14 +396,14 @@ Status Build::ReadFromPrimary() {
 Status Build::PrepareRunners(std::vector<std::unique_ptr<Projector>> projectors, GapSet* watched) {
   Connection& c = *admin_;
   EventId start_after = sum_.head_id;
-  std::string resumed_run_id;
+  std::set<std::string> resumed_runs;
   size_t fresh_under_resume = 0;  // read models --resume found nothing of
   for (auto& p : projectors) {
     const std::string target = p->table().name + plan_.table_suffix;
     const live_shape::Judgement& shape = shapes_[runners_.size()];
     Result<Prepared> prep = PrepareProjector(c, *p, target, shape, TableKind(plan_), o_.events.table,
-                                             Fingerprint(o_, names_, *p), o_.resume, sum_.run_id,
-                                             sum_.head_id, &resumed_run_id, stderr);
+                                             Fingerprint(o_, names_, *p), o_.resume, plan_.shadow(),
+                                             sum_.run_id, sum_.head_id, &resumed_runs, stderr);
     if (!prep.ok()) return prep.status().With(fmt::format("preparing {}", p->name()));
     start_after = std::min(start_after, prep->resume_after);
     for (const IdRange& r : prep->gaps.ranges()) watched->Add(r);
@@ -426,14 +439,24 @@ Status Build::PrepareRunners(std::vector<std::unique_ptr<Projector>> projectors,
                  fresh_under_resume);
     }
   }
-  if (!resumed_run_id.empty()) {
-    sum_.run_id = resumed_run_id;  // one run, continued: its failures stay together
-    for (auto& r : runners_) r->SetRunId(sum_.run_id);
-    (void)checkpoint_store::DeleteFailuresAfter(c, sum_.run_id, start_after);
-    Result<uint64_t> n = checkpoint_store::CountFailures(c, sum_.run_id);
-    if (n.ok()) prior_failures_ = *n;
-  }
+  ContinueRuns(resumed_runs);
   return Status::Ok();
+}
+
+// The runs whose builds a resume continues. One: this run is that run, continued, so its
+// failures stay together. Several (builds by --build-only runs on several hosts): this run
+// keeps its own id. Either way the decoder's failures past the lowest checkpoint go (the
+// events are read again and their failures recorded again), and the others are counted.
+void Build::ContinueRuns(const std::set<std::string>& runs) {
+  if (runs.size() == 1) {
+    sum_.run_id = *runs.begin();
+    for (auto& r : runners_) r->SetRunId(sum_.run_id);
+  }
+  for (const std::string& run : runs) {
+    (void)checkpoint_store::DeleteFailuresAfter(*admin_, run, start_after_);
+    Result<uint64_t> n = checkpoint_store::CountFailures(*admin_, run);
+    if (n.ok()) prior_failures_ += *n;
+  }
 }
 
 // The reader, from the lowest checkpoint to the head, and its throttle (if any).
@@ -708,8 +731,9 @@ void Build::DropScratch() {
 
 namespace {
 
-// The --into build's finisher: within the failure budget, it is complete ("built").
-Status FinishInto(Build& b) {
+// The finisher of a build that is not swapped in now (--into, --build-only): within the
+// failure budget, it is complete ("built").
+Status FinishBuilt(Build& b) {
   Status s = b.CheckBudget();
   if (s.ok()) b.SetStatus(CheckpointStatus::kBuilt, 0);
   return s;
@@ -740,7 +764,7 @@ Status CheckTablesInTheWay(Connection& c, const RunPlan& plan, const std::string
       !s.ok()) {
     return s;
   }
-  if (plan.swap()) {  // the swap replaces the live table, and drops the old copy
+  if (plan.shadow()) {  // the swap replaces the live table, and drops the old copy
     if (Status s = table_admin::CheckNotReserved(live, events_table,
                                                  fmt::format("the live table of the read model {}", live));
         !s.ok()) {
@@ -782,6 +806,8 @@ RunPlan PlanFor(const ReplayOptions& options) {
   if (!options.into.empty()) {  // beside the live tables, never swapped in
     plan.table_suffix = options.into;
     plan.finish = RunPlan::Finish::kInto;
+  } else if (options.build_only) {  // the swap's build, swapped in by a later --resume
+    plan.finish = RunPlan::Finish::kBuildOnly;
   }
   return plan;
 }
@@ -803,7 +829,8 @@ ReplaySummary RunRebuild(const ReplayOptions& options,
       if (s.ok()) s = FinishSwap(b);
       break;
     case RunPlan::Finish::kInto:
-      if (s.ok()) s = FinishInto(b);
+    case RunPlan::Finish::kBuildOnly:
+      if (s.ok()) s = FinishBuilt(b);
       break;
     case RunPlan::Finish::kScratch:  // drops its tables whatever the build's outcome
       s = FinishScratch(b, std::move(s));
@@ -816,6 +843,7 @@ ReplaySummary Replay(const ReplayOptions& options, std::vector<std::unique_ptr<P
                      const std::atomic<bool>& stop) {
   ReplaySummary sum = RunRebuild(options, std::move(projectors), stop, PlanFor(options));
   sum.built_into = options.into;
+  sum.built_only = options.build_only;
   return sum;
 }
 

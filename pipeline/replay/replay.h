@@ -24,6 +24,11 @@
 //     exit 6 with the live tables untouched), and with --follow keep applying new events,
 //     and late commits within the settle window, to the live tables until stopped.
 //   - into (--into SUFFIX): check the failure budget, mark the build "built"; never swapped.
+//   - build only (--build-only): the swap's build (`<table>__rewind_new`, the live table's
+//     lock), finished as --into is: marked "built", not swapped. Builders on several hosts
+//     each build some read models; then one swap run with --resume takes every built one
+//     (whatever set it was built with; never one of another event source or read-model
+//     version), catches it up to the head and swaps them all in one cut-over.
 //   - scratch (verify, verify.h): the plan's after_build check (the compare), then drop the
 //     scratch tables, then the failure budget.
 //
@@ -61,18 +66,22 @@ struct RunPlan {
   std::string table_suffix = table_admin::kShadowSuffix;  // where the build writes, beside each live table
   std::string lock_prefix = "rewind";        // its named locks
   // How the run finishes: kSwap cuts over at the end; kInto keeps the build beside the
-  // live tables, marked built; kScratch (verify) checks and drops its tables, and first
-  // drops what a killed run of its kind left behind when nobody holds its lock.
-  enum class Finish { kSwap, kInto, kScratch } finish = Finish::kSwap;
+  // live tables, marked built; kBuildOnly builds the swap's shadow tables and marks them
+  // built, for a later swap run (--resume) to take; kScratch (verify) checks and drops its
+  // tables, and first drops what a killed run of its kind left behind when nobody holds
+  // its lock.
+  enum class Finish { kSwap, kInto, kBuildOnly, kScratch } finish = Finish::kSwap;
   bool swap() const { return finish == Finish::kSwap; }
+  // Whether the build is the shadow a swap takes: now (kSwap) or in a later run (kBuildOnly).
+  bool shadow() const { return finish == Finish::kSwap || finish == Finish::kBuildOnly; }
   bool scratch() const { return finish == Finish::kScratch; }
   // A scratch build's check: runs on the admin connection after a successful build, while
   // the locks are held, before the scratch tables are dropped.
   std::function<Status(Connection&)> after_build;
 };
 
-// The plan of a replay with these options: a rebuild that swaps, or with --into a build
-// beside the live tables that never does.
+// The plan of a replay with these options: a rebuild that swaps, with --into a build
+// beside the live tables that never does, or with --build-only the swap's build alone.
 RunPlan PlanFor(const ReplayOptions& options);
 // The table a run's named lock is on, for the read model whose live table is `live`: a
 // build beside the live tables (--into) locks its own table, so it runs beside a rebuild

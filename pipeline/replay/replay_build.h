@@ -14,6 +14,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -122,6 +123,7 @@ class Build {
   Status ReadTheHead();
   Status CheckTheReadServer();
   Status PrepareRunners(std::vector<std::unique_ptr<Projector>> projectors, GapSet* watched);
+  void ContinueRuns(const std::set<std::string>& runs);
   Status StartReader(const GapSet& watched);
   Status StartRecorder();
 
