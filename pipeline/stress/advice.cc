@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "pipeline/stress/report_parts.h"
+#include "pipeline/stress/cases.h"
 
 namespace rw {
 namespace {
@@ -32,7 +33,7 @@ class Advice : public Figures {
   // (0 when every measured length fits).
   std::pair<int64_t, int64_t> MeasuredWithin(double budget, const std::string& metric) const {
     int64_t in = 0, out = 0;
-    for (int64_t n : {10, 50, 100, 500, 1000, 5000, 10000}) {
+    for (int64_t n : stress_cases::kStreamLengths) {
       const std::optional<double> v = Get("aggregate_load", std::to_string(n), metric);
       if (!v) continue;
       if (*v <= budget && out == 0) in = n;
@@ -205,7 +206,7 @@ class Advice : public Figures {
     if (auto single = Get("projection_rebuild", fmt::format("{}/single", *at), "seconds")) {
       s += fmt::format(" single saves {} s (once);", Number(*single));
     }
-    for (int batch : {10, 50, 100, 500, 1000}) {
+    for (int batch : stress_cases::kBatchSizes) {
       const std::string c = fmt::format("{}/batch_{}", *at, batch);
       if (auto m = Get("projection_rebuild", c, "seconds")) {
         sizes.emplace_back(batch, *m);

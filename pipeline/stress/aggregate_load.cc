@@ -1,6 +1,7 @@
 #include <fmt/core.h>
 
 #include "pipeline/stress/questions.h"
+#include "pipeline/stress/cases.h"
 
 namespace rw {
 namespace {
@@ -13,7 +14,7 @@ class AggregateLoad : public Question {
   // each of --repeat rounds: a round's p50 gives the spread; p95/p99 pool every load, and
   // are given only from at least 100 loads.
   Status Run() override {
-    const std::vector<int64_t> lengths = {10, 50, 100, 500, 1000, 5000, 10000};
+    const auto& lengths = stress_cases::kStreamLengths;
     const int loads = h_.quick() ? 15 : 100;
     h_.Progress(
         fmt::format("question 1: aggregate load time vs stream length ({} rounds of {} loads each)",

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "pipeline/stress/report_parts.h"
+#include "pipeline/stress/cases.h"
 
 namespace rw {
 namespace {
@@ -93,7 +94,8 @@ std::string Plotter::PlotQuestion1(const std::filesystem::path& dir,
   const std::string out = dir.string();
   std::string script;
   std::string q1;
-  for (const char* n : {"10", "50", "100", "500", "1000", "5000", "10000"}) {
+  for (int64_t length : stress_cases::kStreamLengths) {
+    const std::string n = std::to_string(length);
     if (Get("aggregate_load", n, "p50")) {
       const std::optional<double> p99 = Get("aggregate_load", n, "p99");  // from >= 100 loads
       q1 += fmt::format("{} {} {}\n", n, PlotSpread("aggregate_load", n, "p50"),
@@ -133,7 +135,8 @@ std::string Plotter::PlotQuestion2(const std::filesystem::path& dir,
   const std::string out = dir.string();
   std::string script;
   std::string q2;
-  for (const char* n : {"60", "80", "100", "150", "200", "300", "500", "1000", "2000", "5000"}) {
+  for (int64_t length : stress_cases::kSnapshotLengths) {
+    const std::string n = std::to_string(length);
     if (Get("snapshot", n, "full_p50")) {
       q2 += fmt::format("{} {} {} {}\n", n, PlotSpread("snapshot", n, "full_p50"),
                         PlotSpread("snapshot", n, "snapshot_p50"),

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "pipeline/engine/compare.h"
+#include "pipeline/stress/cases.h"
 #include "pipeline/stress/questions.h"
 #include "projectors/declared.h"
 #include "stages/db/table_schema.h"
@@ -289,7 +290,7 @@ class Rebuild : public Question {
   // rounds runs every size once, so the disk's changing flush latency falls on all alike.
   // Each its own table, checked against the pipeline's.
   Status BatchSizes(int64_t volume, const std::string& table, const TableSpec& spec) {
-    const std::vector<int> sizes = {10, 50, 100, 500, 1000};
+    const auto& sizes = stress_cases::kBatchSizes;
     std::map<int, std::vector<double>> seconds;
     for (int r = 0; r < h_.repeat() && !h_.stopped(); ++r) {
       for (int batch : sizes) {

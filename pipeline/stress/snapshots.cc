@@ -4,8 +4,10 @@
 #include <cmath>
 #include <functional>
 #include <optional>
+#include <span>
 
 #include "pipeline/stress/questions.h"
+#include "pipeline/stress/cases.h"
 
 namespace rw {
 namespace {
@@ -18,7 +20,7 @@ class Snapshots : public Question {
   // snapshot sits 50 events before the end of every stream (4,950 of 5,000, as published),
   // so the snapshot side is one set-up at every length.
   Status Run() override {
-    const std::vector<int64_t> lengths = {60, 80, 100, 150, 200, 300, 500, 1000, 2000, 5000};
+    const auto& lengths = stress_cases::kSnapshotLengths;
     constexpr int64_t kTail = 50;
     const int loads = h_.quick() ? 15 : 100;
     h_.Progress(
@@ -92,7 +94,7 @@ class Snapshots : public Question {
   // length from which it is faster in every round (its slowest round below the full
   // replay's fastest); below that, no measurable difference, and no figure is interpolated
   // between measured lengths. Each round's own (its p50s alone) is events_run<i>.
-  void Crossover(const std::vector<int64_t>& lengths,
+  void Crossover(std::span<const int64_t> lengths,
                  const std::vector<std::vector<double>>& full_p50,
                  const std::vector<std::vector<double>>& snap_p50) {
     constexpr double kPays = 0.9;  // at least 10 % faster at the median
