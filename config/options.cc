@@ -88,6 +88,63 @@ using Group = OptionGroup;
 // A table-name suffix of an --into build: a plain identifier that does not end like
 // rewind's own tables (the whole name's length is checked against each read model).
 // --type-path: "" (the type column) or a dotted path whose every part is non-empty.
+// The servers --read-host and --read-socket name (comma-separated lists), into
+// read_servers: a host's own port (HOST:PORT) wins over --read-port; one named twice is
+// refused (its pages would be read twice as fast from one server, checked twice).
+Status ListReadServers(ParsedOptions& o) {
+  o.read_servers.clear();
+  auto items = [](const std::string& list) {
+    std::vector<std::string> out;
+    size_t from = 0;
+    for (;;) {
+      const size_t comma = list.find(',', from);
+      out.push_back(list.substr(from, comma == std::string::npos ? std::string::npos : comma - from));
+      if (comma == std::string::npos) return out;
+      from = comma + 1;
+    }
+  };
+  if (!o.read_host.empty()) {
+    for (const std::string& item : items(o.read_host)) {
+      ReplayPart::ReadServer server{.host = item, .port = o.read_port, .socket = {}};
+      const size_t colon = item.rfind(':');
+      if (colon != std::string::npos && item.find(':') == colon) {  // HOST:PORT (an IPv6 address has several)
+        server.host = item.substr(0, colon);
+        if (Status s = Integer("read-host's port", item.substr(colon + 1), 1, 65535, server.port); !s.ok()) return s;
+      }
+      if (server.host.empty()) {
+        return Status::InvalidInput(fmt::format("--read-host '{}' names an empty host: give HOST or HOST:PORT, "
+                                                "several separated by commas", o.read_host));
+      }
+      o.read_servers.push_back(server);
+    }
+  }
+  if (!o.read_socket.empty()) {
+    for (const std::string& item : items(o.read_socket)) {
+      if (item.empty()) {
+        return Status::InvalidInput(fmt::format("--read-socket '{}' names an empty socket: give paths separated "
+                                                "by commas", o.read_socket));
+      }
+      o.read_servers.push_back({.host = {}, .port = 0, .socket = item});
+    }
+  }
+  for (size_t i = 0; i < o.read_servers.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      const auto& a = o.read_servers[i];
+      const auto& b = o.read_servers[j];
+      if (a.host == b.host && a.port == b.port && a.socket == b.socket) {
+        return Status::InvalidInput(fmt::format("--read-host/--read-socket name {} twice: name each replica once",
+                                                a.socket.empty() ? fmt::format("{}:{}", a.host, a.port) : a.socket));
+      }
+    }
+  }
+  constexpr size_t kMaxReadServers = 16;
+  if (o.read_servers.size() > kMaxReadServers) {
+    return Status::InvalidInput(fmt::format("--read-host/--read-socket name {} servers: at most {}",
+                                            o.read_servers.size(), kMaxReadServers));
+  }
+  return Status::Ok();
+}
+
 Status CheckTypePath(const std::string& v, std::string& out) {
   if (!v.empty() && (v.front() == '.' || v.back() == '.' || v.find("..") != std::string::npos)) {
     return Status::InvalidInput(fmt::format("--type-path '{}' has an empty part: give a dotted path into the "
@@ -260,12 +317,13 @@ const std::vector<OptionSpec>& Table() {
        },
        Show(&ReplayPart::result_buffer)},
       {"read-host", "", Group::kReplay, false, {},
-       "read the events from this replica (same user and password); the read models, checkpoints, locks, "
+       "read the events from this replica (same user and password), or from several (HOST[:PORT],... : the "
+       "pages are spread over them, and one that fails is dropped); the read models, checkpoints, locks, "
        "catch-up and cut-over stay on the primary",
        [](ParsedOptions& o, const std::string& v) { o.read_host = v; return Status::Ok(); }, nullptr},
       {"read-port", "", Group::kReplay, false, {}, "the replica's TCP port (1-65535; a port alone: 127.0.0.1)",
        [](ParsedOptions& o, const std::string& v) { return Integer("read-port", v, 1, 65535, o.read_port); }, nullptr},
-      {"read-socket", "", Group::kReplay, false, {}, "the replica's Unix socket (instead of --read-host)",
+      {"read-socket", "", Group::kReplay, false, {}, "the replica's Unix socket, or several separated by commas (with --read-host: more replicas)",
        [](ParsedOptions& o, const std::string& v) { o.read_socket = v; return Status::Ok(); }, nullptr},
       {"read-wait", "", Group::kReplay, false, {},
        "seconds to wait at start for the replica to show rewind's marker (its lag) before refusing it (1-86400)",
@@ -808,11 +866,8 @@ Result<CommandLine> ParseCommandLine(const std::vector<std::string>& args, const
     o.connection.host = "127.0.0.1";  // a port alone means TCP on this machine
   }
 
-  if (!o.read_socket.empty() && !o.read_host.empty()) {
-    return Status::InvalidInput("--read-socket and --read-host name two different servers to read the events "
-                                "from: keep the one you mean");
-  }
   if (o.read_port != 0 && o.read_host.empty() && o.read_socket.empty()) o.read_host = "127.0.0.1";
+  if (Status s = ListReadServers(o); !s.ok()) return s;
   if (o.stop_on_failure && (o.max_failures || o.max_failures_percent)) {
     return Status::InvalidInput("--stop-on-failure is a failure budget of 0 that stops at once: "
                                 "give it or --max-failures, not both");

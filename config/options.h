@@ -118,8 +118,19 @@ struct ReplayPart {
   // with the same user and password): a host (and port) or a socket; empty: the primary.
   // The read models, checkpoints, locks, catch-up and cut-over stay on the primary
   // (pipeline/replay/read_replica.h).
+  // Several servers: --read-host takes a comma-separated list of HOST or HOST:PORT
+  // (--read-port for those without one) and --read-socket one of sockets; the pages are
+  // spread over them all (pipeline/replay/read_replica.h).
   std::string read_host, read_socket;
   unsigned read_port = 0;
+  // The read servers those name, in order (hosts, then sockets), filled when the options are
+  // checked; empty: the primary.
+  struct ReadServer {
+    std::string host;
+    unsigned port = 0;
+    std::string socket;
+  };
+  std::vector<ReadServer> read_servers;
   // How long a run waits at start to see its marker on the read server before refusing it.
   double read_wait_seconds = 60;
   // How the replica's events are compared with the primary's before they are read

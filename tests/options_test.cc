@@ -97,12 +97,35 @@ TEST(Options, TheReadServerIsAHostAndPortOrASocket) {
   ASSERT_TRUE(socket.ok()) << socket.status().message();
   EXPECT_EQ(socket->options.read_socket, "/r.sock");
   EXPECT_TRUE(socket->options.read_host.empty());
-  auto both =
-      ParseRewindCommandLine({"replay", "--all", "--read-socket", "/r.sock", "--read-host", "r"},
-                             Env({{"REWIND_CONFIG", "/dev/null"}}));
-  ASSERT_FALSE(both.ok());
-  EXPECT_NE(both.status().message().find("keep the one you mean"), std::string::npos)
-      << both.status().message();
+  ASSERT_EQ(socket->options.read_servers.size(), 1u);
+  EXPECT_EQ(socket->options.read_servers[0].socket, "/r.sock");
+}
+
+// Several replicas: hosts (each with its own port, or --read-port's) and sockets, in order.
+TEST(Options, SeveralReadServersAreListsOfHostsAndSockets) {
+  auto e = Env({{"REWIND_CONFIG", "/dev/null"}});
+  auto both = ParseRewindCommandLine(
+      {"replay", "--all", "--read-socket", "/r.sock,/s.sock", "--read-host", "r1,r2:3310", "--read-port", "3307"}, e);
+  ASSERT_TRUE(both.ok()) << both.status().message();
+  const auto& servers = both->options.read_servers;
+  ASSERT_EQ(servers.size(), 4u);
+  EXPECT_EQ(servers[0].host, "r1");
+  EXPECT_EQ(servers[0].port, 3307u);
+  EXPECT_EQ(servers[1].host, "r2");
+  EXPECT_EQ(servers[1].port, 3310u);
+  EXPECT_EQ(servers[2].socket, "/r.sock");
+  EXPECT_EQ(servers[3].socket, "/s.sock");
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"--read-host", "r1,,r2"}, {"--read-host", "r1:0"}, {"--read-host", "r1:99999"},
+        {"--read-socket", "/a.sock,"}, {"--read-host", "r1,r1"}, {"--read-host", ":3306"}}) {
+    std::vector<std::string> args{"replay", "--all"};
+    args.insert(args.end(), bad.begin(), bad.end());
+    auto r = ParseRewindCommandLine(args, e);
+    EXPECT_FALSE(r.ok()) << bad[1];
+    if (!r.ok()) {
+      EXPECT_NE(r.status().message().find("read-"), std::string::npos) << r.status().message();
+    }
+  }
 }
 
 TEST(Options, BadInputIsAClearError) {

@@ -11,7 +11,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include <fmt/core.h>
 
 #include "tests/rewind_process.h"
 #include "tests/test_db.h"
@@ -24,6 +27,8 @@ struct Pair {
   ConnectionOptions primary;
   ConnectionOptions replica;  // over TCP
   std::string replica_socket;
+  ConnectionOptions replica2;  // the second replica, over TCP (by GTID: a kill -9 loses nothing)
+  std::string replica2_pid_file;
 };
 
 class ReplicaTest : public ::testing::Test {
@@ -59,6 +64,9 @@ class ReplicaTest : public ::testing::Test {
     pair_.replica.host = "127.0.0.1";
     pair_.replica.port = static_cast<unsigned>(std::stoul(vars["REWIND_PAIR_REPLICA_PORT"]));
     pair_.replica_socket = vars["REWIND_PAIR_REPLICA_SOCKET"];
+    pair_.replica2 = pair_.replica;
+    pair_.replica2.port = static_cast<unsigned>(std::stoul(vars["REWIND_PAIR_REPLICA2_PORT"]));
+    pair_.replica2_pid_file = vars["REWIND_PAIR_REPLICA2_PID_FILE"];
   }
   void SetUp() override {
     if (!skip_.empty()) GTEST_SKIP() << skip_;
@@ -91,11 +99,19 @@ class ReplicaTest : public ::testing::Test {
     EXPECT_TRUE(LoadEvents(*d, "stored_events", g, AccessLog()).ok());
     // A test that reads from the replica starts from a replica that has the primary's events
     // (rewind refuses one that lacks the table, as it may just after CREATE TABLE).
-    auto r = Connect(pair_.replica);
-    EXPECT_TRUE(r && WaitUntil(*r, "SELECT COUNT(*) FROM " + QuoteIdentifier(name) + ".stored_events",
-                               Count(*d, "SELECT COUNT(*) FROM stored_events")))
-        << "the replica did not apply " << name << "'s events";
+    for (const ConnectionOptions& replica : {pair_.replica, pair_.replica2}) {
+      auto r = Connect(replica);
+      EXPECT_TRUE(r && WaitUntil(*r, "SELECT COUNT(*) FROM " + QuoteIdentifier(name) + ".stored_events",
+                                 Count(*d, "SELECT COUNT(*) FROM stored_events")))
+          << "the replica " << replica.Describe() << " did not apply " << name << "'s events";
+    }
     return o;
+  }
+  // rewind's arguments that read from both replicas over TCP.
+  static std::vector<std::string> FromBothReplicas(std::vector<std::string> args) {
+    args.push_back("--read-host");
+    args.push_back(fmt::format("127.0.0.1:{},127.0.0.1:{}", pair_.replica.port, pair_.replica2.port));
+    return args;
   }
   // rewind's arguments that read from the replica over TCP.
   static std::vector<std::string> FromReplica(std::vector<std::string> args) {
@@ -236,6 +252,129 @@ TEST_F(ReplicaTest, AKilledRebuildResumedFromTheReplicaLosesNothingOnIdsWithHole
   ExpectEveryReadModelMatchesTheEvents(*c);
   EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM rewind_checkpoints WHERE status = 'live'"),
             static_cast<int64_t>(AllProjectors().size()));
+}
+
+// Two replicas at once: the pages are spread over both (each sends a share of the events,
+// the primary almost none), and the read models on the primary equal SQL GROUP BY over the
+// primary's events, on ids with a step and holes.
+TEST_F(ReplicaTest, TwoReplicasShareThePagesAndTheReadModelsEqualGroupBy) {
+  ConnectionOptions o = Primary("rewind_test_two_replicas", 40'000, /*id_step=*/3, /*holes=*/0.05);
+  auto c = Connect(o);
+  ASSERT_TRUE(c);
+  auto primary_admin = Connect(pair_.primary);
+  auto replica2 = Connect(pair_.replica2);
+  ASSERT_TRUE(primary_admin && replica2);
+  const uint64_t primary_before = RowsSent(*primary_admin), r1_before = RowsSent(*replica_),
+                 r2_before = RowsSent(*replica2);
+  const std::string stats = ::testing::TempDir() + "/rewind_two_replicas.json";
+  Outcome run = RunRewind(
+      FromBothReplicas({"replay", "--all", "--quiet", "--batch-size", "2000", "--stats-json", stats}), Env(o));
+  ASSERT_EQ(run.code, 0) << run.err;
+  const uint64_t events = static_cast<uint64_t>(Count(*c, "SELECT COUNT(*) FROM stored_events"));
+  const uint64_t r1 = RowsSent(*replica_) - r1_before, r2 = RowsSent(*replica2) - r2_before;
+  EXPECT_GE(r1 + r2, events);
+  EXPECT_GE(r1, events / 5) << "the first replica sent few of the events";
+  EXPECT_GE(r2, events / 5) << "the second replica sent few of the events";
+  EXPECT_LT(RowsSent(*primary_admin) - primary_before, 2'000u) << "the events were read from the primary";
+  EXPECT_NE(run.err.find("read from the replicas: "), std::string::npos) << run.err;
+  const auto j = Stats(stats);
+  EXPECT_EQ(j["events_read"], events) << j.dump();
+  ExpectEveryReadModelMatchesTheEvents(*c);
+}
+
+// The second replica's server killed (kill -9) at the fourth batch of a rebuild reading
+// `read_hosts`; the server is started again after (by GTID, it loses nothing of the
+// primary's). The run's outcome, its stats in `stats`.
+Outcome KillTheSecondReplicaMidRun(const ConnectionOptions& o, const std::string& read_hosts, const std::string& stats,
+                                   const Pair& pair) {
+  const std::string pause = PauseFile("replica_killed");
+  std::vector<std::string> env = Env(o);
+  env.push_back("REWIND_FAULT=read-batch:4@" + pause);
+  Subprocess run(Rewind({"replay", "--all", "--quiet", "--batch-size", "2000", "--stats-json", stats, "--read-host",
+                         read_hosts}),
+                 env);
+  Outcome out;
+  if (!run.WaitFor("fault point read-batch reached", 120)) {
+    out.code = -1;
+    out.err = "no fault point: " + run.err();
+    return out;
+  }
+  const pid_t server = static_cast<pid_t>(std::stol(ReadFile(pair.replica2_pid_file)));
+  EXPECT_EQ(kill(server, SIGKILL), 0);
+  for (int i = 0; i < 600 && kill(server, 0) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_NE(kill(server, 0), 0) << "the replica's server did not die";
+  Release(pause);
+  out.code = run.Wait();
+  out.err = run.err();
+  Subprocess start({std::string(REWIND_SOURCE_DIR) + "/scripts/db", "pair", "start"}, {});
+  EXPECT_EQ(start.Wait(), 0) << start.err();
+  return out;
+}
+
+// One of two replicas killed (kill -9 of its server) in the middle of the rebuild: it is
+// dropped, the page it was sending and the ones after it are read from the other one, and
+// each event counts once: the read models equal SQL GROUP BY.
+TEST_F(ReplicaTest, AReplicaKilledMidRunIsDroppedAndItsPagesAreReadFromTheOther) {
+  ConnectionOptions o = Primary("rewind_test_replica_killed", 40'000, /*id_step=*/3, /*holes=*/0.05);
+  auto c = Connect(o);
+  ASSERT_TRUE(c);
+  const std::string stats = ::testing::TempDir() + "/rewind_replica_killed.json";
+  Outcome run = KillTheSecondReplicaMidRun(
+      o, fmt::format("127.0.0.1:{},127.0.0.1:{}", pair_.replica.port, pair_.replica2.port), stats, pair_);
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.err.find(fmt::format("dropped the replica rewind@127.0.0.1:{}", pair_.replica2.port)),
+            std::string::npos)
+      << run.err;
+  EXPECT_NE(run.err.find("(dropped: "), std::string::npos) << run.err;
+  EXPECT_EQ(run.err.find(", the primary"), std::string::npos) << run.err;  // the other replica read them
+  const auto j = Stats(stats);
+  EXPECT_EQ(j["events_read"], Count(*c, "SELECT COUNT(*) FROM stored_events")) << j.dump();  // each once
+  ExpectEveryReadModelMatchesTheEvents(*c);
+}
+
+// The only replica killed mid-run: dropped too, and the primary, which holds every event,
+// reads the rest; each event counts once.
+TEST_F(ReplicaTest, TheOnlyReplicaKilledMidRunLeavesTheRestToThePrimary) {
+  ConnectionOptions o = Primary("rewind_test_only_replica_killed", 30'000, /*id_step=*/2, /*holes=*/0.03);
+  auto c = Connect(o);
+  ASSERT_TRUE(c);
+  const std::string stats = ::testing::TempDir() + "/rewind_only_replica_killed.json";
+  Outcome run = KillTheSecondReplicaMidRun(o, fmt::format("127.0.0.1:{}", pair_.replica2.port), stats, pair_);
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.err.find(", the primary"), std::string::npos) << run.err;
+  const auto j = Stats(stats);
+  EXPECT_EQ(j["events_read"], Count(*c, "SELECT COUNT(*) FROM stored_events")) << j.dump();
+  ExpectEveryReadModelMatchesTheEvents(*c);
+}
+
+// A replica that does not show the run's marker in time (its replication stopped) is left
+// out at the start, saying so, and the other one is read; with none passing, the run is
+// refused before any build table is made.
+TEST_F(ReplicaTest, ALaggingReplicaIsLeftOutAndNoneLeftIsRefused) {
+  ConnectionOptions o = Primary("rewind_test_replica_left_out", 5'000);
+  auto c = Connect(o);
+  ASSERT_TRUE(c);
+  auto replica2 = Connect(pair_.replica2);
+  ASSERT_TRUE(replica2);
+  ASSERT_TRUE(replica2->Execute("STOP REPLICA").ok());
+  Outcome run = RunRewind(FromBothReplicas({"replay", "--all", "--quiet", "--read-wait", "2"}), Env(o));
+  EXPECT_TRUE(replica2->Execute("START REPLICA").ok());
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.err.find(fmt::format("127.0.0.1:{}/rewind_test_replica_left_out is left out", pair_.replica2.port)),
+            std::string::npos)
+      << run.err;
+  ExpectEveryReadModelMatchesTheEvents(*c);
+  // Both stopped: refused, nothing created.
+  ASSERT_TRUE(replica_->Execute("STOP REPLICA").ok());
+  ASSERT_TRUE(replica2->Execute("STOP REPLICA").ok());
+  Outcome none = RunRewind(FromBothReplicas({"replay", "visits_per_day", "--quiet", "--read-wait", "1"}), Env(o));
+  EXPECT_TRUE(replica_->Execute("START REPLICA").ok());
+  EXPECT_TRUE(replica2->Execute("START REPLICA").ok());
+  EXPECT_NE(none.code, 0);
+  EXPECT_NE(none.err.find("none of the 2 read servers passed"), std::string::npos) << none.err;
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND "
+                      "TABLE_NAME LIKE '%rewind_new'"),
+            0);
 }
 
 // The lag is measured at the start: the marker rewind writes on the primary reaches the

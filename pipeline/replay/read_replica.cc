@@ -98,20 +98,21 @@ std::string Token(const std::string& run_id) {
 
 }  // namespace
 
-bool ReadsFromReplica(const ReplayOptions& o) {
-  return !o.read_host.empty() || !o.read_socket.empty();
+bool ReadsFromReplica(const ReplayOptions& o) { return !o.read_servers.empty(); }
+
+std::vector<ConnectionOptions> ReadServers(const ReplayOptions& o) {
+  std::vector<ConnectionOptions> out;
+  for (const ReplayOptions::ReadServer& server : o.read_servers) {
+    ConnectionOptions c = o.connection;
+    c.socket = server.socket;
+    c.host = server.host;
+    c.port = server.port;
+    out.push_back(c);
+  }
+  return out;
 }
 
-ConnectionOptions ReadServerOptions(const ReplayOptions& o) {
-  ConnectionOptions c = o.connection;
-  c.socket = o.read_socket;
-  c.host = o.read_socket.empty() ? o.read_host : "";
-  c.port = o.read_socket.empty() ? o.read_port : 0;
-  return c;
-}
-
-Result<std::unique_ptr<Connection>> ConnectToReadServer(const ReplayOptions& o) {
-  const ConnectionOptions where = ReadServerOptions(o);
+Result<std::unique_ptr<Connection>> ConnectToReadServer(const ConnectionOptions& where) {
   Result<std::unique_ptr<Connection>> c = Connection::Open(where);
   if (c.ok()) return c;
   if (c.status().code() == Status::Code::kNotFound) {  // no such database there

@@ -35,14 +35,14 @@
 
 namespace rw {
 
-// Whether the events are read from a server other than the primary.
+// Whether the events are read from servers other than the primary.
 bool ReadsFromReplica(const ReplayOptions& options);
-// The read server's connection options: the primary's (user, password, database, timeouts)
-// with the read server's address.
-ConnectionOptions ReadServerOptions(const ReplayOptions& options);
+// The read servers' connection options (options.read_servers, in order): the primary's
+// (user, password, database, timeouts) with each read server's address.
+std::vector<ConnectionOptions> ReadServers(const ReplayOptions& options);
 
-// Connects to the read server; a server without the database is refused with what to do.
-Result<std::unique_ptr<Connection>> ConnectToReadServer(const ReplayOptions& options);
+// Connects to a read server; a server without the database is refused with what to do.
+Result<std::unique_ptr<Connection>> ConnectToReadServer(const ConnectionOptions& where);
 
 struct ReplicaCheck {
   double lag_seconds = 0;  // from the marker's write on the primary to its sight on the replica

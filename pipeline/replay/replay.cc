@@ -345,11 +345,40 @@ Status Build::ReadTheHead() {
   return Status::Ok();
 }
 
-// With --read-host/--read-socket: connects to the read server and checks it is a replica
-// holding every event up to the head (read_replica.h), before any build table is made.
+// With --read-host/--read-socket: connects to each read server and checks it is a replica
+// holding every event up to the head (read_replica.h), before any build table is made. With
+// several, one that fails its check is left out, said on the console; the run is refused
+// only when none passes.
 Status Build::CheckTheReadServer() {
   if (!ReadsFromReplica(o_)) return Status::Ok();
-  Result<std::unique_ptr<Connection>> c = ConnectToReadServer(o_);
+  const std::vector<ConnectionOptions> servers = ReadServers(o_);
+  Status first_failure;
+  for (const ConnectionOptions& where : servers) {
+    Result<std::unique_ptr<Connection>> c = CheckOneReadServer(where);
+    if (!c.ok()) {
+      if (c.status().code() == Status::Code::kCancelled) return c.status();
+      if (servers.size() > 1) {
+        fmt::print(stderr, "rewind: the replica {} is left out: {}\n", where.Describe(), c.status().message());
+      }
+      if (first_failure.ok()) first_failure = c.status();
+      continue;
+    }
+    if (!read_server_) {
+      read_server_ = std::move(*c);
+    } else {
+      more_read_servers_.push_back(where);
+    }
+  }
+  if (!read_server_) {
+    if (servers.size() == 1) return first_failure;
+    return first_failure.With(fmt::format("none of the {} read servers passed its check; the first", servers.size()));
+  }
+  return Status::Ok();
+}
+
+// One read server's checks (CheckTheReadServer): its connection when it passes them.
+Result<std::unique_ptr<Connection>> Build::CheckOneReadServer(const ConnectionOptions& where) {
+  Result<std::unique_ptr<Connection>> c = ConnectToReadServer(where);
   if (!c.ok()) return c.status();
   Result<ReplicaCheck> check = CheckReplica(*admin_, **c, o_.events, sum_.run_id, plan_.lock_prefix,
                                             lock_tables_.front(), o_.read_wait_seconds, stop_);
@@ -377,9 +406,8 @@ Status Build::CheckTheReadServer() {
       IdText(sum_.head_id), (*c)->options().Describe(), check->lag_seconds, compared->chunks,
       o_.read_check_full ? "counts, sums of ids and checksums of every event" : "counts and sums of ids",
       compared->primary_seconds);
-  sum_.replica_lag_seconds = check->lag_seconds;
-  read_server_ = std::move(*c);
-  return Status::Ok();
+  sum_.replica_lag_seconds = std::max(sum_.replica_lag_seconds.value_or(0), check->lag_seconds);
+  return c;
 }
 
 Status Build::ReadFromPrimary() {
@@ -471,6 +499,8 @@ Status Build::StartReader(const GapSet& watched) {
   ro.head_id = sum_.head_id;
   ro.watched = watched;
   ro.prove_with_server = !reads_replica_;  // a replica's transactions are not the primary's
+  ro.replicas = reads_replica_;
+  ro.more_servers = more_read_servers_;
   Result<std::unique_ptr<Reader>> reader = Reader::Make(std::move(*reader_conn), ro);
   if (!reader.ok()) return reader.status();
   Reader& r = **reader;

@@ -122,6 +122,7 @@ class Build {
   Status TakeOwnership();
   Status ReadTheHead();
   Status CheckTheReadServer();
+  Result<std::unique_ptr<Connection>> CheckOneReadServer(const ConnectionOptions& where);
   Status PrepareRunners(std::vector<std::unique_ptr<Projector>> projectors, GapSet* watched);
   void ContinueRuns(const std::set<std::string>& runs);
   Status StartReader(const GapSet& watched);
@@ -156,7 +157,8 @@ class Build {
   EventId start_after_ = kBeforeFirstId;
   uint64_t prior_failures_ = 0;  // recorded by the interrupted part of a resumed run
   std::unique_ptr<EventSource> source_;
-  std::unique_ptr<Connection> read_server_;  // the replica's connection, until the reader takes it
+  std::unique_ptr<Connection> read_server_;  // the first replica's connection, until the reader takes it
+  std::vector<ConnectionOptions> more_read_servers_;  // the other replicas that passed their checks
   bool reads_replica_ = false;               // the reader reads the replica (until ReadFromPrimary)
   std::unique_ptr<FailureRecorder> recorder_;
   ReadPlan read_plan_;

@@ -172,6 +172,11 @@ Status Connection::Connect() {
 
 Status Connection::Reconnect() { return Connect(); }
 
+Status Connection::ReconnectTo(const ConnectionOptions& to) {
+  options_ = to;
+  return Connect();
+}
+
 Status Connection::LastError(std::string_view what) {
   const unsigned err = mysql_errno(mysql_);
   return Status::Error(Classify(err), fmt::format("{}: {} (error {})", what, mysql_error(mysql_), err));

@@ -95,9 +95,11 @@ class Connection {
   void AppendQuoted(std::string& out, std::string_view bytes);
   std::string Quote(std::string_view bytes);
 
-  // Re-establishes a lost connection with the same options.
-  // Reconnects (stages/db/retry.h decides when).
+  // Re-establishes a lost connection with the same options (stages/db/retry.h decides when).
   Status Reconnect();
+  // Connects to another server instead (`to`: its address and the rest), e.g. another
+  // replica after this one's was lost (stages/flow/reader.h).
+  Status ReconnectTo(const ConnectionOptions& to);
   const ConnectionOptions& options() const { return options_; }
   st_mysql* raw() { return mysql_; }
   // The server's id of this connection (0 before it connects).
@@ -112,7 +114,7 @@ class Connection {
   // Both LoadData()s: the pieces served one after the other.
   Status LoadPieces(std::string_view load_tail, std::span<const std::string_view> data);
 
-  const ConnectionOptions options_;
+  ConnectionOptions options_;
   st_mysql* mysql_ = nullptr;
   std::atomic<unsigned long> thread_id_{0};
   InfileSource infile_;

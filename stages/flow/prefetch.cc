@@ -73,8 +73,18 @@ void Prefetch::StartPages() {
   for (size_t i = 0; i < std::min(pages_.size(), workers_.size()); ++i) {
     EventPage& page = *pages_[i];
     if (page.started) continue;
-    auto idle = std::find_if(workers_.begin(), workers_.end(), [](const Worker& w) { return w.page == nullptr; });
-    if (idle == workers_.end()) break;
+    // The idle worker after the one that got the last page, in turn: with one page read ahead
+    // (two connections), both are idle whenever a page starts, and the first would take them
+    // all; the connections may be on several replicas (reader.h), which should share them.
+    Worker* idle = nullptr;
+    for (size_t k = 0; k < workers_.size() && idle == nullptr; ++k) {
+      Worker& w = workers_[(next_worker_ + k) % workers_.size()];
+      if (w.page == nullptr) {
+        idle = &w;
+        next_worker_ = (next_worker_ + k + 1) % workers_.size();
+      }
+    }
+    if (idle == nullptr) break;
     if (page.hi - page.lo > span_) pages_.insert(pages_.begin() + static_cast<long>(i) + 1, SplitOff(page, page.lo + span_));
     page.limit = batch_size_;
     start_page_(page);

@@ -87,6 +87,7 @@ class Prefetch {
   EventId planned_to_ = 0;
   EventId span_;
   std::vector<Worker> workers_;
+  size_t next_worker_ = 0;  // where the search for an idle worker starts (in turn)
   std::mutex mu_;
   std::condition_variable wake_, read_;
   bool quit_ = false;

@@ -47,6 +47,31 @@ Reader::Reader(std::unique_ptr<Connection> c, std::vector<std::unique_ptr<Connec
   if (gaps_.watching()) queued_check_ = GapCheck::kRecheck;
 }
 
+namespace {
+
+// What `where` pads a page query to, when it compares the event classes as `column` (the
+// first server does): a server that compares them otherwise would select other events.
+Result<size_t> SameComparison(const ConnectionOptions& where, const ReaderOptions& options, const std::string& column) {
+  Result<std::unique_ptr<Connection>> c = Connection::Open(where);
+  if (!c.ok()) return c.status().With("connecting to a server the reader may read from");
+  Result<ClassComparison> compare =
+      ExactClassComparison(**c, options.events, WantedClasses(options.events, options.scope));
+  if (!compare.ok()) return compare.status();
+  if (compare->column != column) {
+    return Status::InvalidInput(fmt::format(
+        "{} compares the event classes as {}, the first read server as {} (another server version?): read "
+        "from servers of one version",
+        where.Describe(), compare->column, column));
+  }
+  return PageQueryBytes(**c, options.result_buffer);
+}
+
+bool SameServer(const ConnectionOptions& a, const ConnectionOptions& b) {
+  return a.host == b.host && a.port == b.port && a.socket == b.socket;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Reader>> Reader::Make(std::unique_ptr<Connection> connection,
                                              const ReaderOptions& options) {
   if (options.batch_size == 0) return Status::InvalidInput("batch size must be positive");
@@ -65,15 +90,35 @@ Result<std::unique_ptr<Reader>> Reader::Make(std::unique_ptr<Connection> connect
   const int time_index = by_ids->empty() ? 0 : -1;
   Result<Head> known = HeadOf(*connection, options.events, time_index >= 0);
   if (!known.ok()) return known.status();
+  // Every server a page may be read from (the replicas and, should they all fail, the
+  // primary) compares the classes as this one does, and takes the padded query.
+  std::vector<ConnectionOptions> servers{connection->options()};
+  servers.insert(servers.end(), options.more_servers.begin(), options.more_servers.end());
+  std::vector<ConnectionOptions> checked = servers;
+  if (options.replicas) checked.push_back(options.primary);
+  size_t padding = *query_bytes;
+  for (size_t i = 1; i < checked.size(); ++i) {
+    Result<size_t> other = SameComparison(checked[i], options, compare->column);
+    if (!other.ok()) return other.status();
+    padding = std::min(padding, *other);
+  }
+  // At least one connection on each server: connection i reads from server i mod their count.
   std::vector<std::unique_ptr<Connection>> helpers;
-  for (size_t i = 1; i < options.connections; ++i) {
-    Result<std::unique_ptr<Connection>> c = Connection::Open(connection->options());
-    if (!c.ok()) return c.status().With("opening the reader's second connection");
+  for (size_t i = 1; i < std::max(options.connections, servers.size()); ++i) {
+    Result<std::unique_ptr<Connection>> c = Connection::Open(servers[i % servers.size()]);
+    if (!c.ok()) return c.status().With("opening another of the reader's connections");
     helpers.push_back(std::move(*c));
   }
   const bool proves = options.prove_with_server && CanSeeOpenTransactions(*connection);
   auto reader = std::unique_ptr<Reader>(new Reader(std::move(connection), std::move(helpers), options, *compare,
-                                                   *query_bytes, time_index, *known, proves));
+                                                   padding, time_index, *known, proves));
+  if (options.replicas) {
+    for (const ConnectionOptions& where : servers) {
+      ReadServer server;
+      server.where = where;
+      reader->servers_.push_back(server);
+    }
+  }
   // The first proof before the first page, so that rebuilding history watches nothing: it
   // can succeed once the server's clock has moved kProofMarginUs past the sample (and, on a
   // busy server, once the writers open then have ended: up to kFirstProofWait).
@@ -194,6 +239,13 @@ Status Reader::MoveToPrimary() {
     helpers.push_back(std::move(*c));
   }
   prefetch_.Stop();  // they start again on the new connections
+  if (servers_.size() > 1 || (servers_.size() == 1 && !servers_[0].dropped.empty())) {
+    PrintLine(fmt::format("read from the replicas: {}", Shares()));
+  }
+  {
+    std::lock_guard<std::mutex> lock(servers_mu_);
+    servers_.clear();  // from now on: the primary
+  }
   // The server moved to is the primary (a replica's holes may be its lag): proven by its
   // open transactions, watched holes below its proven head are read there once more.
   gaps_.ResetProof(CanSeeOpenTransactions(*connection));
@@ -214,7 +266,7 @@ GapCounts Reader::gap_counts() const {
 Result<Head> Reader::ReadHead() {
   prefetch_.WaitForStarted();  // the first connection is free
   Result<Head> head = Status::Ok();
-  Status s = RetryOnConnectionLoss(*connection_, [&] {
+  Status s = OnReadServer(*connection_, [&] {
     head = HeadOf(*connection_, options_.events, query_.time_index() >= 0);
     return head.ok() ? Status::Ok() : head.status();
   });
@@ -281,7 +333,7 @@ void Reader::ReadRange(Connection& connection, EventPage& page) {
   batch.after_id = page.lo;
   batch.raw.reserve(page.limit);
   const std::string sql = Padded(query_.Range(page.lo, page.hi, page.limit), page);
-  page.status = RetryOnConnectionLoss(
+  page.status = OnReadServer(
       connection,
       [&] {
         page.last_id = page.lo;
@@ -295,12 +347,76 @@ void Reader::ReadRange(Connection& connection, EventPage& page) {
         batch.gaps.clear();
         batch.payloads.clear();
         return ReadPage(connection, sql, page);
-      },
-      [](const Status& lost, int attempt) {
-        // Lost the server (restart, network): wait, reconnect, read the same page again.
-        PrintLine(fmt::format("reader lost the connection ({}); reconnecting, attempt {}", lost.message(),
-                              attempt));
       });
+  if (page.status.ok()) CountRead(connection, batch.rows_read);
+}
+
+Status Reader::OnReadServer(Connection& c, const std::function<Status()>& attempt) {
+  auto on_retry = [](const Status& lost, int retry) {
+    // Lost the server (restart, network): wait, reconnect, read the same page again.
+    PrintLine(fmt::format("reader lost the connection ({}); reconnecting, attempt {}", lost.message(), retry));
+  };
+  for (;;) {
+    std::optional<size_t> at;
+    {
+      std::lock_guard<std::mutex> lock(servers_mu_);
+      for (size_t i = 0; i < servers_.size() && !at; ++i) {
+        if (SameServer(servers_[i].where, c.options())) at = i;
+      }
+    }
+    if (!at) return RetryOnConnectionLoss(c, attempt, on_retry);  // the primary, or one server
+    Status s = attempt();
+    // A connection killed (a proxy, wait_timeout) is not a server gone: one reconnect first.
+    if (s.code() == Status::Code::kConnection && c.Reconnect().ok()) s = attempt();
+    if (s.code() != Status::Code::kConnection) return s;
+    // Dropped: the next replica serving takes the connection (the primary when none is left).
+    Status why = s;
+    for (;;) {
+      ConnectionOptions to = options_.primary;
+      {
+        std::lock_guard<std::mutex> lock(servers_mu_);
+        if (servers_[*at].dropped.empty()) servers_[*at].dropped = why.message();
+        for (size_t k = 0; k < servers_.size(); ++k) {
+          const size_t i = (next_server_ + k) % servers_.size();
+          if (servers_[i].dropped.empty()) {
+            to = servers_[i].where;
+            next_server_ = i + 1;
+            at = i;
+            break;
+          }
+        }
+      }
+      const bool to_primary = SameServer(to, options_.primary);
+      PrintLine(fmt::format("dropped the replica {} ({}); its pages are read again from {}{}",
+                            c.options().Describe(), why.message(), to.Describe(), to_primary ? ", the primary" : ""));
+      Status r = c.ReconnectTo(to);
+      if (r.ok()) break;
+      if (to_primary) return RetryOnConnectionLoss(c, attempt, on_retry);  // as everywhere (retry.h)
+      why = r;  // that replica is gone too
+    }
+  }
+}
+
+void Reader::CountRead(const Connection& c, uint64_t events) {
+  std::lock_guard<std::mutex> lock(servers_mu_);
+  for (ReadServer& server : servers_) {
+    if (SameServer(server.where, c.options())) {
+      server.events += events;
+      ++server.pages;
+      return;
+    }
+  }
+}
+
+std::string Reader::Shares() const {
+  std::lock_guard<std::mutex> lock(servers_mu_);
+  std::string out;
+  for (const ReadServer& server : servers_) {
+    out += fmt::format("{}{} {} events in {} pages{}", out.empty() ? "" : "; ", server.where.Describe(),
+                       server.events, server.pages,
+                       server.dropped.empty() ? "" : fmt::format(" (dropped: {})", server.dropped));
+  }
+  return out;
 }
 
 Result<std::unique_ptr<Batch>> Reader::Finish(EventPage& page) {
@@ -397,7 +513,7 @@ Status Reader::ReadIds(std::vector<IdRange> ranges, Batch& batch, std::vector<Ev
     const size_t columns_before = batch.raw_columns.size();
     const size_t bytes_before = batch.payloads.size();
     const uint64_t rows_before = batch.rows_read, skipped_before = batch.skipped;
-    Status s = RetryOnConnectionLoss(*connection_, [&] {
+    Status s = OnReadServer(*connection_, [&] {
       batch.raw.resize(raw_before);
       batch.raw_columns.resize(columns_before);
       found.resize(found_before);

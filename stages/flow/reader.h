@@ -59,6 +59,16 @@
 //
 // A lost connection (server restart) is retried: reconnect with backoff, reread the page.
 //
+// Several servers (ReaderOptions::more_servers: replicas beside the connection's own, from
+// --read-host/--read-socket, each checked at the start, pipeline/replay/read_replica.h):
+// connection i reads from server i mod the count (at least one connection each), so each
+// page, an id range, comes whole from one replica. A replica whose connection is lost and
+// cannot be reached again at once is dropped (said on the console): its page is read again,
+// from its first id, on the next replica still serving (the primary when none is left,
+// which holds every event), so no event is lost or read twice. A replica that stops
+// replicating mid-run costs nothing: it was shown to hold every event up to the head before
+// the first page, and what comes after is read on the primary (MoveToPrimary).
+//
 // Several connections (ReaderOptions::connections > 1): after the first page, pages are id
 // ranges read ahead by one thread per connection and returned in id order (the Prefetch,
 // stages/flow/prefetch.h): while Next()'s batch is applied, the other connections read on,
@@ -70,8 +80,10 @@
 
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -120,6 +132,12 @@ struct ReaderOptions {
   size_t result_buffer = 0;
   // The primary, which MoveToPrimary() reads from after a bulk read from a replica.
   ConnectionOptions primary;
+  // Other replicas holding the same events as the connection's server: pages are spread
+  // over them all (see "Several servers" above). Empty: one server.
+  std::vector<ConnectionOptions> more_servers;
+  // The connection's server (and more_servers) are replicas of `primary`: one that fails is
+  // dropped, and the primary reads its pages when none is left.
+  bool replicas = false;
   // Prove holes final with the server's open transactions where it can tell (see "Gaps");
   // false for a replica, whose transactions are not the primary's.
   bool prove_with_server = true;
@@ -195,6 +213,26 @@ class Reader final : public EventSource {
   static Result<Rows> ProofQuery(Connection& c);
   // One proof now (ProveByOpenTransactions without its pacing).
   void Prove();
+
+  // Runs `attempt` (safe to redo) on `c`: on a replica (see "Several servers"), a lost
+  // connection reconnects once, then drops the replica and moves `c` to the next one serving
+  // (or the primary) and runs it again there; elsewhere, lost connections are retried with
+  // backoff (stages/db/retry.h). Thread-safe (workers call it on their own connections).
+  Status OnReadServer(Connection& c, const std::function<Status()>& attempt);
+  // Counts `events` read on `c`'s server (one page).
+  void CountRead(const Connection& c, uint64_t events);
+  // What each replica served: "h1:3306 1,000 events in 4 pages; h2:3306 ... (dropped: ...)".
+  std::string Shares() const;
+
+  struct ReadServer {
+    ConnectionOptions where;
+    uint64_t events = 0, pages = 0;
+    std::string dropped;  // why it was dropped ("" while it serves)
+  };
+  // The replicas read while reading replicas (empty with one server, and after MoveToPrimary).
+  std::vector<ReadServer> servers_;
+  mutable std::mutex servers_mu_;
+  size_t next_server_ = 0;  // where the next dropped replica's connection goes (round robin)
 
   std::unique_ptr<Connection> connection_;
   const ReaderOptions options_;
