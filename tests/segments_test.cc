@@ -80,7 +80,8 @@ std::vector<std::string> Reference(Connection& c) {
          "SUM(CAST(JSON_VALUE(payload, '$.amount') AS SIGNED)) AS s, "
          "MIN(CAST(JSON_VALUE(payload, '$.amount') AS SIGNED)) AS mn, "
          "MAX(CAST(JSON_VALUE(payload, '$.amount') AS SIGNED)) AS mx, MAX(id) AS last_id "
-         "FROM stored_events WHERE eventClass = 'Shop\\\\OrderPlaced' GROUP BY 1) g "
+         "FROM stored_events WHERE eventClass = 'Shop\\\\OrderPlaced' AND JSON_VALUE(payload, '$.customer') IS NOT "
+         "NULL AND JSON_VALUE(payload, '$.amount') REGEXP '^-?[0-9]+$' GROUP BY 1) g "
          "JOIN stored_events l ON l.id = g.last_id");
 }
 
@@ -104,15 +105,24 @@ TEST(Segments, ThreeBuildersTwoAtOnceThenOneSwapMergesThemExactly) {
   ConnectionOptions o = Events("rewind_test_segments", 30'000);
   auto c = Connect(o);
   ASSERT_TRUE(c);
+  // Events that fail: 5 without a key (segment 0 counts them), 2 that are no JSON (the
+  // decoder's: segment 0 counts them), 1 whose key is known and amount is not a number (its
+  // key's segment counts it). Each once over the segments: 8.
+  ASSERT_TRUE(c->Execute("INSERT INTO stored_events (uuid, eventClass, payload, createdAt) SELECT UUID(), "
+                         "'Shop\\\\OrderPlaced', p, '2024-01-01 00:00:00' FROM (SELECT '{\"amount\":5}' AS p UNION ALL "
+                         "SELECT '{\"amount\":6}' UNION ALL SELECT '{\"amount\":7}' UNION ALL SELECT '{\"amount\":8}' "
+                         "UNION ALL SELECT '{\"amount\":9}' UNION ALL SELECT '<html>' UNION ALL SELECT 'cut' UNION ALL "
+                         "SELECT '{\"customer\":\"c1\",\"amount\":\"lots\"}') bad").ok());
+  Append(*c, 1'000, 19);
   {
     Subprocess a(Rewind(Segment(models, "0/3", {"--quiet", "--flush-every", "3000"})), Env(o));
     Subprocess b(Rewind(Segment(models, "1/3", {"--quiet", "--flush-every", "3000"})), Env(o));
-    EXPECT_EQ(a.Wait(), 0) << a.err();
-    EXPECT_EQ(b.Wait(), 0) << b.err();
+    EXPECT_EQ(a.Wait(), 3) << a.err();  // built, with failures recorded
+    EXPECT_EQ(b.Wait(), 3) << b.err();
   }
   Append(*c, 2'000, 23);  // the application writes between the builders
   Outcome third = RunRewind(Segment(models, "2/3", {"--quiet"}), Env(o));
-  ASSERT_EQ(third.code, 0) << third.err;
+  ASSERT_EQ(third.code, 3) << third.err;
   EXPECT_EQ(Tables(*c, "revenue\\_per\\_customer\\_\\_rewind\\_seg_of3"), 3);
   // Each segment holds only its keys: together every customer once.
   EXPECT_EQ(Count(*c, "SELECT (SELECT COUNT(*) FROM revenue_per_customer__rewind_seg0of3) + (SELECT COUNT(*) FROM "
@@ -123,14 +133,24 @@ TEST(Segments, ThreeBuildersTwoAtOnceThenOneSwapMergesThemExactly) {
   Append(*c, 1'500, 29);  // and between the last builder and the swap: the catch-up takes them
 
   Outcome swap = RunRewind(Swap(models), Env(o));
-  ASSERT_EQ(swap.code, 0) << swap.err;
+  ASSERT_EQ(swap.code, 3) << swap.err;  // swapped in, with the failures recorded
   EXPECT_NE(swap.err.find("merged its 3 segments into revenue_per_customer__rewind_new"), std::string::npos)
       << swap.err;
   EXPECT_EQ(Live(*c), Reference(*c));
   EXPECT_EQ(Tables(*c, "%\\_\\_rewind\\_%"), 0);
-  // Applied: every event of the class once (each segment counted only its own keys' events).
+  // Every event of the class counted once (the checkpoint's events_applied counts the events
+  // a read model was given, failed ones included, as a whole build's does; each segment was
+  // given only its own keys' events); failed: the 8, once; their failure records: one per
+  // event, in the live run's.
   EXPECT_EQ(Count(*c, "SELECT events_applied FROM rewind_checkpoints WHERE target_table = 'revenue_per_customer'"),
             Count(*c, "SELECT COUNT(*) FROM stored_events WHERE eventClass = 'Shop\\\\OrderPlaced'"));
+  EXPECT_EQ(Count(*c, "SELECT failed_events FROM rewind_checkpoints WHERE target_table = 'revenue_per_customer'"), 8);
+  EXPECT_EQ(Count(*c, "SELECT COUNT(DISTINCT event_id) FROM rewind_failures f JOIN rewind_checkpoints k ON f.run_id = "
+                      "k.run_id WHERE k.target_table = 'revenue_per_customer'"),
+            8);
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM rewind_failures f JOIN rewind_checkpoints k ON f.run_id = k.run_id "
+                      "WHERE k.target_table = 'revenue_per_customer'"),
+            8);
   EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM rewind_checkpoints WHERE target_table LIKE '%rewind\\_seg%'"), 0);
 }
 
