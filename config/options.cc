@@ -211,7 +211,7 @@ const std::vector<OptionSpec>& Table() {
        Flag("build-only", &ReplayPart::build_only), nullptr},
       {"segment", "", Group::kReplay, false, {},
        "with --build-only: build only the keys of each declared read model named that hash to "
-       "segment I of N (I/N, 0 <= I < N <= 64; one builder per segment), then one replay --resume "
+       "segment I of N (0 <= I < N <= 64; one builder per segment), then one replay --resume "
        "merges the N segments and swaps",
        [](ParsedOptions& o, const std::string& v) {
          Segment s;
@@ -522,6 +522,7 @@ const char* ValueName(const std::string& name) {
   if (name == "host" || name == "read-host") return "HOST";
   if (name == "progress") return "MODE";
   if (name == "max-failures") return "N|P%";
+  if (name == "segment") return "I/N";
   if (name == "until-time") return "TIME";
   if (name == "into" || name == "against") return "SUFFIX";
   if (name == "uuid-column" || name == "time-column") return "COLUMN";
