@@ -249,5 +249,23 @@ TEST(Segments, Refusals) {
   EXPECT_EQ(Live(*c), Reference(*c));
 }
 
+// A rebuild without --resume starts afresh: it drops the segment builds (here of another
+// count, abandoned), after which any count may be begun again.
+TEST(Segments, ARebuildWithoutResumeDropsTheSegmentBuilds) {
+  const std::string models = ModelsFile();
+  ConnectionOptions o = Events("rewind_test_segments_dropped", 3'000);
+  auto c = Connect(o);
+  ASSERT_TRUE(c);
+  ASSERT_EQ(RunRewind(Segment(models, "0/2", {"--quiet"}), Env(o)).code, 0);
+  ASSERT_EQ(RunRewind(Segment(models, "1/3", {"--quiet"}), Env(o)).code, 1);  // another count
+  Outcome whole = RunRewind({"replay", kModel, "--models", models, "--quiet"}, Env(o));
+  ASSERT_EQ(whole.code, 0) << whole.err;
+  EXPECT_NE(whole.err.find("its segment builds (0/2) are dropped"), std::string::npos) << whole.err;
+  EXPECT_EQ(Tables(*c, "%\\_\\_rewind\\_%"), 0);
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM rewind_checkpoints WHERE target_table LIKE '%rewind\\_seg%'"), 0);
+  EXPECT_EQ(Live(*c), Reference(*c));
+  EXPECT_EQ(RunRewind(Segment(models, "1/3", {"--quiet"}), Env(o)).code, 0);
+}
+
 }  // namespace
 }  // namespace rw

@@ -402,7 +402,12 @@ Status Build::PrepareRunners(std::vector<std::unique_ptr<Projector>> projectors,
   EventId start_after = sum_.head_id;
   std::set<std::string> resumed_runs;
   size_t fresh_under_resume = 0;  // read models --resume found nothing of
-  // A read model built in segments becomes one complete build first (segments.h).
+  // A read model built in segments becomes one complete build first (segments.h); a whole
+  // rebuild without --resume starts afresh, without them.
+  const bool whole = plan_.swap() || (plan_.finish == RunPlan::Finish::kBuildOnly && !plan_.segment);
+  for (size_t i = 0; whole && !o_.resume && i < projectors.size(); ++i) {
+    if (Status s = segments::Discard(c, names_[i], live_tables_[i], plan_.lock_prefix); !s.ok()) return s;
+  }
   for (size_t i = 0; plan_.swap() && o_.resume && i < projectors.size(); ++i) {
     const Projector& p = *projectors[i];
     const std::string fingerprint = Fingerprint(o_, names_, p);

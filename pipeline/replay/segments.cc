@@ -152,7 +152,8 @@ Status CheckOneCount(Connection& c, const std::vector<std::string>& names,
     if (other.empty()) continue;
     return Status::InvalidInput(fmt::format(
         "--segment {}: {} is being built in {} segments ({} found), not {}: segments of different counts do not "
-        "merge; build the missing ones of those (--segment I/{}), or swap the read model in whole first",
+        "merge; build the missing ones of those (--segment I/{}), or drop them with a rebuild of it without "
+        "--resume (whole, or --build-only whole)",
         SegmentText(segment), names[i], other.front().count, Texts(other), segment.count, other.front().count));
   }
   return Status::Ok();
@@ -189,7 +190,8 @@ Status CheckComplete(const Found& f) {
   }
   if (f.whole) {
     return Status::InvalidInput(fmt::format(
-        "the swap refuses {}: it has both a complete whole build ({}) and segments; nothing was changed",
+        "the swap refuses {}: it has both a complete whole build ({}) and segments; a rebuild of it without "
+        "--resume (whole, or --build-only whole) drops the segments; nothing was changed",
         f.name, f.whole->target_table));
   }
   const uint32_t n = *counts.begin();
@@ -245,6 +247,28 @@ Status Merge(Connection& c, const ReplayOptions& o, const Projector& p, const Me
   for (const std::string& table : tables) (void)table_admin::DropOwned(c, table);
   fmt::print(stderr, "rewind: {}: merged its {} segments into {} at event {} ({} events applied, {} failed)\n",
              f.name, f.segments.size(), t.shadow, IdText(merged.last_event_id), applied, failed);
+  return Status::Ok();
+}
+
+Status Discard(Connection& c, const std::string& name, const std::string& live, const std::string& lock_prefix) {
+  Result<std::optional<Found>> found = Find(c, name, live);
+  if (!found.ok()) return found.status();
+  if (!*found) return Status::Ok();
+  std::vector<std::string> tables;
+  std::vector<Segment> segments;
+  for (const auto& [s, cp] : (*found)->segments) {
+    tables.push_back(cp.target_table);
+    segments.push_back(s);
+  }
+  if (Status s = table_admin::Lock(c, tables, lock_prefix); !s.ok()) {
+    return s.With(fmt::format("dropping the segment builds of {} (a rebuild without --resume starts afresh)", name));
+  }
+  for (const auto& [s, cp] : (*found)->segments) {
+    if (Status d = table_admin::DropOwned(c, cp.target_table); !d.ok()) return d;
+    if (Status d = checkpoint_store::Delete(c, cp.projector, cp.target_table); !d.ok()) return d;
+  }
+  fmt::print(stderr, "rewind: {}: a rebuild without --resume starts afresh: its segment builds ({}) are dropped\n",
+             name, Texts(segments));
   return Status::Ok();
 }
 

@@ -66,6 +66,11 @@ Result<std::optional<Found>> Find(Connection& c, const std::string& name, const 
 // ones (named, with the commands that build them), or beside a complete whole build.
 Status CheckComplete(const Found& f);
 
+// A rebuild without --resume starts afresh: the segment builds of the read model `name`
+// (whose live table is `live`) are dropped, with their checkpoints, once their locks are
+// taken (a live builder's refuses the run). Nothing when it has none.
+Status Discard(Connection& c, const std::string& name, const std::string& live, const std::string& lock_prefix);
+
 // Step 1 of the merge (above), for the read models of a --resume swap; nothing for a read
 // model without segments. Returns the first refusal or error.
 Status CatchUp(const ReplayOptions& o, const std::vector<std::unique_ptr<Projector>>& projectors,
