@@ -232,7 +232,6 @@ Status Build::Prepare(std::vector<std::unique_ptr<Projector>> projectors) {
   // the bookkeeping), and again once the locks are held: the authoritative check.
   if (s.ok()) s = CheckTablesInTheWay();
   if (s.ok()) s = TakeOwnership();
-  if (s.ok() && plan_.segment) s = segments::CheckOneCount(*admin_, names_, live_tables_, *plan_.segment);
   if (s.ok()) s = ReadTheHead();
   if (s.ok()) s = CheckTheReadServer();
   if (s.ok()) s = PrepareRunners(std::move(projectors), &watched);
@@ -402,20 +401,7 @@ Status Build::PrepareRunners(std::vector<std::unique_ptr<Projector>> projectors,
   EventId start_after = sum_.head_id;
   std::set<std::string> resumed_runs;
   size_t fresh_under_resume = 0;  // read models --resume found nothing of
-  // A read model built in segments becomes one complete build first (segments.h); a whole
-  // rebuild without --resume starts afresh, without them.
-  const bool whole = plan_.swap() || (plan_.finish == RunPlan::Finish::kBuildOnly && !plan_.segment);
-  for (size_t i = 0; whole && !o_.resume && i < projectors.size(); ++i) {
-    if (Status s = segments::Discard(c, names_[i], live_tables_[i], plan_.lock_prefix); !s.ok()) return s;
-  }
-  for (size_t i = 0; plan_.swap() && o_.resume && i < projectors.size(); ++i) {
-    const Projector& p = *projectors[i];
-    const std::string fingerprint = Fingerprint(o_, names_, p);
-    const segments::MergeTarget t{p.table().name + plan_.table_suffix,
-                                  shapes_[i].kind == live_shape::Kind::kApplications, fingerprint,
-                                  [&](const std::string& was) { return FingerprintMismatch(was, fingerprint, true); }};
-    if (Status s = segments::Merge(c, o_, p, t, plan_.lock_prefix); !s.ok()) return s;
-  }
+  if (Status s = PrepareSegments(projectors); !s.ok()) return s;
   for (auto& p : projectors) {
     const std::string target = p->table().name + plan_.table_suffix;
     const live_shape::Judgement& shape = shapes_[runners_.size()];
@@ -458,6 +444,28 @@ Status Build::PrepareRunners(std::vector<std::unique_ptr<Projector>> projectors,
     }
   }
   ContinueRuns(resumed_runs);
+  return Status::Ok();
+}
+
+// The segment builds of the read models (segments.h), before their build tables are prepared,
+// the locks held: a segment's build refuses segments of another count beside it; a whole
+// rebuild without --resume starts afresh, dropping them; a swap with --resume merges them
+// into one complete build, which it then continues as any other.
+Status Build::PrepareSegments(const std::vector<std::unique_ptr<Projector>>& projectors) {
+  Connection& c = *admin_;
+  if (plan_.segment) return segments::CheckOneCount(c, names_, live_tables_, *plan_.segment);
+  const bool whole = plan_.swap() || plan_.finish == RunPlan::Finish::kBuildOnly;
+  for (size_t i = 0; whole && !o_.resume && i < projectors.size(); ++i) {
+    if (Status s = segments::Discard(c, names_[i], live_tables_[i], plan_.lock_prefix); !s.ok()) return s;
+  }
+  for (size_t i = 0; plan_.swap() && o_.resume && i < projectors.size(); ++i) {
+    const Projector& p = *projectors[i];
+    const std::string fingerprint = Fingerprint(o_, names_, p);
+    const segments::MergeTarget t{p.table().name + plan_.table_suffix,
+                                  shapes_[i].kind == live_shape::Kind::kApplications, fingerprint,
+                                  [&](const std::string& was) { return FingerprintMismatch(was, fingerprint, true); }};
+    if (Status s = segments::Merge(c, o_, p, t, plan_.lock_prefix); !s.ok()) return s;
+  }
   return Status::Ok();
 }
 

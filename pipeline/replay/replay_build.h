@@ -122,6 +122,7 @@ class Build {
   Status TakeOwnership();
   Status ReadTheHead();
   Status CheckTheReadServer();
+  Status PrepareSegments(const std::vector<std::unique_ptr<Projector>>& projectors);
   Status PrepareRunners(std::vector<std::unique_ptr<Projector>> projectors, GapSet* watched);
   void ContinueRuns(const std::set<std::string>& runs);
   Status StartReader(const GapSet& watched);
