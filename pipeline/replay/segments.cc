@@ -3,7 +3,6 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <map>
 #include <set>
 
 #include "pipeline/engine/read_models.h"
@@ -65,8 +64,7 @@ Status CopyIn(Connection& c, const Found& f, const std::string& shadow, const Ch
   if (Status s = c.Execute("START TRANSACTION"); !s.ok()) return s;
   Status s = Status::Ok();
   for (const auto& [seg, cp] : f.segments) {
-    s = c.Execute(fmt::format("INSERT INTO {} SELECT * FROM {}", QuoteIdentifier(shadow),
-                              QuoteIdentifier(cp.target_table)));
+    s = table_admin::CopyRows(c, cp.target_table, shadow);
     if (!s.ok()) {
       s = s.With(fmt::format("copying segment {} of {} into {} (a key in two segments is a bug in rewind's "
                              "segment hash)", SegmentText(seg), f.name, shadow));
