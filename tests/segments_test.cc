@@ -36,6 +36,12 @@ values = [
   { column = "largest",     op = "max",  path = "amount", type = "bigint" },
   { column = "last_amount", op = "last", path = "amount", type = "bigint" },
 ]
+
+[[read_model]]
+name   = "orders_per_amount"
+events = ['Shop\OrderPlaced']
+key    = [{ column = "amount", path = "amount", type = "bigint" }]
+values = [{ column = "orders", op = "count" }]
 )";
   return path;
 }
@@ -247,6 +253,32 @@ TEST(Segments, Refusals) {
   Outcome swap = RunRewind(Swap(models), Env(o));
   ASSERT_EQ(swap.code, 0) << swap.err;
   EXPECT_EQ(Live(*c), Reference(*c));
+}
+
+// --segment splits every declared read model the run names; one swap merges each and swaps
+// them in one cut-over.
+TEST(Segments, EveryReadModelOfARunIsSplitAndOneSwapMergesEach) {
+  const std::string models = ModelsFile();
+  ConnectionOptions o = Events("rewind_test_segments_two", 6'000);
+  auto c = Connect(o);
+  ASSERT_TRUE(c);
+  for (const char* segment : {"0/2", "1/2"}) {
+    Outcome built = RunRewind({"replay", kModel, "orders_per_amount", "--models", models, "--build-only", "--segment",
+                               segment, "--quiet"},
+                              Env(o));
+    ASSERT_EQ(built.code, 0) << built.err;
+  }
+  EXPECT_EQ(Tables(*c, "%\\_\\_rewind\\_seg_of2"), 4);
+  Append(*c, 300, 41);
+  Outcome swap = RunRewind({"replay", kModel, "orders_per_amount", "--models", models, "--resume", "--quiet"}, Env(o));
+  ASSERT_EQ(swap.code, 0) << swap.err;
+  EXPECT_NE(swap.err.find("revenue_per_customer: merged its 2 segments"), std::string::npos) << swap.err;
+  EXPECT_NE(swap.err.find("orders_per_amount: merged its 2 segments"), std::string::npos) << swap.err;
+  EXPECT_EQ(Live(*c), Reference(*c));
+  EXPECT_EQ(SortedRows(*c, "SELECT amount, orders FROM orders_per_amount"),
+            SortedRows(*c, "SELECT CAST(JSON_VALUE(payload, '$.amount') AS SIGNED), COUNT(*) FROM stored_events WHERE "
+                           "eventClass = 'Shop\\\\OrderPlaced' GROUP BY 1"));
+  EXPECT_EQ(Tables(*c, "%\\_\\_rewind\\_%"), 0);
 }
 
 // A rebuild without --resume starts afresh: it drops the segment builds (here of another
