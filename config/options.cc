@@ -266,6 +266,17 @@ const std::vector<OptionSpec>& Table() {
        "build the shadow tables and mark them built, without the swap (builders on several hosts; "
        "then one replay --resume of them all swaps them in)",
        Flag("build-only", &ReplayPart::build_only), nullptr},
+      {"segment", "", Group::kReplay, false, {},
+       "with --build-only: build only the keys of each declared read model named that hash to "
+       "segment I of N (0 <= I < N <= 64; one builder per segment), then one replay --resume "
+       "merges the N segments and swaps",
+       [](ParsedOptions& o, const std::string& v) {
+         Segment s;
+         if (std::string why = ParseSegment(v, s); !why.empty()) return Status::InvalidInput(why);
+         o.segment = s;
+         return Status::Ok();
+       },
+       nullptr},
       {"reshape", "", Group::kReplay, true, {},
        "replace an application's table of a declared read model with rewind's shape, keeping it aside as <table>__rewind_kept",
        Flag("reshape", &ReplayPart::reshape), nullptr},
@@ -569,6 +580,7 @@ const char* ValueName(const std::string& name) {
   if (name == "host" || name == "read-host") return "HOST";
   if (name == "progress") return "MODE";
   if (name == "max-failures") return "N|P%";
+  if (name == "segment") return "I/N";
   if (name == "until-time") return "TIME";
   if (name == "into" || name == "against") return "SUFFIX";
   if (name == "uuid-column" || name == "time-column") return "COLUMN";
@@ -883,6 +895,10 @@ Result<CommandLine> ParseCommandLine(const std::vector<std::string>& args, const
   if (o.build_only && (!o.into.empty() || o.follow)) {
     return Status::InvalidInput(fmt::format("--build-only builds the shadow tables for a later swap: {} does not go "
                                             "with it", o.follow ? "--follow" : "--into"));
+  }
+  if (o.segment && !o.build_only) {
+    return Status::InvalidInput("--segment builds one share of a read model for a later swap: it needs --build-only "
+                                "(then one replay --resume merges the segments and swaps)");
   }
   cl.command = d.command.empty() ? "help" : d.command;
   cl.names = d.names;

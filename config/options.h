@@ -34,6 +34,7 @@
 
 #include "base/event_id.h"
 #include "base/status.h"
+#include "projectors/segment.h"
 #include "stages/db/connection.h"
 #include "stages/control/progress.h"
 #include "stages/flow/projector_runner.h"
@@ -97,6 +98,9 @@ struct ReplayPart {
   // Build the shadow tables (<table>__rewind_new, under the rebuild's named locks) and mark
   // them built, without the swap: builders on several hosts, then one `--resume` swaps all.
   bool build_only = false;
+  // With build_only: build only the keys of each declared read model that hash to this
+  // segment (projectors/segment.h); the swap (--resume) merges the N segments. None: whole.
+  std::optional<Segment> segment;
   // A declared read model's live table that the application made is rebuilt in its shape
   // (stages/db/live_shape.h); this replaces it with rewind's shape instead, keeping it aside.
   bool reshape = false;

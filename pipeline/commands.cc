@@ -81,6 +81,8 @@ const std::vector<Command>& Commands() {
         {"rewind replay --resume ...", "continue an interrupted rebuild from its checkpoints"},
         {"rewind replay NAME... --build-only",
          "build beside the live tables, on any host; then one replay --resume of them all swaps them in"},
+        {"rewind replay NAME --build-only --segment I/N",
+         "build the keys of a declared read model in segment I of N; one replay --resume merges the N and swaps"},
         {"rewind replay --all --follow", "rebuild, swap in, then keep applying new events"},
         {"rewind replay --all --dry-run",
          "what a run would read, write and need; touches nothing"}},

@@ -497,8 +497,16 @@ class DeclaredProjector final : public Projector {
       const std::vector<std::string>& values = plan_.where[i].values;
       if (std::find(values.begin(), values.end(), v.text) == values.end()) return false;
     }
+    return !segment_ || InSegment(records, e);
+  }
+
+  // Every declared read model folds per key (all of a key's events in one segment, in id
+  // order), so first and last stay exact: any of them splits.
+  bool SetSegment(const Segment& segment) override {
+    segment_ = segment.count > 1 ? std::optional<Segment>(segment) : std::nullopt;
     return true;
   }
+  bool CountsUnkeyed() const override { return !segment_ || segment_->index == 0; }
 
   void ApplyRecords(const EventRecords& records, std::vector<EventFailure>& failures) override {
     if (fast_) return ApplyCounts(records, failures);
@@ -846,16 +854,30 @@ class DeclaredProjector final : public Projector {
   }
   static bool Marked(const std::vector<bool>& set, uint16_t c) { return c < set.size() && set[c]; }
 
-  // Integers big-endian with the sign flipped, so that encoded keys sort as numbers.
-  void AppendKey(ValueType type, const Typed& t) {
+  // Integers big-endian with the sign flipped, so that encoded keys sort as numbers. Also
+  // what a key's segment hashes (projectors/segment.h): keep the two in step.
+  void AppendKey(ValueType type, const Typed& t) { AppendKeyTo(key_, type, t); }
+  static void AppendKeyTo(std::string& key, ValueType type, const Typed& t) {
     if (type == ValueType::kText) {
       const uint32_t len = static_cast<uint32_t>(t.s.size());
-      for (int b = 3; b >= 0; --b) key_ += static_cast<char>((len >> (8 * b)) & 0xff);
-      key_.append(t.s);
+      for (int b = 3; b >= 0; --b) key += static_cast<char>((len >> (8 * b)) & 0xff);
+      key.append(t.s);
       return;
     }
     const uint64_t u = ToOrdered(static_cast<int64_t>(t.n));
-    for (int b = 7; b >= 0; --b) key_ += static_cast<char>((u >> (8 * b)) & 0xff);
+    for (int b = 7; b >= 0; --b) key += static_cast<char>((u >> (8 * b)) & 0xff);
+  }
+
+  // Whether `e` belongs to this segment: its encoded key hashes to it. An event without a
+  // key (a failure) belongs to segment 0 alone, so that the segments count it once.
+  bool InSegment(const EventRecords& records, const EventRecord& e) const {
+    std::string key, reason;
+    for (size_t i : key_order_) {
+      Typed t;
+      if (!KeyValue(i, records.value(e, key_slots_[i]), t, reason)) return segment_->index == 0;
+      AppendKeyTo(key, plan_.keys[i].type, t);
+    }
+    return SegmentOfKey(key, segment_->count) == segment_->index;
   }
 
   void DecodeKey(std::string_view key, std::vector<Typed>& out) const {
@@ -980,6 +1002,7 @@ class DeclaredProjector final : public Projector {
   std::vector<int64_t> value_slots_;
   std::vector<std::vector<bool>> value_on_;
   std::string key_;  // scratch
+  std::optional<Segment> segment_;  // the keys it builds (SetSegment); none: every key
   std::vector<Typed> typed_;
   std::vector<bool> present_;
   std::vector<__int128> sums_;  // scratch, per stored value column

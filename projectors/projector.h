@@ -19,6 +19,7 @@
 
 #include "projectors/event_record.h"
 #include "projectors/page_visit.h"
+#include "projectors/segment.h"
 
 namespace rw {
 
@@ -141,6 +142,14 @@ class Projector {
   virtual bool Selects(const EventRecords& /*records*/, const EventRecord& record) const {
     return reads_class(record.event_class);
   }
+  // Builds only the keys of `segment` (projectors/segment.h): Selects then leaves out every
+  // event of another segment's key. False, changing nothing, for a read model whose rows
+  // cannot be split by key: a compiled one's rows depend on the order of events across keys.
+  virtual bool SetSegment(const Segment& /*segment*/) { return false; }
+  // Whether it counts an event whose key cannot be known (a payload that did not decode) as
+  // failed: every read model does, of a segmented one only segment 0, so that the N
+  // segments together count it once.
+  virtual bool CountsUnkeyed() const { return true; }
   // That filter, all of which must hold (empty: none), for the reader to send to the server.
   virtual std::vector<ColumnIn> where() const { return {}; }
   // What, besides its table, makes one build of it differ from another (a declaration's

@@ -162,6 +162,40 @@ TEST(Options, BuildOnlyIsTheSwapsBuildAlone) {
   }
 }
 
+// --segment I/N (0 <= I < N <= 64) is one share of a --build-only build.
+TEST(Options, SegmentIsAShareOfABuildOnlyBuild) {
+  auto e = Env({{"REWIND_CONFIG", "/dev/null"}});
+  auto ok = ParseRewindCommandLine({"replay", "m", "--build-only", "--segment", "2/3"}, e);
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(OptionsFor<ReplayOptions>(ok->options).segment, (Segment{2, 3}));
+  for (const auto& [args, why] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"replay", "m", "--segment", "0/3"}, "it needs --build-only"},
+           {{"replay", "m", "--build-only", "--segment", "3/3"}, "I must be below N"},
+           {{"replay", "m", "--build-only", "--segment", "0/0"}, "N must be between 1 and 64"},
+           {{"replay", "m", "--build-only", "--segment", "0/65"}, "N must be between 1 and 64"},
+           {{"replay", "m", "--build-only", "--segment", "-1/3"}, "expects I/N"},
+           {{"replay", "m", "--build-only", "--segment", "1/3x"}, "expects I/N"}}) {
+    auto bad = ParseRewindCommandLine(args, e);
+    ASSERT_FALSE(bad.ok()) << args.back();
+    EXPECT_NE(bad.status().message().find(why), std::string::npos) << bad.status().message();
+  }
+}
+
+// A key's segment: FNV-1a 64 (its published test vectors) of the encoded key, modulo N;
+// a segment's table name read back.
+TEST(Options, SegmentHashAndTableNames) {
+  EXPECT_EQ(Fnv1a64(""), 0xcbf29ce484222325ull);
+  EXPECT_EQ(Fnv1a64("a"), 0xaf63dc4c8601ec8cull);
+  EXPECT_EQ(Fnv1a64("foobar"), 0x85944171f73967e8ull);
+  EXPECT_EQ(SegmentOfKey("foobar", 7), 0x85944171f73967e8ull % 7);
+  EXPECT_EQ(SegmentSuffix({1, 3}), "__rewind_seg1of3");
+  EXPECT_EQ(SegmentOfTable("t", "t__rewind_seg1of3"), (Segment{1, 3}));
+  EXPECT_EQ(SegmentOfTable("t", "t__rewind_seg3of3"), std::nullopt);
+  EXPECT_EQ(SegmentOfTable("t", "t__rewind_seg01of3"), std::nullopt);
+  EXPECT_EQ(SegmentOfTable("t", "u__rewind_seg1of3"), std::nullopt);
+  EXPECT_EQ(SegmentOfTable("t", "t__rewind_new"), std::nullopt);
+}
+
 // An --until-id is an id of a BIGINT or BIGINT UNSIGNED column, or it is refused (#23).
 TEST(Options, AnUntilIdOutsideEveryIdColumnIsRefused) {
   auto e = Env({{"REWIND_CONFIG", "/dev/null"}});

@@ -43,6 +43,9 @@ std::string ReplaySummary::Text() const {
       "event types), {} failed{}\n",
       swapped                               ? std::string("rebuilt and swapped in")
       : !built_into.empty() && status.ok() ? fmt::format("built beside the live tables (<table>{}, never swapped in):", built_into)
+      : built_only && segment && status.ok()
+          ? fmt::format("built segment {} beside the live tables (<table>{}, for one later replay --resume to merge "
+                        "the segments and swap in):", SegmentText(*segment), SegmentSuffix(*segment))
       : built_only && status.ok()          ? fmt::format("built beside the live tables (<table>{}, for one later "
                                                          "replay --resume of them all to swap in):",
                                                          table_admin::kShadowSuffix)

@@ -13,6 +13,7 @@
 
 #include "base/event_id.h"
 #include "base/status.h"
+#include "projectors/segment.h"
 
 namespace rw {
 
@@ -42,6 +43,7 @@ struct ReplaySummary {
   bool empty_build = false;      // a read model received no event, its live table has rows
   std::string built_into;        // --into: the suffix of the tables built (never swapped)
   bool built_only = false;       // --build-only: the shadow tables built, for a later swap
+  std::optional<Segment> segment;  // --build-only --segment: which, for a later merge
   std::string run_id;
   EventId head_id = kBeforeFirstId;
   uint64_t events_read = 0;  // every event in the id range, skipped ones included

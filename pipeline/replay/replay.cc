@@ -14,6 +14,7 @@
 #include "pipeline/replay/cutover.h"
 #include "pipeline/replay/read_replica.h"
 #include "pipeline/replay/replay_build.h"
+#include "pipeline/replay/segments.h"
 #include "pipeline/version.h"
 #include "projectors/declared.h"
 #include "base/sha256.h"
@@ -220,7 +221,9 @@ Status Build::Prepare(std::vector<std::unique_ptr<Projector>> projectors) {
   GapSet watched;  // the holes the interrupted builds were watching
   // No database is said before no read model; Inspect (the dry run) asks for none.
   Status s = projectors.empty() && !o_.connection.database.empty() ? Status::InvalidInput("no read model selected")
-                                                                   : ConnectToSource();
+                                                                   : Status::Ok();
+  if (s.ok() && plan_.segment) s = segments::Split(projectors, *plan_.segment);
+  if (s.ok()) s = ConnectToSource();
   if (s.ok()) s = PlanTheReads(projectors);
   if (s.ok()) s = NameTheTables(projectors);
   if (s.ok()) s = JudgeTheLiveTables(projectors);
@@ -426,6 +429,7 @@ Status Build::PrepareRunners(std::vector<std::unique_ptr<Projector>> projectors,
   EventId start_after = sum_.head_id;
   std::set<std::string> resumed_runs;
   size_t fresh_under_resume = 0;  // read models --resume found nothing of
+  if (Status s = PrepareSegments(projectors); !s.ok()) return s;
   for (auto& p : projectors) {
     const std::string target = p->table().name + plan_.table_suffix;
     const live_shape::Judgement& shape = shapes_[runners_.size()];
@@ -468,6 +472,28 @@ Status Build::PrepareRunners(std::vector<std::unique_ptr<Projector>> projectors,
     }
   }
   ContinueRuns(resumed_runs);
+  return Status::Ok();
+}
+
+// The segment builds of the read models (segments.h), before their build tables are prepared,
+// the locks held: a segment's build refuses segments of another count beside it; a whole
+// rebuild without --resume starts afresh, dropping them; a swap with --resume merges them
+// into one complete build, which it then continues as any other.
+Status Build::PrepareSegments(const std::vector<std::unique_ptr<Projector>>& projectors) {
+  Connection& c = *admin_;
+  if (plan_.segment) return segments::CheckOneCount(c, names_, live_tables_, *plan_.segment);
+  const bool whole = plan_.swap() || plan_.finish == RunPlan::Finish::kBuildOnly;
+  for (size_t i = 0; whole && !o_.resume && i < projectors.size(); ++i) {
+    if (Status s = segments::Discard(c, names_[i], live_tables_[i], plan_.lock_prefix); !s.ok()) return s;
+  }
+  for (size_t i = 0; plan_.swap() && o_.resume && i < projectors.size(); ++i) {
+    const Projector& p = *projectors[i];
+    const std::string fingerprint = Fingerprint(o_, names_, p);
+    const segments::MergeTarget t{p.table().name + plan_.table_suffix,
+                                  shapes_[i].kind == live_shape::Kind::kApplications, fingerprint,
+                                  [&](const std::string& was) { return FingerprintMismatch(was, fingerprint, true); }};
+    if (Status s = segments::Merge(c, o_, p, t, plan_.lock_prefix); !s.ok()) return s;
+  }
   return Status::Ok();
 }
 
@@ -838,19 +864,25 @@ RunPlan PlanFor(const ReplayOptions& options) {
     plan.finish = RunPlan::Finish::kInto;
   } else if (options.build_only) {  // the swap's build, swapped in by a later --resume
     plan.finish = RunPlan::Finish::kBuildOnly;
+    if (options.segment) {  // one share of it, merged by the swap
+      plan.segment = options.segment;
+      plan.table_suffix = SegmentSuffix(*options.segment);
+    }
   }
   return plan;
 }
 
 std::string LockedTable(const RunPlan& plan, const std::string& live) {
-  return plan.finish != RunPlan::Finish::kInto ? live : live + plan.table_suffix;
+  return plan.finish != RunPlan::Finish::kInto && !plan.segment ? live : live + plan.table_suffix;
 }
 
 ReplaySummary RunRebuild(const ReplayOptions& options,
                          std::vector<std::unique_ptr<Projector>> projectors,
                          const std::atomic<bool>& stop, const RunPlan& plan) {
   Build b(options, plan, stop);
-  Status s = b.Prepare(std::move(projectors));
+  // A swap first brings the segments of a read model built in segments to one id (segments.h).
+  Status s = plan.swap() && options.resume ? segments::CatchUp(options, projectors, stop) : Status::Ok();
+  if (s.ok()) s = b.Prepare(std::move(projectors));
   if (s.ok()) s = b.Rebuild();
   if (s.ok()) FaultPoint("after-build");
   if (s.ok()) s = b.StoppedBeforeSwap();
@@ -874,6 +906,7 @@ ReplaySummary Replay(const ReplayOptions& options, std::vector<std::unique_ptr<P
   ReplaySummary sum = RunRebuild(options, std::move(projectors), stop, PlanFor(options));
   sum.built_into = options.into;
   sum.built_only = options.build_only;
+  sum.segment = options.segment;
   return sum;
 }
 

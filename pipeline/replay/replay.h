@@ -28,7 +28,9 @@
 //     lock), finished as --into is: marked "built", not swapped. Builders on several hosts
 //     each build some read models; then one swap run with --resume takes every built one
 //     (whatever set it was built with; never one of another event source or read-model
-//     version), catches it up to the head and swaps them all in one cut-over.
+//     version), catches it up to the head and swaps them all in one cut-over. With
+//     --segment I/N a builder builds the share of each declared read model whose keys hash
+//     to segment I; the swap first merges the N segments into one build (segments.h).
 //   - scratch (verify, verify.h): the plan's after_build check (the compare), then drop the
 //     scratch tables, then the failure budget.
 //
@@ -46,6 +48,7 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -75,6 +78,9 @@ struct RunPlan {
   // Whether the build is the shadow a swap takes: now (kSwap) or in a later run (kBuildOnly).
   bool shadow() const { return finish == Finish::kSwap || finish == Finish::kBuildOnly; }
   bool scratch() const { return finish == Finish::kScratch; }
+  // kBuildOnly with --segment: the share of each read model whose keys hash to it, in
+  // `<table>__rewind_seg<I>of<N>` under a lock of its own (pipeline/replay/segments.h).
+  std::optional<Segment> segment;
   // A scratch build's check: runs on the admin connection after a successful build, while
   // the locks are held, before the scratch tables are dropped.
   std::function<Status(Connection&)> after_build;
@@ -85,7 +91,8 @@ struct RunPlan {
 RunPlan PlanFor(const ReplayOptions& options);
 // The table a run's named lock is on, for the read model whose live table is `live`: a
 // build beside the live tables (--into) locks its own table, so it runs beside a rebuild
-// or a follow of the live ones; the others lock the live table.
+// or a follow of the live ones, and so does a segment's build (the lock names the segment:
+// one builder per segment); the others lock the live table.
 std::string LockedTable(const RunPlan& plan, const std::string& live);
 
 // What a run of `plan` would create, replace or drop for the read model whose live table is

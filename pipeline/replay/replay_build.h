@@ -123,6 +123,7 @@ class Build {
   Status ReadTheHead();
   Status CheckTheReadServer();
   Result<std::unique_ptr<Connection>> CheckOneReadServer(const ConnectionOptions& where);
+  Status PrepareSegments(const std::vector<std::unique_ptr<Projector>>& projectors);
   Status PrepareRunners(std::vector<std::unique_ptr<Projector>> projectors, GapSet* watched);
   void ContinueRuns(const std::set<std::string>& runs);
   Status StartReader(const GapSet& watched);

@@ -174,6 +174,8 @@ Status SetStatus(Connection& c, const std::string& projector, const std::string&
 Status Delete(Connection& c, const std::string& projector, const std::string& target_table);
 // Rows whose target table ends with `suffix` (left behind by a killed run).
 Result<std::vector<Checkpoint>> WithTargetSuffix(Connection& c, const std::string& suffix);
+// Rows of builds beside `live_table` (its segments' among them), by target table.
+Result<std::vector<Checkpoint>> ForLiveTable(Connection& c, const std::string& live_table);
 
 // Ownership (rewind_tables). `live_table` is the read model's table it is built beside;
 // `kind` says what it is for (shadow, scratch, into, old), for people reading the table.
@@ -214,6 +216,11 @@ std::string InsertFailuresSql(Connection& c, const std::string& run_id,
                               const std::vector<Failure>& failures);
 Result<uint64_t> CountFailures(Connection& c, const std::string& run_id);
 Status DeleteFailuresAfter(Connection& c, const std::string& run_id, EventId after);
+// A segment's build merged into the build of run `into` (pipeline/replay/segments.h): the
+// failures `projector` recorded in run `from` move to `into`; the decoder's of `from` go, as
+// every segment read the same events and `into` holds them once.
+Status MergeFailures(Connection& c, const std::string& from, const std::string& into,
+                     const std::string& projector);
 
 // `for_update`: inside a transaction, the row locked until it ends (a batch checks that
 // nobody moved it before appending).

@@ -235,6 +235,10 @@ Status CreateOwnedLike(Connection& c, const std::string& name, const std::string
   return c.Execute(fmt::format("CREATE TABLE {} LIKE {}", QuoteIdentifier(name), QuoteIdentifier(live)));
 }
 
+Status CopyRows(Connection& c, const std::string& from, const std::string& into) {
+  return c.Execute(fmt::format("INSERT INTO {} SELECT * FROM {}", QuoteIdentifier(into), QuoteIdentifier(from)));
+}
+
 Status DropOwned(Connection& c, const std::string& name) {
   Result<bool> exists = Exists(c, name);
   if (!exists.ok()) return exists.status();

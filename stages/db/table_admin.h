@@ -65,6 +65,11 @@ Status CreateOwnedLike(Connection& c, const std::string& name, const std::string
 // Drops `name` and forgets it when rewind recorded creating it (OK when it does not exist);
 // a table rewind did not make is left alone, with an error naming it.
 Status DropOwned(Connection& c, const std::string& name);
+// Copies every row of the build table `from` into the build table `into` (INSERT ... SELECT,
+// in the caller's transaction when one is open): the swap's merge of a read model's
+// segments. A key already in `into` fails it (the server's duplicate-key error).
+// REQUIRES: both made by rewind for one read model (the same columns, in one order).
+Status CopyRows(Connection& c, const std::string& from, const std::string& into);
 
 // The server-wide lock name of one table under `prefix` ("rewind", "rewind-verify").
 std::string LockName(const std::string& prefix, const std::string& database,

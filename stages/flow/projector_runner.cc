@@ -132,7 +132,9 @@ void ProjectorRunner::ApplyRecords(const Batch& batch, bool late) {
   for (const EventRecord& r : records) {
     if (!projector_->reads_class(r.event_class)) continue;
     const bool usable = projector_->Usable(r);
-    if (usable && !projector_->Selects(view, r)) continue;  // its `where` leaves it out
+    // Its `where` (or, segmented, another segment's key) leaves it out; an undecoded one
+    // counts once over a read model's segments.
+    if (usable ? !projector_->Selects(view, r) : !projector_->CountsUnkeyed()) continue;
     ++mine;
     undecoded += usable ? 0 : 1;
   }

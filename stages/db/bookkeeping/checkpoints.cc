@@ -138,6 +138,16 @@ Result<std::vector<Checkpoint>> WithTargetSuffix(Connection& c, const std::strin
   return out;
 }
 
+Result<std::vector<Checkpoint>> ForLiveTable(Connection& c, const std::string& live_table) {
+  Result<Rows> r = c.Query(fmt::format("SELECT {} FROM rewind_checkpoints WHERE live_table = {} AND target_table "
+                                       "<> live_table ORDER BY target_table",
+                                       kCheckpointColumns, c.Quote(live_table)));
+  if (!r.ok()) return r.status();
+  std::vector<Checkpoint> out;
+  for (const auto& row : r->rows) out.push_back(FromRow(row));
+  return out;
+}
+
 Result<std::vector<StatusRow>> StatusRows(Connection& c, EventId head, int layout) {
   const std::string head_text = head == kBeforeFirstId ? "NULL" : IdText(head);
   // Layouts before 5 have no rewind_version column: read as NULL (status changes nothing).

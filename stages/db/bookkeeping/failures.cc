@@ -86,5 +86,16 @@ Status DeleteFailuresAfter(Connection& c, const std::string& run_id, EventId aft
                                c.Quote(run_id), IdText(after)));
 }
 
+Status MergeFailures(Connection& c, const std::string& from, const std::string& into,
+                     const std::string& projector) {
+  if (from == into) return Status::Ok();
+  if (Status s = c.Execute(fmt::format("UPDATE rewind_failures SET run_id = {} WHERE run_id = {} AND stage = {}",
+                                       c.Quote(into), c.Quote(from), c.Quote(projector)));
+      !s.ok()) {
+    return s;
+  }
+  return c.Execute(fmt::format("DELETE FROM rewind_failures WHERE run_id = {} AND stage = 'decoder'", c.Quote(from)));
+}
+
 }  // namespace checkpoint_store
 }  // namespace rw
