@@ -871,7 +871,11 @@ class DeclaredProjector final : public Projector {
   // Whether `e` belongs to this segment: its encoded key hashes to it. An event without a
   // key (a failure) belongs to segment 0 alone, so that the segments count it once.
   bool InSegment(const EventRecords& records, const EventRecord& e) const {
-    std::string key, reason;
+    // Scratch kept between events: a key longer than the small-string buffer would
+    // otherwise be a heap allocation per event.
+    std::string& key = segment_key_;
+    key.clear();
+    std::string reason;
     for (size_t i : key_order_) {
       Typed t;
       if (!KeyValue(i, records.value(e, key_slots_[i]), t, reason)) return segment_->index == 0;
@@ -1002,6 +1006,7 @@ class DeclaredProjector final : public Projector {
   std::vector<int64_t> value_slots_;
   std::vector<std::vector<bool>> value_on_;
   std::string key_;  // scratch
+  mutable std::string segment_key_;  // InSegment's scratch (Selects is const)
   std::optional<Segment> segment_;  // the keys it builds (SetSegment); none: every key
   std::vector<Typed> typed_;
   std::vector<bool> present_;
