@@ -39,9 +39,15 @@ std::optional<CivilTime> ParseIsoTimestamp(std::string_view s) {
   if (static_cast<unsigned>(d) > DaysInMonth(y, static_cast<unsigned>(mo))) return std::nullopt;
 
   size_t i = 19;
+  int32_t micros = 0;
   if (i < s.size() && (s[i] == '.' || s[i] == ',')) {
     size_t j = i + 1;
-    while (j < s.size() && s[j] >= '0' && s[j] <= '9') ++j;
+    int scale = 100000;
+    while (j < s.size() && s[j] >= '0' && s[j] <= '9') {
+      micros += (s[j] - '0') * scale;  // digits past the sixth are cut
+      scale /= 10;
+      ++j;
+    }
     if (j == i + 1) return std::nullopt;
     i = j;
   }
@@ -64,7 +70,7 @@ std::optional<CivilTime> ParseIsoTimestamp(std::string_view s) {
     }
   }
   return CivilTime{DaysFromCivil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d)),
-                   h * 3600 + mi * 60 + (sec == 60 ? 59 : sec)};
+                   h * 3600 + mi * 60 + (sec == 60 ? 59 : sec), micros};
 }
 
 int FormatDate(int32_t days, char* out) {
@@ -89,6 +95,17 @@ int FormatDateTime(int64_t epoch_seconds, char* out) {
   out[16] = ':';
   Put(out + 17, static_cast<int>(sod % 60), 2);
   return 19;
+}
+
+int FormatDateTimeMicros(int64_t epoch_micros, char* out) {
+  int64_t seconds = epoch_micros / 1'000'000;
+  int64_t micros = epoch_micros % 1'000'000;
+  if (micros < 0) micros += 1'000'000, --seconds;
+  const int n = FormatDateTime(seconds, out);
+  if (micros == 0) return n;
+  out[n] = '.';
+  Put(out + n + 1, static_cast<int>(micros), 6);
+  return n + 7;
 }
 
 std::optional<CivilTime> ParseDateOrTimestamp(std::string_view text) {

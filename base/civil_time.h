@@ -19,11 +19,14 @@ struct CivilDate {
   friend bool operator==(const CivilDate&, const CivilDate&) = default;
 };
 
-// A point in wall-clock time: whole days since 1970-01-01 and seconds into that day.
+// A point in wall-clock time: whole days since 1970-01-01, seconds into that day, and the
+// microseconds of the fraction written (its first six digits; further ones are cut).
 struct CivilTime {
   int32_t days;
   int32_t second_of_day;  // 0..86399 (a leap second 60 is folded into 59)
+  int32_t micros = 0;     // 0..999999
   int64_t epoch_seconds() const { return int64_t{days} * 86400 + second_of_day; }
+  int64_t epoch_micros() const { return epoch_seconds() * 1'000'000 + micros; }
 };
 
 // Howard Hinnant's days_from_civil / civil_from_days (public domain algorithms).
@@ -81,5 +84,9 @@ std::optional<CivilTime> ParseDateOrTimestamp(std::string_view text);
 // returns the number of characters written. REQUIRES: year in 0..9999.
 int FormatDate(int32_t days, char* out);
 int FormatDateTime(int64_t epoch_seconds, char* out);
+// "YYYY-MM-DD HH:MM:SS" and, when the microseconds are not zero, ".ffffff" (26 chars): the
+// column's precision keeps what it keeps (the server cuts the rest, as for the application's
+// own writes). Returns the number of characters written.
+int FormatDateTimeMicros(int64_t epoch_micros, char* out);
 
 }  // namespace rw

@@ -10,6 +10,12 @@
 //   holding a secret from it refuses it (RefuseSecretFrom): its owner could swap the host
 //   and collect the password.
 //
+// Writing a file rewind was told to write (--textfile, --stats-json) is as careful: the
+// text goes to a temporary file made afresh beside it (O_EXCL: never through a symlink or a
+// file planted at its name), then renamed over the name, so a link planted there is replaced,
+// never followed. A directory every user may write without the sticky bit is refused: anyone
+// could swap the file after the rename.
+//
 // Thread safety: stateless functions.
 #pragma once
 
@@ -36,5 +42,13 @@ Result<CarefulFile> ReadCarefully(const std::string& path, std::string_view what
 // that belongs to another user.
 Status RefuseSecretFrom(const CarefulFile& file, const std::string& path, std::string_view what,
                         std::string_view secret);
+
+// Writes `text` to `path` as above, made with `mode` whatever the umask, flushed to disk.
+// `option` names the flag in messages ("--stats-json").
+Status WriteCarefully(const std::string& path, const std::string& text, std::string_view option, mode_t mode = 0644);
+
+// Whether WriteCarefully could write `path` (found out before an hour of work, touching
+// nothing): its directory exists, is writable, and is not one every user may write.
+Status CheckWritable(const std::string& path, std::string_view option);
 
 }  // namespace rw

@@ -198,6 +198,22 @@ class Parser {
         return type;
       }
     }
+    // Times with fractional seconds (issue 51): datetime(N) and timestamp(N), N from 0 to 6
+    // digits, and timestamp. Their values keep the microseconds they were written with.
+    for (const char* name : {"datetime", "timestamp"}) {
+      const std::string upper = name == std::string("datetime") ? "DATETIME" : "TIMESTAMP";
+      if (text == "timestamp" && upper == "TIMESTAMP") {
+        Type type{ValueType::kDateTime};
+        type.storage.sql = upper;
+        return type;
+      }
+      for (unsigned n = 0; n <= 6; ++n) {
+        if (text != fmt::format("{}({})", name, n)) continue;
+        Type type{ValueType::kDateTime};
+        type.storage.sql = fmt::format("{}({})", upper, n);
+        return type;
+      }
+    }
     struct Int { const char* name; const char* sql; int64_t min, max; };
     static constexpr Int kInts[] = {{"tinyint", "TINYINT", -128, 127},
                                     {"smallint", "SMALLINT", -32768, 32767},
@@ -242,7 +258,8 @@ class Parser {
     }
     return Fail(n, fmt::format("unknown type '{}' (bigint, decimal(p,s), double, text, date or datetime; for a "
                                "column of its own type: varchar(N), char(N), binary(N), varbinary(N), tinyint, "
-                               "smallint, mediumint, int, each integer optionally unsigned)", text));
+                               "smallint, mediumint, int, each integer optionally unsigned, datetime(N) or "
+                               "timestamp(N) with N from 0 to 6 fractional digits, timestamp)", text));
   }
 
   // A text column's declared `collation` (varchar and char only): a name the server checks.

@@ -638,7 +638,11 @@ Status ReadConfigFile(const std::string& path, Applier& a) {
     if (line.empty() || line[0] == '#' || line[0] == ';') continue;
     const auto eq = line.find('=');
     if (eq == std::string::npos) {
-      return Status::InvalidInput(fmt::format("{}:{}: expected 'key = value', got '{}'", path, n, line));
+      // The line itself is never shown: it may hold a secret (a password without its key, or
+      // the first line of a file that is not a config file at all).
+      return Status::InvalidInput(fmt::format("{}:{}: expected 'key = value' (the line is not shown: it may hold a "
+                                              "secret)",
+                                              path, n));
     }
     const std::string key = Trim(line.substr(0, eq));
     std::string value = Trim(line.substr(eq + 1));
@@ -651,7 +655,9 @@ Status ReadConfigFile(const std::string& path, Applier& a) {
     }
     if (Find(key) == nullptr) {
       return Status::InvalidInput(
-          fmt::format("{}:{}: unknown key '{}' (keys are the long flag names of rewind --help)", path, n, key));
+          fmt::format("{}:{}: unknown key (keys are the long flag names of rewind --help; the line is not shown: it "
+                      "may hold a secret)",
+                      path, n));
     }
     if (key == "password") {
       if (Status s = RefuseSecretFrom(*file, path, "config file", "a password"); !s.ok()) return s;
@@ -659,7 +665,12 @@ Status ReadConfigFile(const std::string& path, Applier& a) {
     if (key == "models" && !value.empty() && value[0] != '/') {  // beside the config file
       value = (std::filesystem::path(path).parent_path() / value).lexically_normal().string();
     }
-    if (Status s = a.Set(key, value, kConfigFile); !s.ok()) return s.With(fmt::format("{}:{}", path, n));
+    if (Status s = a.Set(key, value, kConfigFile); !s.ok()) {
+      // The option's message without the value it got (a value may be a secret).
+      std::string why = s.message();
+      if (const size_t got = why.find(", got '"); got != std::string::npos) why.erase(got);
+      return Status::InvalidInput(fmt::format("{}:{}: {} (the value is not shown)", path, n, why));
+    }
   }
   return Status::Ok();
 }

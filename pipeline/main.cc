@@ -14,6 +14,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "config/careful_file.h"
 #include "config/options.h"
 #include "pipeline/commands.h"
 
@@ -82,11 +83,10 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "rewind: config file: {}\n", cl->config_path);
   }
   if (!o.stats_json.empty()) {
-    // Found out now, not after an hour of rebuilding.
-    std::ofstream probe(o.stats_json, std::ios::app);
-    if (!probe) {
-      fmt::print(stderr, "rewind: cannot write --stats-json file '{}': {}\n", o.stats_json,
-                 std::strerror(errno));
+    // Found out now, not after an hour of rebuilding; and nothing is written through the name
+    // yet (a link planted there would be followed).
+    if (Status s = CheckWritable(o.stats_json, "--stats-json"); !s.ok()) {
+      fmt::print(stderr, "rewind: cannot write {}\n", s.message());
       return exit_code::kUsage;
     }
   }

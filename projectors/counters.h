@@ -72,7 +72,7 @@ class TimeBucketCounter final : public Projector {
       if (type_ == BucketType::kDate) {
         sink.Date(static_cast<int32_t>(bucket));
       } else {
-        sink.DateTime(bucket);
+        sink.DateTimeMicros(bucket * 1'000'000);
       }
       sink.Int(count);
       sink.EndRow();

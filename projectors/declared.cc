@@ -351,7 +351,8 @@ std::string Convert(const FieldValue& v, ValueType type, uint8_t precision, uint
         // A date from a time: its day (floor; seconds are never negative within a day).
         out.n = seconds >= 0 ? seconds / 86400 : -((-seconds + 86399) / 86400);
       } else {
-        out.n = seconds;
+        // Microseconds: a time keeps the fraction it was written with (a bucket has none).
+        out.n = seconds * 1'000'000 + (bucket == Bucket::kNone ? t->micros : 0);
       }
       return {};
     }
@@ -508,6 +509,14 @@ class DeclaredProjector final : public Projector {
   }
   bool CountsUnkeyed() const override { return !segment_ || segment_->index == 0; }
 
+  uint64_t ApplyRecordsUnordered(const EventRecords& records, std::vector<EventFailure>& failures) override {
+    unordered_ = true;
+    unplaced_ = 0;
+    ApplyRecords(records, failures);
+    unordered_ = false;
+    return unplaced_;
+  }
+
   void ApplyRecords(const EventRecords& records, std::vector<EventFailure>& failures) override {
     if (fast_) return ApplyCounts(records, failures);
     const size_t nvalues = plan_.values.size(), ncolumns = column_plan_.size();
@@ -614,9 +623,16 @@ class DeclaredProjector final : public Projector {
         accs = accs_.data() + (accs_.size() - ncolumns);
         if (checks_sums_) pending_committed_.push_back(committed);
       }
+      bool unplaced = false;
       for (size_t i = 0; i < nvalues; ++i) {
-        if (present_[i]) Fold(plan_.values[i], typed_[i], e.id, accs[column_of_[i]]);
+        if (!present_[i]) continue;
+        if (unordered_ && (plan_.values[i].op == Op::kFirst || plan_.values[i].op == Op::kLast)) {
+          unplaced = true;  // its place among the values written is not known
+          continue;
+        }
+        Fold(plan_.values[i], typed_[i], e.id, accs[column_of_[i]]);
       }
+      unplaced_ += unplaced ? 1 : 0;
     }
   }
 
@@ -842,6 +858,12 @@ class DeclaredProjector final : public Projector {
 
   // Whether a converted value fits its column's declared type: "" when it does (or none is declared).
   static std::string Fits(const Storage& storage, ValueType type, const Typed& t) {
+    // rewind's own text values are MEDIUMTEXT: a longer one is that event's failure, not a
+    // flush the server cuts (which would stop every read model of the run).
+    constexpr size_t kMediumText = (size_t{1} << 24) - 1;
+    if (!storage.declared() && type == ValueType::kText && t.s.size() > kMediumText) {
+      return fmt::format("is {} bytes, longer than a text value holds (MEDIUMTEXT: {} bytes)", t.s.size(), kMediumText);
+    }
     if (!storage.declared()) return {};
     if (type == ValueType::kText) return FitsStorage(storage, t.s);
     if (type == ValueType::kBigInt) return FitsStorage(storage, static_cast<int64_t>(t.n));
@@ -909,7 +931,7 @@ class DeclaredProjector final : public Projector {
       case ValueType::kDouble: sink.Double(t.d); break;
       case ValueType::kText: sink.Text(t.s); break;
       case ValueType::kDate: sink.Date(static_cast<int32_t>(t.n)); break;
-      case ValueType::kDateTime: sink.DateTime(static_cast<int64_t>(t.n)); break;
+      case ValueType::kDateTime: sink.DateTimeMicros(static_cast<int64_t>(t.n)); break;
     }
   }
 
@@ -989,6 +1011,8 @@ class DeclaredProjector final : public Projector {
 
   const ModelPlan plan_;
   const std::string version_;
+  bool unordered_ = false;  // ApplyRecordsUnordered: first and last values are left out
+  uint64_t unplaced_ = 0;   // events whose first or last value was left out
   TableSpec table_;
   std::vector<size_t> column_plan_;  // per stored value column: its first contribution in plan_.values
   std::vector<size_t> column_of_;    // per contribution: its stored column

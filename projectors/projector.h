@@ -31,7 +31,7 @@ class RowSink {
   virtual ~RowSink() = default;
   virtual void Int(int64_t value) = 0;
   virtual void Date(int32_t days) = 0;             // DATE from days since 1970-01-01
-  virtual void DateTime(int64_t epoch_seconds) = 0;  // DATETIME, wall clock
+  virtual void DateTimeMicros(int64_t epoch_micros) = 0;  // DATETIME(N), wall clock, microseconds
   virtual void Text(std::string_view bytes) = 0;   // stored byte for byte
   // A DECIMAL (or any exact number) as its decimal literal, e.g. "-12.50".
   virtual void Number(std::string_view literal) = 0;
@@ -48,7 +48,7 @@ enum class ColumnType : uint8_t {
   kDouble,   // DOUBLE
   kText,     // any bytes, any length, compared byte for byte
   kDate,     // DATE
-  kDateTime, // DATETIME (seconds)
+  kDateTime, // DATETIME, or the declared DATETIME(N) (values carry microseconds)
 };
 
 // How a flushed value meets the value already in the table (rows are deltas: a flush
@@ -130,6 +130,13 @@ class Projector {
   virtual bool reads_records() const { return false; }
   virtual void Bind(EventCatalog& /*catalog*/) {}
   virtual void ApplyRecords(const EventRecords& /*records*/, std::vector<EventFailure>& /*failures*/) {}
+  // Late events below values already written into a table that keeps no event ids: what
+  // commutes (counts, sums, min, max) is folded as ApplyRecords does; first and last values
+  // cannot be placed and are left out. Returns how many events had such a value.
+  virtual uint64_t ApplyRecordsUnordered(const EventRecords& records, std::vector<EventFailure>& failures) {
+    ApplyRecords(records, failures);
+    return 0;
+  }
   // The classes it reads (after Bind), for the runner's filter.
   virtual bool reads_class(uint16_t /*event_class*/) const { return false; }
   // Whether it reads the payload (false: the event table's columns alone); one that does

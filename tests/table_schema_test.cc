@@ -68,7 +68,10 @@ TEST(TableSchema, DeclaredTypesMakeTheColumnsAndAKeyAnIndexHoldsIsThePrimaryKey)
             "PRIMARY KEY (`account_id`)) ENGINE=InnoDB");
   EXPECT_EQ(table_schema::StoredColumnList(spec), "`account_id`, `n`, `country`, `country__id`");
   EXPECT_TRUE(table_schema::KeyComparedByCollation(spec, "utf8mb4_general_ci"));
-  EXPECT_FALSE(table_schema::KeyComparedByCollation(spec, "utf8mb4_bin"));
+  // utf8mb4_bin pads with spaces ('c1' and 'c1 ' are one key): only a NO PAD binary one keeps
+  // every byte apart (issue 51 item 12).
+  EXPECT_TRUE(table_schema::KeyComparedByCollation(spec, "utf8mb4_bin"));
+  EXPECT_FALSE(table_schema::KeyComparedByCollation(spec, "utf8mb4_nopad_bin"));
   // A key longer than an index holds (utf8mb4: 4 bytes a character) keeps the hash.
   TableSpec wide = spec;
   wide.columns[0].storage = Declared("VARCHAR(800)", 800);

@@ -20,9 +20,9 @@ class TextSink final : public RowSink {
     char buf[10];
     Add(std::string(buf, FormatDate(days, buf)));
   }
-  void DateTime(int64_t s) override {
-    char buf[19];
-    Add(std::string(buf, FormatDateTime(s, buf)));
+  void DateTimeMicros(int64_t us) override {
+    char buf[26];
+    Add(std::string(buf, FormatDateTimeMicros(us, buf)));
   }
   void Text(std::string_view b) override { Add(quote_text_ ? "'" + std::string(b) + "'" : std::string(b)); }
   void Number(std::string_view literal) override { Add(std::string(literal)); }

@@ -19,6 +19,7 @@
 
 #include "base/civil_time.h"
 #include "base/sha256.h"
+#include "config/careful_file.h"
 #include "pipeline/ingest/access_log.h"
 #include "stages/db/checkpoint_store.h"
 #include "stages/db/connection.h"
@@ -803,7 +804,7 @@ class FileIngest {
           tsv_.Text(uuid);
           tsv_.Text(o_.events.page_visited_class);
           tsv_.Text(payload);
-          tsv_.DateTime(v.epoch_seconds);
+          tsv_.DateTimeMicros(v.epoch_seconds * 1'000'000);
           tsv_.EndRow();
         } else {
           char when[20];
@@ -1019,7 +1020,10 @@ int IngestCommand(const IngestOptions& o, const std::vector<std::string>& files,
   if (!o.stats_json.empty()) {
     nlohmann::json j = {{"lines_read", counts.lines}, {"events_stored", counts.stored},
                         {"dry_run", o.dry_run}, {"skipped", counts.skipped}};
-    std::ofstream(o.stats_json) << j.dump(2) << "\n";
+    if (Status s = WriteCarefully(o.stats_json, j.dump(2) + "\n", "--stats-json"); !s.ok()) {
+      fmt::print(stderr, "rewind: {}\n", s.message());
+      return exit_code::kError;
+    }
   }
   return exit_code::kOk;
 }

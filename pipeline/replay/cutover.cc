@@ -53,9 +53,13 @@ Status CutOverOnce(Build& b, Connection& lock) {
   const std::string& events_table = b.options().events.table;
   ReplaySummary& sum = b.summary();
   ++sum.cutover_attempts;
-  // A read model handed back to the application's projector: that projector must not have
-  // written its live table during the rebuild (hand_over.h).
-  if (Status s = hand_over::CheckUntouched(b.admin(), b.hand_overs()); !s.ok()) return s;
+  // A lock connection lost in an earlier attempt (killed under the hold) is opened again.
+  if (!lock.Execute("DO 0").ok()) {
+    if (Status s = lock.Reconnect(); !s.ok()) return s.With("opening the cut-over's lock connection again");
+  }
+  // The application's own tables (and those handed back to its projector): nothing may have
+  // written them during the rebuild (hand_over.h); checked before the hold, not under it.
+  if (Status s = hand_over::CheckUntouched(b.admin(), b.watched_tables()); !s.ok()) return s;
   Status held = table_admin::HoldWriters(lock, events_table);
   if (held.code() == Status::Code::kRetryable) {
     return Status::Error(
@@ -69,6 +73,7 @@ Status CutOverOnce(Build& b, Connection& lock) {
                     events_table));
   }
   const auto held_since = std::chrono::steady_clock::now();
+  const unsigned long holder = lock.thread_id();
   FaultPoint("writers-held");
   // No insert is open now: read to the final head, and settle every gap (only the holes
   // still watched are read again: those near the head).
@@ -83,6 +88,7 @@ Status CutOverOnce(Build& b, Connection& lock) {
     sum.head_id = b.source().head();
   }
   if (s.ok()) s = b.CheckBudget();
+  if (s.ok()) s = b.CheckNothingMissed();
   if (s.ok()) {
     FaultPoint("before-swap");
     s = b.EnsureAdmin();
@@ -94,6 +100,13 @@ Status CutOverOnce(Build& b, Connection& lock) {
     Result<std::unique_ptr<Connection>> h = hand_over::Begin(b.options().connection, b.hand_overs(), sum.head_id, &changed);
     if (h.ok()) handing = std::move(*h);
     else s = h.status();
+  }
+  // The swap only while the hold still holds: a hold lost since it was taken (its connection
+  // killed) let inserts commit below the head. The hand-over's transaction rolls back with it.
+  bool lost_hold = false;
+  if (s.ok()) {
+    s = table_admin::CheckHold(lock, holder, events_table);
+    lost_hold = !s.ok();
   }
   if (s.ok()) s = b.SwapIn();
   if (handing) {
@@ -107,7 +120,7 @@ Status CutOverOnce(Build& b, Connection& lock) {
   }
   (void)table_admin::ReleaseWriters(lock);
   sum.writers_held_seconds += Since(held_since);
-  if (s.code() == Status::Code::kRetryable) {
+  if (s.code() == Status::Code::kRetryable && !lost_hold) {
     return Status::Error(Status::Code::kRetryable,
                          "open transactions on the live tables kept the swap waiting");
   }
@@ -220,6 +233,7 @@ Status FinishSwap(Build& b) {
   if (s.ok()) s = CatchUp(b);
   if (s.ok()) s = b.CheckNotEmpty();
   if (s.ok()) s = b.CheckBudget();
+  if (s.ok()) s = b.CheckNothingMissed();
   if (s.ok()) s = b.StoppedBeforeSwap();
   if (s.ok()) s = CutOver(b);
   if (s.ok() && b.options().follow) s = Follow(b);

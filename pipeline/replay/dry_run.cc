@@ -133,6 +133,9 @@ struct Findings {
   };
   std::vector<TableState> tables;
   std::vector<hand_over::Step> hand_overs;
+  // The application's live tables the swap checks for writes (CHECKSUM TABLE at the start and
+  // before the cut-over), with their rows (the server's estimate): the cost of the check.
+  std::vector<std::pair<std::string, uint64_t>> watched;
   std::vector<std::string> missing;  // grants
   std::string no_match;
   bool proves = false;  // missing ids proven final by the server
@@ -262,9 +265,23 @@ void CheckHandOversAndGrants(Connection& c, const ReplayOptions& o, const RunPla
                              const std::vector<std::unique_ptr<ProjectorRunner>>& runners, Findings& f) {
   std::vector<const Projector*> ps;
   for (const auto& r : runners) ps.push_back(&r->projector());
-  Result<std::vector<hand_over::Step>> h = hand_over::Prepare(c, ps, o.follow, plan.swap());
+  Result<std::vector<hand_over::Step>> h = hand_over::Prepare(c, ps, o.follow, plan.swap(), o.events.table);
   if (h.ok()) f.hand_overs = std::move(*h);
   else f.blockers.push_back(h.status().message());
+  for (size_t i = 0; plan.swap() && i < runners.size() && i < f.tables.size(); ++i) {
+    const std::string& live = runners[i]->projector().table().name;
+    const live_shape::Kind kind = f.tables[i].shape.kind;
+    const bool handed = std::any_of(f.hand_overs.begin(), f.hand_overs.end(),
+                                    [&](const hand_over::Step& s) { return s.live_table == live; });
+    if (!f.tables[i].live_exists ||
+        !(kind == live_shape::Kind::kApplications || kind == live_shape::Kind::kReshaped || handed)) {
+      continue;
+    }
+    Result<std::optional<std::string>> rows = c.QueryValue(fmt::format(
+        "SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = {}",
+        c.Quote(live)));
+    f.watched.emplace_back(live, rows.ok() && *rows ? std::stoull(**rows) : 0);
+  }
   std::vector<std::string> needed = {"SELECT", "INSERT", "UPDATE", "DELETE", "CREATE", "DROP", "ALTER"};
   if (plan.swap()) needed.push_back("LOCK TABLES");
   Result<std::vector<std::string>> held = HeldPrivileges(c);
@@ -352,6 +369,8 @@ void PrintJson(std::FILE* out, const Findings& f, const std::vector<std::unique_
   j["missing_grants"] = f.missing;
   j["hand_overs"] = nlohmann::json::array();
   for (const hand_over::Step& h : f.hand_overs) j["hand_overs"].push_back({{"read_model", h.read_model}, {"sql", h.sql}});
+  j["watched_tables"] = nlohmann::json::array();
+  for (const auto& [table, rows] : f.watched) j["watched_tables"].push_back({{"table", table}, {"rows", rows}});
   j["finality"] = f.proves ? "server" : "fallback";
   if (!f.proves) j["fallback_rule"] = f.by_ids ? "ids" : "times and ids";
   fmt::print(out, "{}\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
@@ -373,6 +392,12 @@ void PrintText(std::FILE* out, const Findings& f, const std::vector<std::unique_
                m.table + (t.in_the_way ? " (refused: see below)" : t.exists ? " (replaces a leftover)" : ""),
                WithThousands(static_cast<uint64_t>(m.rows)), Human(m.bytes), f.whole ? "" : "  (estimate)");
     PrintLiveTable(out, runners[i]->projector().table(), t.live_exists, t.shape, swap);
+  }
+  for (const auto& [table, rows] : f.watched) {
+    fmt::print(out, "the application's table {}: nothing may write it until the swap (pause the application's "
+                    "projector): the swap is refused when it changed; checked by CHECKSUM TABLE at the start and "
+                    "before the cut-over, outside the hold (a scan of about {} rows each time)\n",
+               table, WithThousands(rows));
   }
   for (const hand_over::Step& h : f.hand_overs) {
     fmt::print(out, "hand-over: at the swap, {} runs {} with the last event id applied (the application's "

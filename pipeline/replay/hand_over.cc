@@ -3,6 +3,10 @@
 #include <fmt/core.h>
 #include <mysql.h>
 
+#include <algorithm>
+#include <cctype>
+#include <map>
+
 namespace rw::hand_over {
 namespace {
 
@@ -26,10 +30,78 @@ Result<unsigned long> Parameters(Connection& c, const std::string& sql) {
   return n;
 }
 
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& ch : out) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return out;
+}
+
+// The tables of the current database named in `sql` (case-blind, as a refusal on a word that
+// merely looks like a table is safe) with whether their engine rolls back.
+Result<std::map<std::string, bool>> NamedTables(Connection& c, const std::string& sql) {
+  Result<Rows> r = c.Query(
+      "SELECT t.TABLE_NAME, COALESCE(e.TRANSACTIONS, 'NO') FROM information_schema.TABLES t "
+      "LEFT JOIN information_schema.ENGINES e ON e.ENGINE = t.ENGINE "
+      "WHERE t.TABLE_SCHEMA = DATABASE() AND t.TABLE_TYPE = 'BASE TABLE'");
+  if (!r.ok()) return r.status();
+  std::map<std::string, bool> named;
+  std::vector<std::string> words = NamedIdentifiers(sql);
+  for (std::string& w : words) w = Lower(w);
+  for (const auto& row : r->rows) {
+    const std::string table = row[0].value_or("");
+    if (std::find(words.begin(), words.end(), Lower(table)) == words.end()) continue;
+    named[table] = row[1].value_or("NO") == "YES";
+  }
+  return named;
+}
+
 }  // namespace
 
+std::vector<std::string> NamedIdentifiers(std::string_view sql) {
+  std::vector<std::string> words;
+  size_t i = 0;
+  const size_t n = sql.size();
+  auto word = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '$' || (ch & 0x80); };
+  while (i < n) {
+    const char ch = sql[i];
+    if (ch == '\'' || ch == '"') {  // a string literal: skipped, escapes and doubled quotes too
+      for (++i; i < n; ++i) {
+        if (sql[i] == '\\') { ++i; continue; }
+        if (sql[i] == ch) {
+          if (i + 1 < n && sql[i + 1] == ch) { ++i; continue; }
+          break;
+        }
+      }
+      ++i;
+    } else if (ch == '`') {
+      std::string w;
+      for (++i; i < n; ++i) {
+        if (sql[i] == '`') {
+          if (i + 1 < n && sql[i + 1] == '`') { w += '`'; ++i; continue; }
+          break;
+        }
+        w += sql[i];
+      }
+      ++i;
+      words.push_back(std::move(w));
+    } else if (ch == '#' || (ch == '-' && i + 1 < n && sql[i + 1] == '-')) {
+      while (i < n && sql[i] != '\n') ++i;
+    } else if (ch == '/' && i + 1 < n && sql[i + 1] == '*') {
+      const size_t end = sql.find("*/", i + 2);
+      i = end == std::string_view::npos ? n : end + 2;
+    } else if (word(ch)) {
+      const size_t start = i;
+      while (i < n && word(sql[i])) ++i;
+      words.emplace_back(sql.substr(start, i - start));
+    } else {
+      ++i;
+    }
+  }
+  return words;
+}
+
 Result<std::vector<Step>> Prepare(Connection& c, const std::vector<const Projector*>& projectors, bool follow,
-                                  bool swaps) {
+                                  bool swaps, const std::string& events_table) {
   std::vector<Step> steps;
   for (const Projector* p : projectors) {
     const std::string sql = p->hand_over();
@@ -53,22 +125,50 @@ Result<std::vector<Step>> Prepare(Connection& c, const std::vector<const Project
                                               "last event id applied; nothing was done",
                                               name, p->origin(), *n));
     }
-    Result<std::string> sum = Checksum(c, p->table().name);
-    if (!sum.ok()) return sum.status();
-    steps.push_back({name, p->table().name, sql, *sum});
+    Result<std::map<std::string, bool>> tables = NamedTables(c, sql);
+    if (!tables.ok()) return tables.status();
+    for (const auto& [table, transactional] : *tables) {
+      if (Lower(table) == Lower(events_table)) {
+        return Status::InvalidInput(fmt::format(
+            "the hand_over of {} ({}) names the event table {}: it would run while the cut-over holds that "
+            "table's inserts off, and wait on that hold. Keep the application's position in a table of its own; "
+            "nothing was done",
+            name, p->origin(), table));
+      }
+      if (!transactional) {
+        return Status::InvalidInput(fmt::format(
+            "the hand_over of {} ({}) names {}, whose engine cannot roll back: if the swap did not happen, the "
+            "position it wrote would stay, and the application's projector would skip events. Make {} "
+            "transactional (ALTER TABLE {} ENGINE=InnoDB), or leave hand_over out and set the position yourself "
+            "after the swap; nothing was done",
+            name, p->origin(), table, table, QuoteIdentifier(table)));
+      }
+    }
+    steps.push_back({name, p->table().name, sql});
   }
   return steps;
 }
 
-Status CheckUntouched(Connection& c, const std::vector<Step>& steps) {
-  for (const Step& s : steps) {
+Result<std::vector<Watched>> Watch(Connection& c, const std::vector<std::pair<std::string, std::string>>& tables) {
+  std::vector<Watched> out;
+  for (const auto& [read_model, table] : tables) {
+    Result<std::string> sum = Checksum(c, table);
+    if (!sum.ok()) return sum.status();
+    out.push_back({read_model, table, *sum});
+  }
+  return out;
+}
+
+Status CheckUntouched(Connection& c, const std::vector<Watched>& watched) {
+  for (const Watched& s : watched) {
     Result<std::string> sum = Checksum(c, s.live_table);
     if (!sum.ok()) return sum.status();
     if (*sum != s.checksum) {
       return Status::InvalidInput(fmt::format(
           "the live table {} changed during the rebuild (CHECKSUM TABLE {} then {}): the application's "
-          "projector (or something else) is still writing it, and its position would not be the rebuild's. "
-          "Nothing was swapped in: pause it, then run again",
+          "projector (or something else) is still writing it; its writes would be lost at the swap, and its "
+          "position would not be the rebuild's. Nothing was swapped in: pause it, then run again (--resume "
+          "keeps what was built)",
           s.live_table, s.checksum.empty() ? "none" : s.checksum, sum->empty() ? "none" : *sum));
     }
   }
@@ -80,7 +180,9 @@ Result<std::unique_ptr<Connection>> Begin(const ConnectionOptions& o, const std:
   Result<std::unique_ptr<Connection>> c = Connection::Open(o);
   if (!c.ok()) return c.status();
   Connection& h = **c;
-  Status s = h.Execute("START TRANSACTION");
+  // Under the cut-over's hold: every wait bounded, as the RENAME's is.
+  Status s = h.Execute("SET SESSION lock_wait_timeout = 1, innodb_lock_wait_timeout = 1");
+  if (s.ok()) s = h.Execute("START TRANSACTION");
   if (s.ok()) s = h.Execute(fmt::format("SET @rewind_position = {}", IdText(position)));
   for (const Step& step : steps) {
     if (s.ok()) s = h.Execute("PREPARE rewind_hand_over FROM " + h.Quote(step.sql));

@@ -9,7 +9,7 @@
 // what it wrote meanwhile would go with the old table, and a position it keeps in memory
 // would skip or repeat events. rewind checks that the live tables did not change between
 // the start and the cut-over (CHECKSUM TABLE, a scan of each: a projector still writing is
-// refused before the swap), and runs the statements in one transaction committed only after
+// refused before the swap; the same for every application's table, hand_over or not), and runs the statements in one transaction committed only after
 // the swap (rolled back when the swap fails).
 //
 // Thread safety: stateless functions; each call uses the connection it is given.
@@ -30,22 +30,43 @@ struct Step {
   std::string read_model;
   std::string live_table;
   std::string sql;
-  std::string checksum;  // of the live table when the run started ("" when it had none)
+};
+
+// A live table the application writes (its own table, or one handed back), and its checksum
+// when the run started ("" when it had none).
+struct Watched {
+  std::string read_model;
+  std::string live_table;
+  std::string checksum;
 };
 
 // The read models' statements, each checked with the server (it prepares, with one
 // parameter) before any work, and their live tables' checksums. Refuses statements with
 // --follow (rewind would go on applying what the application's projector applies) and,
-// without a swap (`swaps` false: --into, verify), runs none (an empty list).
+// without a swap (`swaps` false: --into, verify), runs none (an empty list). Refuses, before
+// any work, a statement that names the event table (it would wait on the cut-over's own hold
+// of that table) or a table whose engine cannot roll back (Aria, MyISAM: a swap that did not
+// happen could not take the statement back, and the application's projector would skip
+// events).
 Result<std::vector<Step>> Prepare(Connection& c, const std::vector<const Projector*>& projectors, bool follow,
-                                  bool swaps);
+                                  bool swaps, const std::string& events_table);
 
-// Refuses when a live table changed since Prepare: something (the application's projector)
-// writes it during the rebuild.
-Status CheckUntouched(Connection& c, const std::vector<Step>& steps);
+// The words of `sql` that may name a table: identifiers bare or in backquotes (the last
+// part of db.table), string literals and comments left out. Exposed for the tests.
+std::vector<std::string> NamedIdentifiers(std::string_view sql);
+
+// The checksums (CHECKSUM TABLE: a scan of each) of the live tables the application may
+// write, `tables` as (read model, live table): taken when the run starts.
+Result<std::vector<Watched>> Watch(Connection& c, const std::vector<std::pair<std::string, std::string>>& tables);
+
+// Refuses when a watched table changed since Watch: something (the application's projector)
+// writes it during the rebuild, and its writes would be lost at the RENAME. Runs before the
+// cut-over's hold, so the hold is no longer for it.
+Status CheckUntouched(Connection& c, const std::vector<Watched>& watched);
 
 // On its own connection: START TRANSACTION, then every statement with `position` bound;
-// the transaction is left open for Finish. `changed` gets the rows each changed.
+// the transaction is left open for Finish. Its waits for locks are bounded (about a
+// second, as the RENAME's): a wait that times out is kRetryable, the cut-over tried again. `changed` gets the rows each changed.
 Result<std::unique_ptr<Connection>> Begin(const ConnectionOptions& o, const std::vector<Step>& steps,
                                           EventId position, std::vector<uint64_t>* changed);
 

@@ -1,5 +1,7 @@
 #include "pipeline/replay/inspect.h"
 
+#include "config/careful_file.h"
+
 #include <fmt/core.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -132,37 +134,11 @@ std::string PrometheusText(const std::vector<checkpoint_store::StatusRow>& rows,
   return out;
 }
 
-// Writes `text` to `path` as node_exporter's textfile collector wants it: a temp file in the
-// same directory (not ending in .prom, so the collector never reads it half-written), made
-// afresh by mkstemp (O_EXCL: never through a symlink or file planted at its name), made
-// 0644 whatever the umask (the collector runs as another user), flushed to disk, then
-// renamed over `path`.
+// Writes `text` to `path` as node_exporter's textfile collector wants it: through a temp file
+// in the same directory (not ending in .prom, so the collector never reads it half-written),
+// made 0644 whatever the umask (the collector runs as another user), renamed over `path`.
 Status WriteTextfile(const std::string& path, const std::string& text) {
-  const std::filesystem::path target(path);
-  const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : ".";
-  std::string temp = (dir / fmt::format(".{}.XXXXXX", target.filename().string())).string();
-  bool made = false;
-  auto fail = [&](const std::string& what) {
-    const std::string why = std::strerror(errno);
-    if (made) (void)::unlink(temp.c_str());
-    return Status::Error(
-        Status::Code::kInvalidInput,
-        fmt::format("--textfile {}: {} ({}); check the directory exists and is writable", path,
-                    what, why));
-  };
-  const int fd = ::mkstemp(temp.data());
-  if (fd < 0) return fail("cannot create a temporary file in " + dir.string());
-  made = true;
-  std::FILE* f = ::fdopen(fd, "w");
-  if (f == nullptr) {
-    ::close(fd);
-    return fail("cannot write " + temp);
-  }
-  const bool written = ::fchmod(fd, 0644) == 0 && std::fwrite(text.data(), 1, text.size(), f) == text.size() &&
-                       std::fflush(f) == 0 && ::fsync(fd) == 0;
-  if (std::fclose(f) != 0 || !written) return fail("cannot write " + temp);
-  if (std::rename(temp.c_str(), path.c_str()) != 0) return fail("cannot rename " + temp + " to it");
-  return Status::Ok();
+  return WriteCarefully(path, text, "--textfile", 0644);
 }
 
 }  // namespace

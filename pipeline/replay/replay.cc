@@ -85,7 +85,7 @@ struct Prepared {
   GapSet gaps;
   bool created = false;  // the target table was just created, empty
   bool fresh_under_resume = false;  // --resume, but nothing of it was interrupted
-  uint64_t prior_applied = 0, prior_failed = 0;  // by the interrupted part of the run
+  uint64_t prior_applied = 0, prior_failed = 0, prior_missed = 0;  // by the interrupted part of the run
 };
 
 // What a plan's build table is, in messages and in rewind_tables.
@@ -130,7 +130,7 @@ Result<Prepared> PrepareProjector(Connection& c, const Projector& p, const std::
         fmt::print(log, "rewind: {} resumes after event {}\n", name,
                    (*cp)->last_event_id == kBeforeFirstId ? "(none)" : IdText((*cp)->last_event_id));
         return Prepared{(*cp)->last_event_id, (*cp)->gaps, false, false, (*cp)->events_applied,
-                        (*cp)->failed_events};
+                        (*cp)->failed_events, (*cp)->missed_events};
       }
       // Its per-visitor state lives only in memory, so a partial table cannot be
       // continued exactly: rebuild this one read model from the first event.
@@ -156,7 +156,7 @@ Result<Prepared> PrepareProjector(Connection& c, const Projector& p, const std::
   cp.rewind_version = BuildVersion();
   cp.head_event_id = head;
   if (Status s = checkpoint_store::Start(c, cp); !s.ok()) return s;
-  return Prepared{kBeforeFirstId, {}, true, fresh_under_resume, 0, 0};
+  return Prepared{kBeforeFirstId, {}, true, fresh_under_resume, 0, 0, 0};
 }
 
 // Flushes every runner in parallel (each on its own connection); the first error.
@@ -293,6 +293,15 @@ Status Build::JudgeTheLiveTables(const std::vector<std::unique_ptr<Projector>>& 
   for (const auto& p : projectors) {
     Result<live_shape::Judgement> j = JudgeLiveTable(*admin_, *p, o_.reshape);
     if (!j.ok()) return j.status();
+    if (plan_.segment && !j->bulk_load) {
+      // Segments split keys by their bytes; keys the table's collation holds equal ('c1',
+      // 'C1', 'c1 ') would land in two segments and collide at the merge.
+      return Status::InvalidInput(fmt::format(
+          "{} ({}): its table compares the key's text by a collation that folds case, accents or trailing spaces, "
+          "and --segment splits keys by their bytes, so keys the table holds equal would fall into two segments; "
+          "build it whole (without --segment); nothing was done",
+          p->name(), p->table().name));
+    }
     if (j->kind == live_shape::Kind::kApplications) {
       fmt::print(stderr, "rewind: {} is the application's table: the rebuild keeps its shape (a copy LIKE it, "
                          "the read model's columns written by name){}\n",
@@ -310,10 +319,29 @@ Status Build::JudgeTheLiveTables(const std::vector<std::unique_ptr<Projector>>& 
 Status Build::PrepareTheHandOvers(const std::vector<std::unique_ptr<Projector>>& projectors) {
   std::vector<const Projector*> ps;
   for (const auto& p : projectors) ps.push_back(p.get());
-  Result<std::vector<hand_over::Step>> steps = hand_over::Prepare(*admin_, ps, o_.follow, plan_.swap());
+  Result<std::vector<hand_over::Step>> steps = hand_over::Prepare(*admin_, ps, o_.follow, plan_.swap(), o_.events.table);
   if (!steps.ok()) return steps.status();
   hand_overs_ = std::move(*steps);
+  if (!plan_.swap()) return Status::Ok();
+  // Every live table the application may write (its own, or one handed back) is watched: its
+  // writes during the rebuild would be lost at the RENAME.
+  Result<std::vector<hand_over::Watched>> watched = hand_over::Watch(*admin_, ApplicationsTables());
+  if (!watched.ok()) return watched.status();
+  watched_tables_ = std::move(*watched);
   return Status::Ok();
+}
+
+std::vector<std::pair<std::string, std::string>> Build::ApplicationsTables() const {
+  std::vector<std::pair<std::string, std::string>> tables;
+  for (size_t i = 0; i < live_tables_.size() && i < shapes_.size(); ++i) {
+    const live_shape::Kind kind = shapes_[i].kind;
+    const bool handed = std::any_of(hand_overs_.begin(), hand_overs_.end(),
+                                    [&](const hand_over::Step& h) { return h.live_table == live_tables_[i]; });
+    if (kind == live_shape::Kind::kApplications || kind == live_shape::Kind::kReshaped || handed) {
+      tables.emplace_back(names_[i], live_tables_[i]);
+    }
+  }
+  return tables;
 }
 
 Status Build::CheckTablesInTheWay() {
@@ -430,6 +458,12 @@ Status Build::PrepareRunners(std::vector<std::unique_ptr<Projector>> projectors,
   std::set<std::string> resumed_runs;
   size_t fresh_under_resume = 0;  // read models --resume found nothing of
   if (Status s = PrepareSegments(projectors); !s.ok()) return s;
+  // Multi-row statements sized to the server's max_allowed_packet (1 MiB on some servers,
+  // MySQL 5.7's 4 MiB): half of it, so that the row that closes a statement fits too.
+  Result<std::optional<std::string>> packet = c.QueryValue("SELECT @@max_allowed_packet");
+  if (!packet.ok()) return packet.status();
+  const size_t statement_bytes =
+      std::clamp<size_t>(*packet ? std::stoull(**packet) / 2 : size_t{8} << 20, 4096, RunnerOptions{}.statement_bytes);
   for (auto& p : projectors) {
     const std::string target = p->table().name + plan_.table_suffix;
     const live_shape::Judgement& shape = shapes_[runners_.size()];
@@ -450,13 +484,16 @@ Status Build::PrepareRunners(std::vector<std::unique_ptr<Projector>> projectors,
     ro.flush_every_events = o_.flush_every_events;
     ro.flush_max_rows = o_.flush_max_rows;
     ro.write_every_events = o_.write_every_events;
+    ro.statement_bytes = statement_bytes;
     ro.run_id = sum_.run_id;
     ro.stop_on_failure = o_.stop_on_failure;
     ro.application_table = shape.kind == live_shape::Kind::kApplications;
+    if (ro.application_table) ro.generated_columns = shape.generated;
     ro.bulk_load = shape.bulk_load;
     sum_.projectors.push_back(ProjectorSummary{std::string(p->name()), target, prep->resume_after});
     prior_applied_.push_back(prep->prior_applied);
     prior_failed_.push_back(prep->prior_failed);
+    prior_missed_.push_back(prep->prior_missed);
     Result<std::unique_ptr<ProjectorRunner>> r =
         ProjectorRunner::Make(std::move(p), std::move(*conn), ro);
     if (!r.ok()) return r.status();
@@ -738,6 +775,21 @@ Status Build::CheckNotEmpty() {
       empty, o_.events.table, WithThousands(sum_.events_read), classes));
 }
 
+Status Build::CheckNothingMissed() {
+  std::string missed;
+  for (size_t i = 0; i < runners_.size(); ++i) {
+    const uint64_t n = prior_missed_[i] + runners_[i]->stats().missed_events;
+    if (n > 0) missed += fmt::format("{}{} missed {}", missed.empty() ? "" : "; ", names_[i], n);
+  }
+  if (missed.empty()) return Status::Ok();
+  return Status::InvalidInput(fmt::format(
+      "events committed late could not be placed exactly ({}): a first or last value below values already written "
+      "into the application's table, which keeps no event id, or an event below where an order-dependent read model "
+      "had applied. Their counts and sums are in, the rest would be wrong: nothing was swapped in. Rebuild again from "
+      "the start (without --resume): the late commits are in the table now; a smaller --flush-every, or an "
+      "application that keeps transactions short, makes it rarer",
+      missed));
+}
 
 Status Build::StoppedBeforeSwap() {
   if (!stop_.load()) return Status::Ok();

@@ -81,6 +81,9 @@ class Build {
   Status CheckBudget();
   // Refuses to swap an empty build over a live table with rows (unless --allow-empty).
   Status CheckNotEmpty();
+  // Refuses to swap a build that missed events it knows of (committed late, not placeable
+  // exactly): a result known to be wrong is never swapped in.
+  Status CheckNothingMissed();
   // With a read server (--read-host/--read-socket): the reader moves to the primary, for
   // the catch-up and the cut-over (read_replica.h). Nothing to do otherwise.
   Status ReadFromPrimary();
@@ -110,6 +113,8 @@ class Build {
   Connection& admin() { return *admin_; }
   // The statements that hand the position back at the swap (hand_over.h).
   const std::vector<hand_over::Step>& hand_overs() const { return hand_overs_; }
+  // The live tables the application may write during the rebuild, with their checksums.
+  const std::vector<hand_over::Watched>& watched_tables() const { return watched_tables_; }
 
  private:
   // Prepare's steps, in order.
@@ -118,6 +123,9 @@ class Build {
   Status NameTheTables(const std::vector<std::unique_ptr<Projector>>& projectors);
   Status JudgeTheLiveTables(const std::vector<std::unique_ptr<Projector>>& projectors);
   Status PrepareTheHandOvers(const std::vector<std::unique_ptr<Projector>>& projectors);
+  // (read model, live table) of every live table the application may write: its own shape
+  // (kept or reshaped), or one a hand_over hands back.
+  std::vector<std::pair<std::string, std::string>> ApplicationsTables() const;
   Status CheckTablesInTheWay();
   Status TakeOwnership();
   Status ReadTheHead();
@@ -150,8 +158,9 @@ class Build {
   std::vector<std::string> live_tables_, names_;
   std::vector<live_shape::Judgement> shapes_;  // of each live table, as live_tables_
   std::vector<hand_over::Step> hand_overs_;
+  std::vector<hand_over::Watched> watched_tables_;
   std::vector<std::string> lock_tables_;  // the tables this run's named locks are on
-  std::vector<uint64_t> prior_applied_, prior_failed_;
+  std::vector<uint64_t> prior_applied_, prior_failed_, prior_missed_;
   std::unique_ptr<Throttle> throttle_;
   Progress* progress_ = nullptr;
   std::vector<std::unique_ptr<ProjectorRunner>> runners_;

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <memory>
 
+#include "config/careful_file.h"
 #include "pipeline/engine/read_models.h"
 #include "pipeline/replay/dry_run.h"
 #include "pipeline/replay/inspect.h"
@@ -62,11 +63,8 @@ int ReplayCommand(const ReplayOptions& o, const std::vector<std::string>& args,
   }
   int stats_error = 0;
   if (!o.stats_json.empty()) {
-    std::ofstream json(o.stats_json, std::ios::trunc);
-    json << sum.Json();
-    json.close();
-    if (!json) {
-      fmt::print(stderr, "rewind: could not write --stats-json file '{}'\n", o.stats_json);
+    if (Status s = WriteCarefully(o.stats_json, sum.Json(), "--stats-json"); !s.ok()) {
+      fmt::print(stderr, "rewind: {}\n", s.message());
       stats_error = exit_code::kError;
     }
   }

@@ -66,8 +66,13 @@ Status CopyIn(Connection& c, const Found& f, const std::string& shadow, const Ch
   for (const auto& [seg, cp] : f.segments) {
     s = table_admin::CopyRows(c, cp.target_table, shadow);
     if (!s.ok()) {
-      s = s.With(fmt::format("copying segment {} of {} into {} (a key in two segments is a bug in rewind's "
-                             "segment hash)", SegmentText(seg), f.name, shadow));
+      const bool duplicate = s.message().find("(error 1062)") != std::string::npos;
+      s = s.With(fmt::format(
+          "copying segment {} of {} into {}{}", SegmentText(seg), f.name, shadow,
+          duplicate ? ": two segments hold keys the table's unique key holds equal (its collation folds case, "
+                      "accents or trailing spaces, and segments split keys by their bytes): build this read model "
+                      "whole, without --segment; nothing was swapped in"
+                    : ""));
       break;
     }
   }
@@ -140,6 +145,19 @@ Status Split(std::vector<std::unique_ptr<Projector>>& projectors, const Segment&
 Status CheckOneCount(Connection& c, const std::vector<std::string>& names,
                      const std::vector<std::string>& live_tables, const Segment& segment) {
   for (size_t i = 0; i < names.size(); ++i) {
+    // A whole build of the same read model (under way, interrupted or built) is the first
+    // claim: a segment beside it would never merge with it.
+    Result<std::vector<Checkpoint>> rows = checkpoint_store::ForLiveTable(c, live_tables[i]);
+    if (!rows.ok()) return rows.status();
+    for (const Checkpoint& cp : *rows) {
+      if (cp.projector != names[i] || cp.target_table != live_tables[i] + table_admin::kShadowSuffix) continue;
+      return Status::InvalidInput(fmt::format(
+          "--segment {}: {} is already being built whole in {} ({}, run {}): segments beside it would not merge "
+          "with it; finish that build (rewind replay --resume), or start afresh with a rebuild without --resume; "
+          "nothing was done",
+          SegmentText(segment), names[i], cp.target_table,
+          cp.status ? std::string(CheckpointStatusText(*cp.status)) : std::string("unknown"), cp.run_id));
+    }
     Result<std::optional<Found>> f = Find(c, names[i], live_tables[i]);
     if (!f.ok()) return f.status();
     if (!*f) continue;

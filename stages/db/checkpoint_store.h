@@ -105,6 +105,7 @@ struct Checkpoint {
   EventId head_event_id = kBeforeFirstId;
   uint64_t events_applied = 0;
   uint64_t failed_events = 0;  // events it was given and could not apply
+  uint64_t missed_events = 0;  // events committed late that it could not place exactly
 };
 
 // Where `rewind ingest` stands in one log file.
@@ -210,10 +211,11 @@ Result<bool> ReplicaMarkerSeen(Connection& c, const std::string& token);
 Status DeleteReplicaMarker(Connection& c, const std::string& token);
 
 // Failures.
-// An INSERT of the batch's failures for `run_id`, or "" when there are none. Reasons are
-// made valid UTF-8 and cut on a character boundary; the excerpt is stored as bytes.
-std::string InsertFailuresSql(Connection& c, const std::string& run_id,
-                              const std::vector<Failure>& failures);
+// The INSERTs of the batch's failures for `run_id` (none when there are none), each about
+// 256 KiB at most: under any server's max_allowed_packet (1 MiB, or MySQL 5.7's 4 MiB).
+// Reasons are made valid UTF-8 and cut on a character boundary; the excerpt is stored as bytes.
+std::vector<std::string> InsertFailuresSql(Connection& c, const std::string& run_id,
+                                           const std::vector<Failure>& failures);
 Result<uint64_t> CountFailures(Connection& c, const std::string& run_id);
 Status DeleteFailuresAfter(Connection& c, const std::string& run_id, EventId after);
 // A segment's build merged into the build of run `into` (pipeline/replay/segments.h): the

@@ -89,7 +89,10 @@ class Connection {
   // statement left any, else Ok. A write the server changed silently (a value clamped or
   // truncated) is an error: LOAD DATA LOCAL turns strict mode's errors into warnings, and a
   // server's sql_mode cannot be trusted anyway.
-  Status RefuseWarnings(std::string_view what);
+  // Warnings that name one of `computed` ("... for column 'c' ...": the table's generated
+  // columns, which the server computes as it does for the application's own writes) are not
+  // rewind's values and are let through.
+  Status RefuseWarnings(std::string_view what, const std::vector<std::string>& computed = {});
 
   // Appends `bytes` as a quoted, escaped SQL string literal ('...') to `out`.
   void AppendQuoted(std::string& out, std::string_view bytes);

@@ -31,7 +31,7 @@ struct TableColumn {
   bool has_default = false;
   bool auto_increment = false;
   bool generated = false;
-  int precision = 0, scale = 0;  // decimal
+  int precision = 0, scale = 0;  // decimal; scale: a time's fractional digits too
 };
 
 struct UniqueKey {
@@ -67,6 +67,9 @@ struct Judgement {
   // one, keys rewind keeps apart are one row of the table; upserts add them up, as the
   // application's own writes would).
   bool bulk_load = true;
+  // The table's generated columns (never written: the server computes them, and a note it
+  // gives while computing one is the application's, not a value rewind wrote).
+  std::vector<std::string> generated;
 };
 
 // Judges the live table of `spec` (a declared read model's). `reshape` (--reshape): an

@@ -29,11 +29,11 @@ void AppendDate(std::string& out, int32_t days, bool quoted) {
   out.append(quoted ? buf : buf + 1, quoted ? 12 : 10);
 }
 
-void AppendDateTime(std::string& out, int64_t epoch_seconds, bool quoted) {
-  char buf[21];
-  buf[0] = buf[20] = '\'';
-  FormatDateTime(epoch_seconds, buf + 1);
-  out.append(quoted ? buf : buf + 1, quoted ? 21 : 19);
+void AppendDateTime(std::string& out, int64_t epoch_micros, bool quoted) {
+  char buf[28];
+  const int n = FormatDateTimeMicros(epoch_micros, buf + 1);
+  buf[0] = buf[n + 1] = '\'';
+  out.append(quoted ? buf : buf + 1, static_cast<size_t>(quoted ? n + 2 : n));
 }
 
 void AppendInt(std::string& out, int64_t value) {
@@ -89,9 +89,9 @@ void UpsertBuilder::Date(int32_t days) {
   Hash();
 }
 
-void UpsertBuilder::DateTime(int64_t epoch_seconds) {
+void UpsertBuilder::DateTimeMicros(int64_t epoch_micros) {
   Separator();
-  AppendDateTime(current_, epoch_seconds, /*quoted=*/true);
+  AppendDateTime(current_, epoch_micros, /*quoted=*/true);
   Hash();
 }
 
@@ -163,9 +163,9 @@ void TsvBuilder::Date(int32_t days) {
   Hash();
 }
 
-void TsvBuilder::DateTime(int64_t epoch_seconds) {
+void TsvBuilder::DateTimeMicros(int64_t epoch_micros) {
   Separator();
-  AppendDateTime(data_, epoch_seconds, /*quoted=*/false);
+  AppendDateTime(data_, epoch_micros, /*quoted=*/false);
   Hash();
 }
 
@@ -318,7 +318,7 @@ void SplitByKey::Route() {
     switch (kind) {
       case Kind::kInt: std::memcpy(&i, v.data(), sizeof i); to_->Int(i); break;
       case Kind::kDate: std::memcpy(&days, v.data(), sizeof days); to_->Date(days); break;
-      case Kind::kDateTime: std::memcpy(&i, v.data(), sizeof i); to_->DateTime(i); break;
+      case Kind::kDateTime: std::memcpy(&i, v.data(), sizeof i); to_->DateTimeMicros(i); break;
       case Kind::kText: to_->Text(v); break;
       case Kind::kNumber: to_->Number(v); break;
       case Kind::kDouble: std::memcpy(&d, v.data(), sizeof d); to_->Double(d); break;
@@ -340,8 +340,8 @@ void SplitByKey::Int(int64_t value) {
 void SplitByKey::Date(int32_t days) {
   if (!Key(Kind::kDate, BytesOf(days))) to_->Date(days);
 }
-void SplitByKey::DateTime(int64_t epoch_seconds) {
-  if (!Key(Kind::kDateTime, BytesOf(epoch_seconds))) to_->DateTime(epoch_seconds);
+void SplitByKey::DateTimeMicros(int64_t epoch_micros) {
+  if (!Key(Kind::kDateTime, BytesOf(epoch_micros))) to_->DateTimeMicros(epoch_micros);
 }
 void SplitByKey::Text(std::string_view bytes) {
   if (!Key(Kind::kText, bytes)) to_->Text(bytes);
@@ -408,7 +408,7 @@ void ByWrittenColumns::Group::Replay(RowSink& to) const {
     switch (v.kind) {
       case Kind::kInt: to.Int(v.i); break;
       case Kind::kDate: to.Date(static_cast<int32_t>(v.i)); break;
-      case Kind::kDateTime: to.DateTime(v.i); break;
+      case Kind::kDateTime: to.DateTimeMicros(v.i); break;
       case Kind::kText: to.Text(v.text); break;
       case Kind::kNumber: to.Number(v.text); break;
       case Kind::kDouble: to.Double(v.d); break;

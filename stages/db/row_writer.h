@@ -36,7 +36,7 @@ class TsvBuilder final : public RowSink {
   explicit TsvBuilder(const TableSpec& spec) : hash_(spec) {}
   void Int(int64_t value) override;
   void Date(int32_t days) override;
-  void DateTime(int64_t epoch_seconds) override;
+  void DateTimeMicros(int64_t epoch_micros) override;
   void Text(std::string_view bytes) override;
   void Number(std::string_view literal) override;
   void Double(double value) override;
@@ -68,7 +68,7 @@ class UpsertBuilder final : public RowSink {
                 size_t statement_bytes);
   void Int(int64_t value) override;
   void Date(int32_t days) override;
-  void DateTime(int64_t epoch_seconds) override;
+  void DateTimeMicros(int64_t epoch_micros) override;
   void Text(std::string_view bytes) override;
   void Number(std::string_view literal) override;
   void Double(double value) override;
@@ -123,7 +123,7 @@ class SplitByKey final : public RowSink {
       : key_columns_(key_columns), written_(written), fresh_(fresh), existing_(existing) {}
   void Int(int64_t value) override;
   void Date(int32_t days) override;
-  void DateTime(int64_t epoch_seconds) override;
+  void DateTimeMicros(int64_t epoch_micros) override;
   void Text(std::string_view bytes) override;
   void Number(std::string_view literal) override;
   void Double(double value) override;
@@ -155,7 +155,7 @@ class WithoutEventIds final : public RowSink {
   WithoutEventIds(const TableSpec& spec, RowSink& to);
   void Int(int64_t value) override { if (!Skip()) to_.Int(value); }
   void Date(int32_t days) override { if (!Skip()) to_.Date(days); }
-  void DateTime(int64_t epoch_seconds) override { if (!Skip()) to_.DateTime(epoch_seconds); }
+  void DateTimeMicros(int64_t epoch_micros) override { if (!Skip()) to_.DateTimeMicros(epoch_micros); }
   void Text(std::string_view bytes) override { if (!Skip()) to_.Text(bytes); }
   void Number(std::string_view literal) override { if (!Skip()) to_.Number(literal); }
   void Double(double value) override { if (!Skip()) to_.Double(value); }
@@ -183,7 +183,7 @@ class ByWrittenColumns final : public RowSink {
   explicit ByWrittenColumns(const TableSpec& spec) : spec_(spec) {}
   void Int(int64_t value) override { Add(Kind::kInt).i = value; }
   void Date(int32_t days) override { Add(Kind::kDate).i = days; }
-  void DateTime(int64_t epoch_seconds) override { Add(Kind::kDateTime).i = epoch_seconds; }
+  void DateTimeMicros(int64_t epoch_micros) override { Add(Kind::kDateTime).i = epoch_micros; }
   void Text(std::string_view bytes) override { Add(Kind::kText).text = bytes; }
   void Number(std::string_view literal) override { Add(Kind::kNumber).text = literal; }
   void Double(double value) override { Add(Kind::kDouble).d = value; }

@@ -236,7 +236,17 @@ Status CreateOwnedLike(Connection& c, const std::string& name, const std::string
 }
 
 Status CopyRows(Connection& c, const std::string& from, const std::string& into) {
-  return c.Execute(fmt::format("INSERT INTO {} SELECT * FROM {}", QuoteIdentifier(into), QuoteIdentifier(from)));
+  // By name, generated columns left out: the server computes them (writing one is refused).
+  Result<Rows> cols = c.Query(fmt::format(
+      "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = {} AND "
+      "EXTRA NOT LIKE '%GENERATED%' ORDER BY ORDINAL_POSITION",
+      c.Quote(into)));
+  if (!cols.ok()) return cols.status();
+  std::string list;
+  for (const auto& row : cols->rows) list += (list.empty() ? "" : ", ") + QuoteIdentifier(row[0].value_or(""));
+  if (list.empty()) return Status::NotFound(fmt::format("the table {} has no column to copy into", into));
+  return c.Execute(fmt::format("INSERT INTO {0} ({1}) SELECT {1} FROM {2}", QuoteIdentifier(into), list,
+                               QuoteIdentifier(from)));
 }
 
 Status DropOwned(Connection& c, const std::string& name) {
@@ -262,6 +272,18 @@ Status HoldWriters(Connection& lock, const std::string& events_table) {
 }
 
 Status ReleaseWriters(Connection& lock) { return lock.Execute("UNLOCK TABLES"); }
+
+Status CheckHold(Connection& lock, unsigned long holder, const std::string& events_table) {
+  Result<std::optional<std::string>> id = lock.QueryValue("SELECT CONNECTION_ID()");
+  const std::string now = id.ok() ? id->value_or("none") : "";
+  if (id.ok() && now == std::to_string(holder)) return Status::Ok();
+  return Status::Error(
+      Status::Code::kRetryable,
+      fmt::format("the hold on inserts into {} was lost before the swap (its connection {} {}): inserts may have "
+                  "committed meanwhile; nothing was swapped, and the cut-over is done again",
+                  events_table, holder,
+                  id.ok() ? fmt::format("is now connection {}", now) : fmt::format("is gone: {}", id.status().message())));
+}
 
 Status SwapIn(Connection& c, const std::vector<Swapped>& tables, const std::string& suffix) {
   std::vector<std::string> renames, olds;

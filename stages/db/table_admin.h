@@ -115,6 +115,12 @@ Result<bool> Exists(Connection& c, const std::string& table, const std::string& 
 // insert is open, so every gap below the head is final. kRetryable when the wait timed out.
 Status HoldWriters(Connection& lock, const std::string& events_table);
 Status ReleaseWriters(Connection& lock);
+// Whether the hold taken by HoldWriters on `lock` (then the server's connection `holder`)
+// still holds: the same connection answers, with the same id. A connection that was killed
+// (a DBA's KILL, a proxy's idle timeout) released the lock, and inserts may have committed
+// since: kRetryable, naming it. A LOCK TABLES is released only with its connection, so a
+// hold alive now was held all along.
+Status CheckHold(Connection& lock, unsigned long holder, const std::string& events_table);
 
 // One live table of a swap: whether its rebuild is of rewind's shape (the live table is then
 // recorded as rewind's, kind "live"; otherwise the application's, and not recorded), and

@@ -124,8 +124,10 @@ std::string CreateTableSql(const TableSpec& spec, const std::string& name) {
 }
 
 bool KeyComparedByCollation(const TableSpec& spec, std::string_view database_collation) {
+  // Every collation but binary and the NO PAD binary ones folds something: case, accents, or
+  // (PAD SPACE: utf8mb4_bin too) trailing spaces.
   auto folds = [](std::string_view collation) {
-    return collation != "binary" && !(collation.size() >= 4 && collation.substr(collation.size() - 4) == "_bin");
+    return collation != "binary" && collation.find("_nopad_bin") == std::string_view::npos;
   };
   for (const Column& c : spec.columns) {
     if (!c.key() || c.type != ColumnType::kText || !c.storage.declared() || c.storage.bytes) continue;

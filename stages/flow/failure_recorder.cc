@@ -3,6 +3,8 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+
 #include "stages/db/checkpoint_store.h"
 
 namespace rw {
@@ -14,11 +16,25 @@ FailureRecorder::FailureRecorder(std::unique_ptr<Connection> connection, std::st
       stop_on_failure_(stop_on_failure) {}
 
 Status FailureRecorder::Insert(const std::vector<Failure>& failures) {
-  std::string sql = checkpoint_store::InsertFailuresSql(*connection_, run_id_, failures);
-  if (sql.empty()) return Status::Ok();
+  // In groups small enough for any server's max_allowed_packet (a row is under 3 KB), each
+  // written whole or not at all.
+  constexpr size_t kGroup = 64;
+  for (size_t at = 0; at < failures.size(); at += kGroup) {
+    const std::vector<Failure> group(failures.begin() + static_cast<long>(at),
+                                     failures.begin() + static_cast<long>(std::min(failures.size(), at + kGroup)));
+    if (Status s = InsertGroup(group); !s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+Status FailureRecorder::InsertGroup(const std::vector<Failure>& failures) {
   // Lost the server: reconnect and write the same rows again (autocommit: one statement
   // either landed whole or not at all; a lost reply can duplicate a row, never lose one).
-  Status s = RetryOnConnectionLoss(*connection_, [&] { return connection_->Execute(sql); });
+  Status s = Status::Ok();
+  for (const std::string& sql : checkpoint_store::InsertFailuresSql(*connection_, run_id_, failures)) {
+    s = RetryOnConnectionLoss(*connection_, [&] { return connection_->Execute(sql); });
+    if (!s.ok()) break;
+  }
   if (s.ok() || s.code() == Status::Code::kConnection) return s;
   // Whatever a bad event holds must not stop the run: record it again with a plain ASCII
   // reason and no excerpt.
@@ -29,7 +45,10 @@ Status FailureRecorder::Insert(const std::vector<Failure>& failures) {
     }
     f.excerpt.clear();
   }
-  return connection_->Execute(checkpoint_store::InsertFailuresSql(*connection_, run_id_, plain));
+  for (const std::string& sql : checkpoint_store::InsertFailuresSql(*connection_, run_id_, plain)) {
+    if (Status again = connection_->Execute(sql); !again.ok()) return again;
+  }
+  return Status::Ok();
 }
 
 Status FailureRecorder::Consume(const Batch& batch) {

@@ -125,7 +125,12 @@ void ProjectorRunner::ApplyRecords(const Batch& batch, bool late) {
                                                 [&](const EventRecord& r) { return r.id <= applied_id_; });
     records = records.subspan(static_cast<size_t>(first_new - records.begin()));
   }
-  if (records.empty()) return;
+  (void)ApplyChosen(batch, records, late, /*unordered=*/false);
+}
+
+uint64_t ProjectorRunner::ApplyChosen(const Batch& batch, std::span<const EventRecord> records, bool late,
+                                      bool unordered) {
+  if (records.empty()) return 0;
   const auto start = std::chrono::steady_clock::now();
   uint64_t mine = 0, undecoded = 0;
   const EventRecords view{records, batch.values, batch.width};
@@ -139,7 +144,12 @@ void ProjectorRunner::ApplyRecords(const Batch& batch, bool late) {
     undecoded += usable ? 0 : 1;
   }
   new_failures_.clear();
-  projector_->ApplyRecords(view, new_failures_);
+  uint64_t unplaced = 0;
+  if (unordered) {
+    unplaced = projector_->ApplyRecordsUnordered(view, new_failures_);
+  } else {
+    projector_->ApplyRecords(view, new_failures_);
+  }
   for (EventFailure& f : new_failures_) {
     // The payload's first bytes, as the decoder's failures have them.
     const auto raw = std::lower_bound(batch.raw.begin(), batch.raw.end(), f.id,
@@ -159,29 +169,32 @@ void ProjectorRunner::ApplyRecords(const Batch& batch, bool late) {
     late_since_flush_ += mine - failed;
   }
   stats_.apply_seconds += Seconds(start);
+  return unplaced;
 }
 
-void ProjectorRunner::MissBelowCheckpoint(const Batch& batch) {
-  uint64_t missed = 0;
+void ProjectorRunner::PlaceBelowCheckpoint(const Batch& batch) {
+  below_.clear();
   for (const EventRecord& r : batch.records) {
     if (r.id > committed_id_ || !gaps_.Contains(r.id)) continue;
     gaps_.Subtract({r.id, r.id});
     gaps_changed_ = true;
-    missed += Reads(batch, r.id) ? 1 : 0;
+    below_.push_back(r);
   }
+  // An event is never thrown away whole: its counts and sums are placed exactly.
+  const uint64_t missed = ApplyChosen(batch, below_, /*late=*/true, /*unordered=*/true);
   stats_.missed_events += missed;
   missed_since_flush_ += missed;
   if (missed > 0) {
     PrintLine(fmt::format("{}: {} event(s) committed late, below values it already wrote into the application's "
-                          "table without their ids (a first or last column): counted as missed; the read model "
-                          "needs a rebuild",
+                          "table without their ids: their counts and sums are applied, but not their first or last "
+                          "values (counted as missed; the read model needs a rebuild)",
                           projector_->name(), missed));
   }
 }
 
 Status ProjectorRunner::ApplyLate(const Batch& batch) {
   if (projector_->reads_records()) {
-    if (!ids_kept_) MissBelowCheckpoint(batch);
+    if (!ids_kept_) PlaceBelowCheckpoint(batch);
     ApplyRecords(batch, /*late=*/true);
     Settle(batch.settled);
     return Status::Ok();
@@ -507,8 +520,7 @@ std::unique_ptr<ProjectorRunner::FlushJob> ProjectorRunner::PrepareFlush() {
     }
   }
   target_empty_ = false;
-  if (std::string sql = checkpoint_store::InsertFailuresSql(*connection_, options_.run_id, pending_failures_);
-      !sql.empty()) {
+  for (std::string& sql : checkpoint_store::InsertFailuresSql(*connection_, options_.run_id, pending_failures_)) {
     steps.push_back(Step{std::move(sql), {}, false});
   }
   steps.push_back(Step{checkpoint_store::AdvanceSql(*connection_, job->name, options_.target_table, checkpoint,
@@ -572,7 +584,8 @@ Status ProjectorRunner::RunTransaction(const FlushJob& job, uint64_t* retries) c
       // rolls back and the run stops, naming the table.
       if (last.ok()) {
         last = connection_->RefuseWarnings(fmt::format("{}[{}] (rolled back)", steps[i].load ? "LOAD DATA " : "",
-                                                       std::string_view(steps[i].sql).substr(0, 100)));
+                                                       std::string_view(steps[i].sql).substr(0, 100)),
+                                           options_.generated_columns);
       }
     }
     if (last.ok()) FaultPoint("mid-flush");  // statements sent, transaction still open

@@ -101,6 +101,9 @@ struct RunnerOptions {
   // has no id beside it, so an event that comes late, below what a flush already committed,
   // cannot be placed among them: it is counted as missed (the read model needs a rebuild).
   bool application_table = false;
+  // The target's generated columns: the server's notes on them are not refused (row_writer
+  // never names them; the server computes them as for the application's own writes).
+  std::vector<std::string> generated_columns;
   // Rows may go by LOAD DATA (false: upserts only, as under a collation that makes keys
   // rewind keeps apart one row of the table).
   bool bulk_load = true;
@@ -226,9 +229,11 @@ class ProjectorRunner {
   Status ApplyReconciled(const Batch& batch);
   // Whether `batch` holds an event with id `id` that this read model reads.
   bool Reads(const Batch& batch, EventId id) const;
-  // Without ids_kept_: the late ids of `batch` at or below the checkpoint are taken out of
-  // the gaps and counted as missed (those this read model selects).
-  void MissBelowCheckpoint(const Batch& batch);
+  // Without ids_kept_: the late events of `batch` at or below the checkpoint are taken out of
+  // the gaps and applied without their first and last values, which cannot be placed among
+  // those already written; the events that had one are counted as missed (a swap is then
+  // refused: pipeline/replay).
+  void PlaceBelowCheckpoint(const Batch& batch);
   // Removes ranges that are settled (found, or final) from the watched gaps.
   void Settle(const std::vector<IdRange>& settled);
   // Order-dependent read models: applies in id order only, holding the visits above the
@@ -245,6 +250,9 @@ class ProjectorRunner {
   // Declared read models: the records of the batch with ids above the checkpoint, or (late)
   // in this runner's gaps.
   void ApplyRecords(const Batch& batch, bool late);
+  // ApplyRecords' work on the chosen `records` of `batch`; `unordered`: ApplyRecordsUnordered.
+  // Returns the events whose first or last value was left out.
+  uint64_t ApplyChosen(const Batch& batch, std::span<const EventRecord> records, bool late, bool unordered);
 
   std::unique_ptr<Projector> projector_;
   std::unique_ptr<Connection> connection_;
@@ -273,6 +281,7 @@ class ProjectorRunner {
   static constexpr size_t kMaxHeld = 200'000;  // events; beyond, the oldest are applied
   bool warned_held_ = false;
   std::vector<EventRecord> records_;  // scratch for late records
+  std::vector<EventRecord> below_;    // scratch: late records below the checkpoint
   std::vector<EventFailure> new_failures_;  // scratch
   std::vector<Failure> pending_failures_;   // recorded with the next flush
   static constexpr size_t kMaxPendingFailures = 5000;  // then flush: bounds memory and the INSERT

@@ -27,12 +27,13 @@ Checkpoint FromRow(const std::vector<std::optional<std::string>>& r) {
   cp.head_event_id = IdOr(r[8], kBeforeFirstId);
   cp.events_applied = r[9] ? std::stoull(*r[9]) : 0;
   cp.failed_events = r[10] ? std::stoull(*r[10]) : 0;
+  cp.missed_events = r.size() > 11 && r[11] ? std::stoull(*r[11]) : 0;
   return cp;
 }
 
 const char* const kCheckpointColumns =
     "projector, target_table, live_table, status, run_id, source, last_event_id, gaps, "
-    "head_event_id, events_applied, failed_events";
+    "head_event_id, events_applied, failed_events, missed_events";
 
 constexpr std::pair<CheckpointStatus, std::string_view> kStatusTexts[] = {
     {CheckpointStatus::kBuilding, "building"},

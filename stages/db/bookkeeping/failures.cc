@@ -51,14 +51,20 @@ std::string ValidUtf8(std::string_view s, size_t max_bytes) {
 
 namespace checkpoint_store {
 
-std::string InsertFailuresSql(Connection& c, const std::string& run_id,
-                              const std::vector<Failure>& failures) {
-  if (failures.empty()) return "";
-  constexpr size_t kReasonBytes = 2000, kExcerptBytes = 255;
-  std::string sql = "INSERT INTO rewind_failures (run_id, event_id, stage, reason, excerpt) VALUES ";
+std::vector<std::string> InsertFailuresSql(Connection& c, const std::string& run_id,
+                                           const std::vector<Failure>& failures) {
+  std::vector<std::string> out;
+  if (failures.empty()) return out;
+  constexpr size_t kReasonBytes = 2000, kExcerptBytes = 255, kStatementBytes = 256 << 10;
+  const std::string head = "INSERT INTO rewind_failures (run_id, event_id, stage, reason, excerpt) VALUES ";
+  std::string sql = head;
   for (size_t i = 0; i < failures.size(); ++i) {
     const Failure& f = failures[i];
-    sql += i ? ",(" : "(";
+    if (sql.size() >= kStatementBytes) {
+      out.push_back(std::move(sql));
+      sql = head;
+    }
+    sql += sql.size() > head.size() ? ",(" : "(";
     c.AppendQuoted(sql, run_id);
     sql += fmt::format(",{},", IdText(f.event_id));
     c.AppendQuoted(sql, ValidUtf8(f.stage, 64));
@@ -69,7 +75,8 @@ std::string InsertFailuresSql(Connection& c, const std::string& run_id,
                              : Hex(std::string_view(f.excerpt).substr(0, kExcerptBytes));
     sql += ')';
   }
-  return sql;
+  out.push_back(std::move(sql));
+  return out;
 }
 
 Result<uint64_t> CountFailures(Connection& c, const std::string& run_id) {
