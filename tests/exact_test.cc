@@ -304,6 +304,38 @@ values = [ { column = "first_at", op = "min", path = "at", type = "datetime(6)" 
             std::string::npos) << cut.out;
 }
 
+// Item 4: after --reshape, the user restores the application's table (DROP the reshaped one,
+// RENAME the kept one back). The name is rewind's in the bookkeeping, but the table is not
+// the one rewind swapped in (its server id differs): a plain rebuild takes it as the
+// application's (here: it does not fit, so it is refused) and never drops it.
+TEST(Exact, ARestoredApplicationsTableIsNotRewindsWhateverItsName) {
+  ConnectionOptions o = Events("rewind_test_exact_restored", 800);
+  auto c = Connect(o);
+  ASSERT_TRUE(c->Execute("CREATE TABLE account_balances (account_id VARCHAR(64) NOT NULL PRIMARY KEY, "
+                         "balance DECIMAL(14,2) NOT NULL DEFAULT 0, note VARCHAR(20) NOT NULL DEFAULT 'app', "
+                         "KEY by_note (note)) COMMENT 'the application''s balances'").ok());
+  ASSERT_TRUE(c->Execute("INSERT INTO account_balances VALUES ('acc-1', 5.00, 'kept')").ok());
+  const std::string models = ModelsFile("exact_restored", kBalances);
+  std::vector<std::string> reshape = Replay(models);
+  reshape.push_back("--reshape");
+  Outcome r = RunRewind(reshape, Env(o));
+  ASSERT_EQ(r.code, 0) << r.err;
+  // The user's restore.
+  ASSERT_TRUE(c->Execute("DROP TABLE account_balances").ok());
+  ASSERT_TRUE(c->Execute("RENAME TABLE account_balances__rewind_kept TO account_balances").ok());
+  auto shape = [&] {
+    auto row = c->Query("SHOW CREATE TABLE account_balances");
+    return row.ok() && !row->rows.empty() ? row->rows[0][1].value_or("") : std::string();
+  };
+  const std::string restored = shape();
+  ASSERT_NE(restored.find("by_note"), std::string::npos) << restored;
+  Outcome plain = RunRewind(Replay(models), Env(o));
+  EXPECT_EQ(plain.code, 1) << plain.err;
+  EXPECT_NE(plain.err.find("the column deposits is not in the table"), std::string::npos) << plain.err;
+  EXPECT_EQ(shape(), restored);
+  EXPECT_EQ(SortedRows(*c, "SELECT * FROM account_balances"), std::vector<std::string>{"acc-1|5.00|kept"});
+}
+
 // Items 5 and 9: a hand_over that cannot roll back with a swap that did not happen (its table
 // is Aria or MyISAM), or that names the event table (it would wait on the cut-over's own hold),
 // is refused before any work; nothing is touched.
@@ -537,6 +569,91 @@ values = [ { column = "note", op = "last", path = "note" }, { column = "n", op =
             1);
   EXPECT_EQ(Count(*c, "SELECT SUM(n) FROM account_notes"),
             Count(*c, "SELECT COUNT(*) FROM events WHERE JSON_VALUE(event, '$.type') = 'deposited'") - 1);
+}
+
+// The event table restored from another backup: the same ids, other payloads.
+void RestoreAnotherBackup(Connection& c) {
+  ASSERT_TRUE(c.Execute("CREATE TABLE events_other LIKE events").ok());
+  ASSERT_TRUE(c.Execute("INSERT INTO events_other SELECT position, stream, aggregate_id, version, timestamp, "
+                        "JSON_SET(event, '$.amount', CAST(JSON_VALUE(event, '$.amount') AS DECIMAL(12,2)) + 1) "
+                        "FROM events").ok());
+  ASSERT_TRUE(c.Execute("DROP TABLE events").ok());
+  ASSERT_TRUE(c.Execute("RENAME TABLE events_other TO events").ok());
+}
+
+// Item 7: segments built on different event tables (one segment, then the table restored from
+// another backup, then the other) are not merged, and a complete build is not resumed across
+// such a restore: each checkpoint records the hash of the event it stands on.
+TEST(Exact, BuildsOfAnotherEventTableAreNeverMergedNorResumed) {
+  ConnectionOptions o = Events("rewind_test_exact_other_backup", 1500);
+  auto c = Connect(o);
+  const std::string models = ModelsFile("exact_other_backup", kBalances);
+  auto segment = [&](const char* which) {
+    std::vector<std::string> a = Replay(models);
+    for (const char* s : {"--build-only", "--segment", which}) a.push_back(s);
+    return RunRewind(a, Env(o));
+  };
+  Outcome s0 = segment("0/2");
+  ASSERT_EQ(s0.code, 0) << s0.err;
+  RestoreAnotherBackup(*c);
+  Outcome s1 = segment("1/2");
+  ASSERT_EQ(s1.code, 0) << s1.err;
+  std::vector<std::string> swap = Replay(models);
+  swap.push_back("--resume");
+  Outcome merged = RunRewind(swap, Env(o));
+  EXPECT_EQ(merged.code, 1) << merged.err;
+  EXPECT_NE(merged.err.find("segment 0/2 of account_balances was built on other events"), std::string::npos)
+      << merged.err;
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND "
+                      "TABLE_NAME = 'account_balances'"),
+            0);
+  // A whole build, complete, then the table restored: its --resume swap is refused.
+  std::vector<std::string> whole = Replay(models);
+  whole.push_back("--build-only");
+  Outcome w = RunRewind(whole, Env(o));  // starts afresh: the segments go
+  ASSERT_EQ(w.code, 0) << w.err;
+  RestoreAnotherBackup(*c);
+  Outcome resumed = RunRewind(swap, Env(o));
+  EXPECT_EQ(resumed.code, 1) << resumed.err;
+  EXPECT_NE(resumed.err.find("is not the one it read"), std::string::npos) << resumed.err;
+  // Rebuilt from the start: exact against the table as it is now.
+  Outcome fresh = RunRewind(Replay(models), Env(o));
+  EXPECT_EQ(fresh.code, 0) << fresh.err;
+  EXPECT_EQ(SortedRows(*c, "SELECT account_id, balance, deposits FROM account_balances"), SortedRows(*c, kReference));
+}
+
+// Item 18: another application's event table. `rewind list` lists what --all rebuilds there
+// (not the blog's compiled read models, which it names apart); verify compares keys under the
+// table's collation: one key spelled two ways (acc-1, ACC-1) in a case-blind table is one key.
+TEST(Exact, ListAndVerifySpeakOfTheApplicationsTablesAsTheyAre) {
+  ConnectionOptions o = Events("rewind_test_exact_list_verify", 900);
+  auto c = Connect(o);
+  CreateApplicationTables(*c);
+  ASSERT_TRUE(c->Execute("DELETE FROM account_balances").ok());
+  const std::string models = ModelsFile("exact_list_verify", kBalances);
+  std::vector<std::string> list = {"list", "--models", models, "--events-table", "events", "--id-column", "position",
+                                   "--type-path", "type", "--payload-column", "event"};
+  Outcome l = RunRewind(list, Env(o));
+  EXPECT_EQ(l.code, 0) << l.err;
+  EXPECT_NE(l.out.find("account_balances"), std::string::npos) << l.out;
+  EXPECT_EQ(l.out.find("visits_per_day "), std::string::npos) << l.out;
+  EXPECT_NE(l.out.find("Not listed: the blog's compiled read models ("), std::string::npos) << l.out;
+  EXPECT_NE(l.out.find("sessions_per_day)"), std::string::npos) << l.out;
+  Outcome r = RunRewind(Replay(models), Env(o));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("rows written"), std::string::npos) << r.out;
+  // The application spells its keys its own way; the table's collation holds them equal.
+  ASSERT_TRUE(c->Execute("UPDATE account_balances SET account_id = UPPER(account_id)").ok());
+  std::vector<std::string> verify = Replay(models);
+  verify[0] = "verify";
+  Outcome v = RunRewind(verify, Env(o));
+  EXPECT_EQ(v.code, 0) << v.err << v.out;
+  EXPECT_NE(v.out.find("identical"), std::string::npos) << v.out;
+  EXPECT_EQ(v.out.find("DIFFERS"), std::string::npos) << v.out;
+  // A real difference is still one.
+  ASSERT_TRUE(c->Execute("UPDATE account_balances SET balance = balance + 1 WHERE account_id = 'ACC-1'").ok());
+  Outcome d = RunRewind(verify, Env(o));
+  EXPECT_EQ(d.code, 4) << d.err << d.out;
 }
 
 // Item 15: --stats-json writes a fresh file and renames it over the name, as --textfile does:

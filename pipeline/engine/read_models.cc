@@ -46,18 +46,19 @@ Result<std::vector<std::unique_ptr<Projector>>> SelectProjectors(const ReplayOpt
                                           o.models_file.empty() ? " (declared ones need --models FILE)" : ""));
     }
   }
-  // --all with --models: the declared read models; the built-in ones too only on the blog's
-  // own event table (elsewhere their tables would be made, empty, in the application's
-  // database). Named, any of them.
+  // Named, any of them.
+  for (const ProjectorInfo& info : all) {
+    const bool named = std::find(o.projectors.begin(), o.projectors.end(), info.name) != o.projectors.end();
+    if (named || (o.all && InAll(o, info))) out.push_back(info.make());
+  }
+  return out;
+}
+
+bool InAll(const ReplayOptions& o, const ProjectorInfo& info) {
   const EventTableOptions blog;
   const bool blogs_table = o.events.table == blog.table && o.events.type_column == blog.type_column &&
                            o.events.type_path.empty() && o.events.payload_column == blog.payload_column;
-  for (const ProjectorInfo& info : all) {
-    const bool named = std::find(o.projectors.begin(), o.projectors.end(), info.name) != o.projectors.end();
-    const bool in_all = o.all && (o.models_file.empty() || !info.origin.empty() || blogs_table);
-    if (named || in_all) out.push_back(info.make());
-  }
-  return out;
+  return o.models_file.empty() || !info.origin.empty() || blogs_table;
 }
 
 ReadPlan PlanReads(const EventTableOptions& events, std::vector<std::unique_ptr<Projector>>& projectors) {

@@ -20,6 +20,11 @@ Result<std::vector<std::unique_ptr<Projector>>> SelectProjectors(const ReplayOpt
 // Every read model the options know: the compiled ones, then those declared in
 // options.models_file (an error names the file, line and problem).
 Result<std::vector<ProjectorInfo>> KnownReadModels(const ReplayOptions& options);
+// Whether `--all` takes `info`: every read model without --models; with it, the declared
+// ones, and the compiled ones (the blog's, reading its PageVisited events) only on the
+// blog's own event table (elsewhere their tables would be made, empty, in the
+// application's database). `rewind list` lists what --all takes.
+bool InAll(const ReplayOptions& options, const ProjectorInfo& info);
 // The short hash of a read model's table and (declared) declaration: the last part of
 // the source fingerprint its checkpoint keeps, which `status` compares.
 std::string ReadModelVersion(const Projector& p);

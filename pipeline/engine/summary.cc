@@ -24,7 +24,7 @@ int ReplaySummary::ExitCode() const {
 
 std::string ReplaySummary::Text() const {
   using A = AlignedTable::Align;
-  AlignedTable table({{"read model", A::kLeft}, {"events", A::kRight}, {"rows", A::kRight},
+  AlignedTable table({{"read model", A::kLeft}, {"events", A::kRight}, {"rows written", A::kRight},
                       {"flushes", A::kRight}, {"apply s", A::kRight}, {"write s", A::kRight},
                       {"", A::kLeft}});
   for (const ProjectorSummary& p : projectors) {

@@ -151,7 +151,12 @@ int ListCommand(const ReplayOptions& o, std::FILE* out) {
   }
   using A = AlignedTable::Align;
   AlignedTable table({{"read model", A::kLeft}, {"kind", A::kLeft}, {"key", A::kLeft}, {"event types", A::kLeft}});
+  std::string left_out;  // the compiled (blog's) read models --all does not take here
   for (const ProjectorInfo& info : *known) {
+    if (!InAll(o, info)) {
+      left_out += (left_out.empty() ? "" : ", ") + info.name;
+      continue;
+    }
     std::unique_ptr<Projector> p = info.make();
     std::string key;
     for (const Column& c : p->table().columns) {
@@ -168,6 +173,11 @@ int ListCommand(const ReplayOptions& o, std::FILE* out) {
     table.Note("    " + info.description);
   }
   fmt::print(out, "{}", table.Text());
+  if (!left_out.empty()) {
+    fmt::print(out, "\nNot listed: the blog's compiled read models ({}). They read the blog's PageVisited events, "
+                    "and {} is not the blog's event table; name one to rebuild it anyway.\n",
+               left_out, o.events.table);
+  }
   return 0;
 }
 

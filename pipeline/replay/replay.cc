@@ -22,6 +22,7 @@
 #include "stages/db/table_admin.h"
 #include "stages/db/table_schema.h"
 #include "stages/control/console.h"
+#include "stages/flow/page_query.h"
 #include "stages/flow/reader.h"
 
 namespace rw {
@@ -105,7 +106,7 @@ std::string TableKind(const RunPlan& plan) {
 // REQUIRES: CheckTablesInTheWay passed for it.
 Result<Prepared> PrepareProjector(Connection& c, const Projector& p, const std::string& target,
                                   const live_shape::Judgement& shape,
-                                  const std::string& kind, const std::string& events_table,
+                                  const std::string& kind, const EventTableOptions& events,
                                   const std::string& fingerprint, bool resume, bool takes_built,
                                   const std::string& run_id, EventId head,
                                   std::set<std::string>* resumed_runs, std::FILE* log) {
@@ -124,6 +125,13 @@ Result<Prepared> PrepareProjector(Connection& c, const Projector& p, const std::
             "from the start",
             built ? "complete build (--build-only)" : "interrupted build", name, why));
       }
+      Result<std::string> changed = ChangedSinceRead(c, events, (*cp)->last_event_id, (*cp)->read_mark);
+      if (!changed.ok()) return changed.status();
+      if (!changed->empty()) {
+        return Status::InvalidInput(fmt::format(
+            "--resume refuses to continue the {} of {}: {}; run without --resume to rebuild it from the start",
+            built ? "complete build (--build-only)" : "interrupted build", name, *changed));
+      }
       if (!p.order_dependent()) {
         resumed_runs->insert((*cp)->run_id);
         if (Status s = checkpoint_store::SetHead(c, name, target, head); !s.ok()) return s;
@@ -141,8 +149,8 @@ Result<Prepared> PrepareProjector(Connection& c, const Projector& p, const std::
   }
   const std::string& live = p.table().name;
   if (Status s = shape.kind == live_shape::Kind::kApplications
-                     ? table_admin::CreateOwnedLike(c, target, live, kind, events_table)
-                     : table_admin::CreateOwned(c, p.table(), target, live, kind, events_table);
+                     ? table_admin::CreateOwnedLike(c, target, live, kind, events.table)
+                     : table_admin::CreateOwned(c, p.table(), target, live, kind, events.table);
       !s.ok()) {
     return s;
   }
@@ -467,7 +475,7 @@ Status Build::PrepareRunners(std::vector<std::unique_ptr<Projector>> projectors,
   for (auto& p : projectors) {
     const std::string target = p->table().name + plan_.table_suffix;
     const live_shape::Judgement& shape = shapes_[runners_.size()];
-    Result<Prepared> prep = PrepareProjector(c, *p, target, shape, TableKind(plan_), o_.events.table,
+    Result<Prepared> prep = PrepareProjector(c, *p, target, shape, TableKind(plan_), o_.events,
                                              Fingerprint(o_, names_, *p), o_.resume, plan_.shadow(),
                                              sum_.run_id, sum_.head_id, &resumed_runs, stderr);
     if (!prep.ok()) return prep.status().With(fmt::format("preparing {}", p->name()));
@@ -485,6 +493,7 @@ Status Build::PrepareRunners(std::vector<std::unique_ptr<Projector>> projectors,
     ro.flush_max_rows = o_.flush_max_rows;
     ro.write_every_events = o_.write_every_events;
     ro.statement_bytes = statement_bytes;
+    ro.mark_sql = [events = o_.events](EventId id) { return EventHashSql(events, id); };
     ro.run_id = sum_.run_id;
     ro.stop_on_failure = o_.stop_on_failure;
     ro.application_table = shape.kind == live_shape::Kind::kApplications;

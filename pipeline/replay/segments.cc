@@ -60,7 +60,7 @@ Status UnionOfGaps(Connection& c, const ReplayOptions& o, const Found& f, GapSet
 // Copies the segments into `shadow` and writes its checkpoint, deleting theirs, in one
 // transaction. A key in two segments fails the copy: keys are disjoint by construction.
 Status CopyIn(Connection& c, const Found& f, const std::string& shadow, const Checkpoint& merged,
-              uint64_t applied, uint64_t failed) {
+              uint64_t applied, uint64_t failed, const std::string& mark_sql) {
   if (Status s = c.Execute("START TRANSACTION"); !s.ok()) return s;
   Status s = Status::Ok();
   for (const auto& [seg, cp] : f.segments) {
@@ -79,7 +79,7 @@ Status CopyIn(Connection& c, const Found& f, const std::string& shadow, const Ch
   if (s.ok()) s = checkpoint_store::Start(c, merged);
   if (s.ok()) {
     s = c.Execute(checkpoint_store::AdvanceSql(c, merged.projector, shadow, merged.last_event_id, merged.gaps,
-                                               applied, 0, 0, failed, 0, 0));
+                                               applied, 0, 0, failed, 0, 0, mark_sql));
   }
   for (const auto& [seg, cp] : f.segments) {
     if (s.ok()) s = checkpoint_store::Delete(c, cp.projector, cp.target_table);
@@ -259,7 +259,10 @@ Status Merge(Connection& c, const ReplayOptions& o, const Projector& p, const Me
       !s.ok()) {
     return s;
   }
-  if (Status s = CopyIn(c, f, t.shadow, merged, applied, failed); !s.ok()) return s;
+  if (Status s = CopyIn(c, f, t.shadow, merged, applied, failed, EventHashSql(o.events, merged.last_event_id));
+      !s.ok()) {
+    return s;
+  }
   for (const std::string& table : tables) (void)table_admin::DropOwned(c, table);
   fmt::print(stderr, "rewind: {}: merged its {} segments into {} at event {} ({} events applied, {} failed)\n",
              f.name, f.segments.size(), t.shadow, IdText(merged.last_event_id), applied, failed);
@@ -303,6 +306,16 @@ Status CatchUp(const ReplayOptions& o, const std::vector<std::unique_ptr<Project
     if (!f.ok()) return f.status();
     if (!*f) continue;
     if (Status s = CheckComplete(**f); !s.ok()) return s;
+    for (const auto& [seg, cp] : (*f)->segments) {
+      Result<std::string> changed = ChangedSinceRead(c, o.events, cp.last_event_id, cp.read_mark);
+      if (!changed.ok()) return changed.status();
+      if (!changed->empty()) {
+        return Status::InvalidInput(fmt::format(
+            "segment {} of {} was built on other events: {}; segments read from different tables do not merge. "
+            "Rebuild it without --resume (whole, or every segment again); nothing was swapped in",
+            SegmentText(seg), (*f)->name, *changed));
+      }
+    }
     all.push_back(std::move(**f));
   }
   if (all.empty()) return Status::Ok();

@@ -29,6 +29,13 @@
 //                       of its other connections, and the lifetime of the server those ids
 //                       belong to. A holder of a lock whose run has stopped beating is dead
 //                       (table_admin::TakeLock). A clean end deletes the row; a killed run's stays.
+//   Layout 9 adds rewind_checkpoints.read_mark: the hash of the event a build's checkpoint
+//                       stands on (page_query's EventHash), so that a resume or a segments'
+//                       merge across another event table (restored from another backup: same
+//                       ids, other payloads) is refused; and rewind_tables.table_id: the server's id of a live table rewind swapped in
+//                       (InnoDB's TABLE_ID, which a RENAME keeps and a new table never has),
+//                       so that ownership follows the table, not its name: a table put in its
+//                       place (an application's table restored by RENAME) is not rewind's.
 //   Layout 8 adds rewind_checkpoints.reconciled_events and missed_events: events found by a
 //                       follow's reconciliation in holes judged final, applied or (an
 //                       order-dependent read model past them) missed: it needs a rebuild.
@@ -63,7 +70,7 @@
 
 namespace rw {
 
-inline constexpr int kSchemaVersion = 8;
+inline constexpr int kSchemaVersion = 9;
 inline constexpr const char* kSchemaTable = "rewind_schema";
 inline constexpr const char* kCheckpointTable = "rewind_checkpoints";
 inline constexpr const char* kFailureTable = "rewind_failures";
@@ -106,6 +113,7 @@ struct Checkpoint {
   uint64_t events_applied = 0;
   uint64_t failed_events = 0;  // events it was given and could not apply
   uint64_t missed_events = 0;  // events committed late that it could not place exactly
+  std::string read_mark;       // the hash of the event at last_event_id when it was written ("": none)
 };
 
 // Where `rewind ingest` stands in one log file.
@@ -163,9 +171,12 @@ Status Start(Connection& c, const Checkpoint& cp);
 Status SetHead(Connection& c, const std::string& projector, const std::string& target_table,
                EventId head);
 // The statement a flush runs inside its transaction: moves the checkpoint.
+// `mark_sql`: a scalar subquery giving the read mark of `last_id` (page_query's
+// EventHashSql), or "" to leave the mark as it is.
 std::string AdvanceSql(Connection& c, const std::string& projector, const std::string& target,
                        EventId last_id, const GapSet& gaps, uint64_t events, uint64_t rows,
-                       uint64_t late, uint64_t failed, uint64_t reconciled, uint64_t missed);
+                       uint64_t late, uint64_t failed, uint64_t reconciled, uint64_t missed,
+                       const std::string& mark_sql = "");
 // After the swap: the build's row becomes the live table's row (the old one goes).
 Status BecomeLive(Connection& c, const std::string& projector, const std::string& built_table,
                   const std::string& live_table, CheckpointStatus status, double seconds,
@@ -185,11 +196,15 @@ Result<std::vector<Checkpoint>> ForLiveTable(Connection& c, const std::string& l
 Status RecordTable(Connection& c, const std::string& table, const std::string& live_table,
                    const std::string& kind);
 Status ForgetTable(Connection& c, const std::string& table);
+// Records the server's id of `table` (InnoDB's TABLE_ID; NULL where it cannot be read:
+// without the PROCESS grant, or another engine) beside its record.
+Status RecordIdentity(Connection& c, const std::string& table);
 // Whether rewind recorded creating `table`. Read-only: on bookkeeping older than layout 3
 // (no records yet) it answers as the migration will, from the checkpoint rows.
 Result<bool> Recorded(Connection& c, const std::string& table);
 // The kind rewind recorded `table` as (layout 3 and later), or nullopt: no record (or no
-// bookkeeping). rewind-gen's event tables are kind "sample".
+// bookkeeping), or the table there now is not the one recorded (its server id differs).
+// rewind-gen's event tables are kind "sample".
 Result<std::optional<std::string>> RecordedKind(Connection& c, const std::string& table);
 
 // Heartbeats (rewind_runs). Each run writes its row before it takes a named lock, then beats.

@@ -324,6 +324,7 @@ Status SwapIn(Connection& c, const std::vector<Swapped>& tables, const std::stri
     // The live table is rewind's (rebuilt in its shape next time) or the application's.
     Status s = t.rewinds_shape ? checkpoint_store::RecordTable(c, t.live, t.live, "live")
                                : checkpoint_store::ForgetTable(c, t.live);
+    if (s.ok() && t.rewinds_shape) s = checkpoint_store::RecordIdentity(c, t.live);  // it is this table
     if (!s.ok()) return s;
   }
   for (const std::string& old : olds) {

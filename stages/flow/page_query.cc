@@ -148,14 +148,30 @@ Result<std::pair<std::optional<std::string>, std::optional<std::string>>> TimesO
   return std::pair(t->rows[0][0], t->rows[0][1]);
 }
 
-Result<std::optional<std::string>> EventHash(Connection& c, const EventTableOptions& e, EventId id) {
+std::string EventHashSql(const EventTableOptions& e, EventId id) {
   const bool type_column = e.type_path.empty();
-  return c.QueryValue(
-      fmt::format("SELECT MD5(CONCAT_WS(0x1f, COALESCE({}, 0x00), {})) FROM {} WHERE {} = {}",
-                  QuoteIdentifier(e.payload_column),
-                  type_column ? fmt::format("COALESCE({}, 0x00)", QuoteIdentifier(e.type_column))
-                              : std::string("''"),
-                  QuoteIdentifier(e.table), QuoteIdentifier(e.id_column), IdText(id)));
+  return fmt::format("(SELECT MD5(CONCAT_WS(0x1f, COALESCE({}, 0x00), {})) FROM {} WHERE {} = {})",
+                     QuoteIdentifier(e.payload_column),
+                     type_column ? fmt::format("COALESCE({}, 0x00)", QuoteIdentifier(e.type_column))
+                                 : std::string("''"),
+                     QuoteIdentifier(e.table), QuoteIdentifier(e.id_column), IdText(id));
+}
+
+Result<std::optional<std::string>> EventHash(Connection& c, const EventTableOptions& e, EventId id) {
+  return c.QueryValue("SELECT " + EventHashSql(e, id));
+}
+
+Result<std::string> ChangedSinceRead(Connection& c, const EventTableOptions& e, EventId id, const std::string& mark) {
+  if (mark.empty() || id == kBeforeFirstId) return std::string();
+  Result<std::optional<std::string>> now = EventHash(c, e, id);
+  if (!now.ok()) return now.status();
+  if (!*now) return fmt::format("the event {} it stopped at is no longer in {}", IdText(id), e.table);
+  if (**now != mark) {
+    return fmt::format("the event {} it stopped at is not the one it read (another class or payload: the table "
+                       "{} was restored or replaced since)",
+                       IdText(id), e.table);
+  }
+  return std::string();
 }
 
 Result<std::map<std::string, std::string>> ChunkSums(Connection& c, const EventTableOptions& e, EventId lo,

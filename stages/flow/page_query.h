@@ -119,6 +119,13 @@ Result<std::pair<std::optional<std::string>, std::optional<std::string>>> TimesO
 // The MD5 of the event with id `id` (its class and payload), or nullopt when there is none:
 // the same event on two servers has the same hash.
 Result<std::optional<std::string>> EventHash(Connection& connection, const EventTableOptions& events, EventId id);
+// The same as a scalar subquery (NULL when there is none), for a statement of bookkeeping
+// that records which event a checkpoint stands on (the build's read mark).
+std::string EventHashSql(const EventTableOptions& events, EventId id);
+// "" when the event at `id` still has the hash `mark` recorded with a checkpoint (or no mark
+// was recorded); else what differs, for a refusal: the event table is not the one read.
+Result<std::string> ChangedSinceRead(Connection& connection, const EventTableOptions& events, EventId id,
+                                     const std::string& mark);
 
 // Per chunk of ids in (lo, hi] (chunk k holds ids with FLOOR(id / chunk) = k; `only`, when
 // given, the chunks read): "count sum-of-ids[ checksum of classes and payloads, `full`]",

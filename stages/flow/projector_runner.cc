@@ -526,7 +526,8 @@ std::unique_ptr<ProjectorRunner::FlushJob> ProjectorRunner::PrepareFlush() {
   steps.push_back(Step{checkpoint_store::AdvanceSql(*connection_, job->name, options_.target_table, checkpoint,
                                                     gaps, events_since_flush_, job->rows, late_since_flush_,
                                                     failed_since_flush_, reconciled_since_flush_,
-                                                    missed_since_flush_),
+                                                    missed_since_flush_,
+                                                    options_.mark_sql ? options_.mark_sql(checkpoint) : std::string()),
                        {}, false});
   // What the flush commits is no longer pending: the next events count towards the next.
   job->failures = pending_failures_.size();

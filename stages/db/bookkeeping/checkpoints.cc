@@ -28,12 +28,13 @@ Checkpoint FromRow(const std::vector<std::optional<std::string>>& r) {
   cp.events_applied = r[9] ? std::stoull(*r[9]) : 0;
   cp.failed_events = r[10] ? std::stoull(*r[10]) : 0;
   cp.missed_events = r.size() > 11 && r[11] ? std::stoull(*r[11]) : 0;
+  cp.read_mark = r.size() > 12 ? r[12].value_or("") : "";
   return cp;
 }
 
 const char* const kCheckpointColumns =
     "projector, target_table, live_table, status, run_id, source, last_event_id, gaps, "
-    "head_event_id, events_applied, failed_events, missed_events";
+    "head_event_id, events_applied, failed_events, missed_events, read_mark";
 
 constexpr std::pair<CheckpointStatus, std::string_view> kStatusTexts[] = {
     {CheckpointStatus::kBuilding, "building"},
@@ -89,14 +90,16 @@ Status SetHead(Connection& c, const std::string& projector, const std::string& t
 
 std::string AdvanceSql(Connection& c, const std::string& projector, const std::string& target,
                        EventId last_id, const GapSet& gaps, uint64_t events, uint64_t rows,
-                       uint64_t late, uint64_t failed, uint64_t reconciled, uint64_t missed) {
+                       uint64_t late, uint64_t failed, uint64_t reconciled, uint64_t missed,
+                       const std::string& mark_sql) {
   return fmt::format(
       "UPDATE rewind_checkpoints SET last_event_id = {}, gaps = {}, events_applied = "
       "events_applied + {}, rows_written = rows_written + {}, late_events = late_events + {}, "
       "failed_events = failed_events + {}, reconciled_events = reconciled_events + {}, "
-      "missed_events = missed_events + {}, updated_at = NOW(6) WHERE projector = {} AND "
+      "missed_events = missed_events + {}{}, updated_at = NOW(6) WHERE projector = {} AND "
       "target_table = {}",
       IdText(last_id), c.Quote(gaps.Text()), events, rows, late, failed, reconciled, missed,
+      mark_sql.empty() ? std::string() : fmt::format(", read_mark = COALESCE({}, '')", mark_sql),
       c.Quote(projector), c.Quote(target));
 }
 

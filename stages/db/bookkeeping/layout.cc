@@ -31,6 +31,7 @@ const char* const kCheckpointsDdl =
     "gaps_given_up BIGINT UNSIGNED NOT NULL DEFAULT 0, "
     "reconciled_events BIGINT UNSIGNED NOT NULL DEFAULT 0, "
     "missed_events BIGINT UNSIGNED NOT NULL DEFAULT 0, "
+    "read_mark VARCHAR(64) NOT NULL DEFAULT '', "
     "started_at DATETIME(6) NULL, updated_at DATETIME(6) NULL, "
     "finished_at DATETIME(6) NULL, seconds DOUBLE NULL, events_per_second DOUBLE NULL, "
     "PRIMARY KEY (projector, target_table)"
@@ -78,7 +79,7 @@ const char* const kSeedIngestFiles =
 const char* const kOwnedDdl =
     "CREATE TABLE IF NOT EXISTS rewind_tables ("
     "table_name VARCHAR(64) NOT NULL PRIMARY KEY, live_table VARCHAR(64) NOT NULL, "
-    "kind VARCHAR(16) NOT NULL, created_at DATETIME(6) NOT NULL"
+    "kind VARCHAR(16) NOT NULL, created_at DATETIME(6) NOT NULL, table_id BIGINT UNSIGNED NULL"
     ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin";
 
 const char* const kRunsDdl =
@@ -132,6 +133,15 @@ const char* const kAddReconciliation =
     "ALTER TABLE rewind_checkpoints "
     "ADD COLUMN IF NOT EXISTS reconciled_events BIGINT UNSIGNED NOT NULL DEFAULT 0 AFTER gaps_given_up, "
     "ADD COLUMN IF NOT EXISTS missed_events BIGINT UNSIGNED NOT NULL DEFAULT 0 AFTER reconciled_events";
+
+// Layout 9: the server's id of each live table rewind swapped in (IF NOT EXISTS: a fresh
+// layout has it).
+const char* const kAddTableIdentity =
+    "ALTER TABLE rewind_tables ADD COLUMN IF NOT EXISTS table_id BIGINT UNSIGNED NULL";
+// Layout 9: the read mark of each checkpoint.
+const char* const kAddReadMark =
+    "ALTER TABLE rewind_checkpoints ADD COLUMN IF NOT EXISTS read_mark VARCHAR(64) NOT NULL DEFAULT '' "
+    "AFTER missed_events";
 
 }  // namespace
 
@@ -224,6 +234,11 @@ Status Ensure(Connection& c) {
     if (s.ok() && *version < 8) {  // layouts 1 to 7 had no reconciliation
       s = c.Execute(kAddReconciliation);
       if (!s.ok()) s = s.With("adding the reconciliation's counts to the checkpoints");
+    }
+    if (s.ok() && *version < 9) {  // layouts 1 to 8 knew a table by its name only
+      s = c.Execute(kAddTableIdentity);
+      if (s.ok()) s = c.Execute(kAddReadMark);
+      if (!s.ok()) s = s.With("adding the tables' identity and the read marks to the bookkeeping");
     }
     if (s.ok()) {
       s = c.Execute(fmt::format("REPLACE INTO rewind_schema VALUES (1, {}, NOW(6))", kSchemaVersion));
