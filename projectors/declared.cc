@@ -857,12 +857,20 @@ class DeclaredProjector final : public Projector {
   }
 
   // Whether a converted value fits its column's declared type: "" when it does (or none is declared).
-  static std::string Fits(const Storage& storage, ValueType type, const Typed& t) {
+  void LimitValueBytes(size_t bytes) override { max_value_bytes_ = bytes; }
+
+  std::string Fits(const Storage& storage, ValueType type, const Typed& t) const {
     // rewind's own text values are MEDIUMTEXT: a longer one is that event's failure, not a
-    // flush the server cuts (which would stop every read model of the run).
+    // flush the server cuts (which would stop every read model of the run); so is one a
+    // statement under the server's max_allowed_packet cannot carry.
     constexpr size_t kMediumText = (size_t{1} << 24) - 1;
     if (!storage.declared() && type == ValueType::kText && t.s.size() > kMediumText) {
       return fmt::format("is {} bytes, longer than a text value holds (MEDIUMTEXT: {} bytes)", t.s.size(), kMediumText);
+    }
+    if (type == ValueType::kText && t.s.size() > max_value_bytes_) {
+      return fmt::format("is {} bytes, longer than a row the server takes in one statement holds ({} bytes, from "
+                         "its max_allowed_packet)",
+                         t.s.size(), max_value_bytes_);
     }
     if (!storage.declared()) return {};
     if (type == ValueType::kText) return FitsStorage(storage, t.s);
@@ -1011,6 +1019,7 @@ class DeclaredProjector final : public Projector {
 
   const ModelPlan plan_;
   const std::string version_;
+  size_t max_value_bytes_ = SIZE_MAX;  // LimitValueBytes
   bool unordered_ = false;  // ApplyRecordsUnordered: first and last values are left out
   uint64_t unplaced_ = 0;   // events whose first or last value was left out
   TableSpec table_;

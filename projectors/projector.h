@@ -133,6 +133,9 @@ class Projector {
   // Late events below values already written into a table that keeps no event ids: what
   // commutes (counts, sums, min, max) is folded as ApplyRecords does; first and last values
   // cannot be placed and are left out. Returns how many events had such a value.
+  // The longest text value a row may hold (the server's max_allowed_packet bounds a
+  // statement): a longer one is its event's failure, not a flush the server refuses.
+  virtual void LimitValueBytes(size_t /*bytes*/) {}
   virtual uint64_t ApplyRecordsUnordered(const EventRecords& records, std::vector<EventFailure>& failures) {
     ApplyRecords(records, failures);
     return 0;

@@ -400,13 +400,14 @@ TEST(Exact, AUniqueKeyOnAPrefixIsNotTheReadModelsKey) {
 
 // Item 10: a server whose max_allowed_packet is 1 MiB (some hosted servers). Every statement
 // is sized to it: the upserts of 12,000 keys and the failure records of 4,000 bad events each
-// take several statements, and the run is exact.
+// take several statements, and the run is exact. A value no statement under the packet can
+// carry (a 400 KB note) is its event's failure, named, in the read model that stores it.
 TEST(Exact, ASmallMaxAllowedPacketSizesEveryStatement) {
   ConnectionOptions o = FreshDatabase("rewind_test_exact_small_packet");
   auto c = Connect(o);
   ASSERT_TRUE(c->Execute("CREATE TABLE events (position BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, "
                          "stream VARCHAR(255) NOT NULL, aggregate_id VARCHAR(255) NOT NULL, version INT NOT NULL, "
-                         "timestamp DATETIME(6) NOT NULL, event TEXT NOT NULL)").ok());
+                         "timestamp DATETIME(6) NOT NULL, event LONGTEXT NOT NULL)").ok());
   std::string sql;
   for (int n = 0; n < 16000; ++n) {
     const bool bad = n % 4 == 3;
@@ -431,16 +432,31 @@ TEST(Exact, ASmallMaxAllowedPacketSizesEveryStatement) {
     std::string value;
     ~Restore() { (void)c.Execute("SET GLOBAL max_allowed_packet = " + value); }
   } restore{*c, **was};
-  const std::string models = ModelsFile("exact_small_packet", kBalances);
+  ASSERT_TRUE(c->Execute(fmt::format(
+      "INSERT INTO events (stream, aggregate_id, version, timestamp, event) VALUES ('accounts', 'noted', 1, "
+      "'2025-05-01 10:00:00', CONCAT('{{\"type\":\"deposited\",\"amount\":1.00,\"note\":\"', REPEAT('n', {}), "
+      "'\"}}'))",
+      400000)).ok());
+  const std::string models = ModelsFile("exact_small_packet", std::string(kBalances) + R"toml(
+[[read_model]]
+name   = "account_notes"
+events = ["deposited"]
+key    = [ { column = "account_id", field = "aggregate_id" } ]
+values = [ { column = "note", op = "last", path = "note" }, { column = "n", op = "count" } ]
+)toml");
   std::vector<std::string> args = Replay(models);
   for (const char* a : {"--flush-every", "100000"}) args.push_back(a);
   Outcome r = RunRewind(args, Env(o));
   EXPECT_EQ(r.code, 3) << r.err;  // rebuilt and swapped in, some events failed
   EXPECT_EQ(r.err.find("gone away"), std::string::npos) << r.err;
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM rewind_failures WHERE stage = 'account_notes' AND reason LIKE "
+                      "'%max_allowed_packet%' AND event_id = (SELECT MAX(position) FROM events)"),
+            1);
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM account_notes"), 16000);
   EXPECT_EQ(SortedRows(*c, "SELECT account_id, balance, deposits FROM account_balances"),
             SortedRows(*c, "SELECT aggregate_id, SUM(CAST(JSON_VALUE(event, '$.amount') AS DECIMAL(12,2))), COUNT(*) "
                            "FROM events WHERE JSON_VALUE(event, '$.amount') NOT LIKE 'x%' GROUP BY aggregate_id"));
-  EXPECT_EQ(Count(*c, "SELECT COUNT(DISTINCT event_id) FROM rewind_failures"), 4000);
+  EXPECT_EQ(Count(*c, "SELECT COUNT(DISTINCT event_id) FROM rewind_failures"), 4001);
 }
 
 // Item 11: the application's table has a stored generated column that rounds the balance: the

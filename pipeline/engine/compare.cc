@@ -2,8 +2,8 @@
 
 #include <fmt/core.h>
 
-#include <algorithm>
 #include <cctype>
+#include <optional>
 
 #include "stages/db/checkpoint_store.h"
 #include "stages/db/table_admin.h"
@@ -70,30 +70,37 @@ Result<TableDiff> CompareTables(Connection& c, const TableSpec& spec, const std:
   const std::vector<const Column*> key_columns = table_schema::KeyColumns(spec);
   const std::vector<const Column*> value_columns = table_schema::ValueColumns(spec);
   std::string keys, group_keys, values, sides, differs;
-  // The live table's VARCHAR and CHAR columns (the application's own key columns among them).
+  // The live table's VARCHAR and CHAR columns (the application's own key columns among them),
+  // with their collations.
   Result<Rows> short_text = c.Query(fmt::format(
-      "SELECT LOWER(COLUMN_NAME) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = {} "
-      "AND DATA_TYPE IN ('varchar', 'char')",
+      "SELECT LOWER(COLUMN_NAME), COALESCE(COLLATION_NAME, '') FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = "
+      "DATABASE() AND TABLE_NAME = {} AND DATA_TYPE IN ('varchar', 'char')",
       c.Quote(live)));
   if (!short_text.ok()) return short_text.status();
-  auto is_short_text = [&](const std::string& name) {
+  auto collation_of = [&](const std::string& name) -> std::optional<std::string> {
     std::string lower = name;
     for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    return std::any_of(short_text->rows.begin(), short_text->rows.end(),
-                       [&](const auto& row) { return row[0].value_or("") == lower; });
+    for (const auto& row : short_text->rows) {
+      if (row[0].value_or("") == lower) return row[1].value_or("");
+    }
+    return std::nullopt;
   };
   for (size_t i = 0; i < key_columns.size(); ++i) {
     const std::string col = QuoteIdentifier(key_columns[i]->name);
     keys += (i ? ", " : "") + col;
     // GROUP BY compares long text by its first max_sort_length bytes only, and pads
     // spaces: a hash of the whole value keeps two long URLs with a common prefix apart.
-    // A text key of a declared SQL type (VARCHAR, CHAR) is compared by its column's
-    // collation, as the table's unique key compares it: 'sku-1' and 'SKU-1' are one key of a
-    // case-blind table (max_sort_length raised for the statement: the whole value counts).
-    const Storage& storage = key_columns[i]->storage;
-    if (key_columns[i]->type == ColumnType::kText && !storage.bytes &&
-        (storage.declared() || is_short_text(key_columns[i]->name))) {
-      group_keys += (i ? ", " : "") + col;
+    // A key the live table keeps as VARCHAR or CHAR is compared by its column's collation, as
+    // the table's unique key compares it: 'sku-1' and 'SKU-1' are one key of a case-blind
+    // table, and so are 'c1' and 'c1 ' under a PAD SPACE one. Grouped by a hash of the
+    // collation's weights (of the whole value, whatever max_sort_length).
+    const std::optional<std::string> collation =
+        key_columns[i]->type == ColumnType::kText && !key_columns[i]->storage.bytes ? collation_of(key_columns[i]->name)
+                                                                                    : std::nullopt;
+    if (collation && !collation->empty()) {
+      const bool pads = collation->find("nopad") == std::string::npos;
+      group_keys += (i ? ", " : "") + fmt::format("SHA2(WEIGHT_STRING({}), 256)",
+                                                  pads ? fmt::format("TRIM(TRAILING ' ' FROM {})", col) : col);
     } else if (key_columns[i]->type == ColumnType::kText) {
       group_keys += (i ? ", " : "") + fmt::format("SHA2({}, 256), {}", col, col);
     } else {
@@ -141,16 +148,15 @@ Result<TableDiff> CompareTables(Connection& c, const TableSpec& spec, const std:
       fmt::arg("keys", keys), fmt::arg("group", group_keys), fmt::arg("values", values),
       fmt::arg("sides", sides), fmt::arg("differs", differs), fmt::arg("live", QuoteIdentifier(live)),
       fmt::arg("new", QuoteIdentifier(rebuilt)));
-  const std::string whole_keys = "SET STATEMENT max_sort_length = 8388608 FOR ";
   Result<Rows> counts = c.Query(
-      whole_keys + "SELECT COALESCE(SUM(in_new = 0), 0), COALESCE(SUM(in_live = 0), 0), "
+      "SELECT COALESCE(SUM(in_new = 0), 0), COALESCE(SUM(in_live = 0), 0), "
       "COALESCE(SUM(in_live > 0 AND in_new > 0), 0) FROM (" + differing + ") d");
   if (!counts.ok()) return counts.status();
   d.only_live = std::stoull(*counts->rows[0][0]);
   d.only_rebuilt = std::stoull(*counts->rows[0][1]);
   d.count_differs = std::stoull(*counts->rows[0][2]);
   if (!d.identical()) {
-    Result<Rows> ex = c.Query(whole_keys + differing + " LIMIT 5");
+    Result<Rows> ex = c.Query(differing + " LIMIT 5");
     if (!ex.ok()) return ex.status();
     d.examples = Examples(*ex, key_columns.size(), value_columns.size());
   }

@@ -493,6 +493,8 @@ Status Build::PrepareRunners(std::vector<std::unique_ptr<Projector>> projectors,
     ro.flush_max_rows = o_.flush_max_rows;
     ro.write_every_events = o_.write_every_events;
     ro.statement_bytes = statement_bytes;
+    // A row must fit a statement: its text escaped (twice its bytes at most), and the rest.
+    p->LimitValueBytes(statement_bytes / 2 - 1024);
     ro.mark_sql = [events = o_.events](EventId id) { return EventHashSql(events, id); };
     ro.run_id = sum_.run_id;
     ro.stop_on_failure = o_.stop_on_failure;

@@ -60,7 +60,7 @@ Status UnionOfGaps(Connection& c, const ReplayOptions& o, const Found& f, GapSet
 // Copies the segments into `shadow` and writes its checkpoint, deleting theirs, in one
 // transaction. A key in two segments fails the copy: keys are disjoint by construction.
 Status CopyIn(Connection& c, const Found& f, const std::string& shadow, const Checkpoint& merged,
-              uint64_t applied, uint64_t failed, const std::string& mark_sql) {
+              uint64_t applied, uint64_t failed, const std::string& mark) {
   if (Status s = c.Execute("START TRANSACTION"); !s.ok()) return s;
   Status s = Status::Ok();
   for (const auto& [seg, cp] : f.segments) {
@@ -79,7 +79,10 @@ Status CopyIn(Connection& c, const Found& f, const std::string& shadow, const Ch
   if (s.ok()) s = checkpoint_store::Start(c, merged);
   if (s.ok()) {
     s = c.Execute(checkpoint_store::AdvanceSql(c, merged.projector, shadow, merged.last_event_id, merged.gaps,
-                                               applied, 0, 0, failed, 0, 0, mark_sql));
+                                               applied, 0, 0, failed, 0, 0));
+  }
+  if (s.ok()) {
+    s = c.Execute(checkpoint_store::SetReadMarkSql(c, merged.projector, shadow, mark));
   }
   for (const auto& [seg, cp] : f.segments) {
     if (s.ok()) s = checkpoint_store::Delete(c, cp.projector, cp.target_table);
@@ -259,10 +262,9 @@ Status Merge(Connection& c, const ReplayOptions& o, const Projector& p, const Me
       !s.ok()) {
     return s;
   }
-  if (Status s = CopyIn(c, f, t.shadow, merged, applied, failed, EventHashSql(o.events, merged.last_event_id));
-      !s.ok()) {
-    return s;
-  }
+  Result<std::optional<std::string>> mark = EventHash(c, o.events, merged.last_event_id);
+  if (!mark.ok()) return mark.status();
+  if (Status s = CopyIn(c, f, t.shadow, merged, applied, failed, mark->value_or("")); !s.ok()) return s;
   for (const std::string& table : tables) (void)table_admin::DropOwned(c, table);
   fmt::print(stderr, "rewind: {}: merged its {} segments into {} at event {} ({} events applied, {} failed)\n",
              f.name, f.segments.size(), t.shadow, IdText(merged.last_event_id), applied, failed);

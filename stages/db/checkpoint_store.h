@@ -171,12 +171,13 @@ Status Start(Connection& c, const Checkpoint& cp);
 Status SetHead(Connection& c, const std::string& projector, const std::string& target_table,
                EventId head);
 // The statement a flush runs inside its transaction: moves the checkpoint.
-// `mark_sql`: a scalar subquery giving the read mark of `last_id` (page_query's
-// EventHashSql), or "" to leave the mark as it is.
 std::string AdvanceSql(Connection& c, const std::string& projector, const std::string& target,
                        EventId last_id, const GapSet& gaps, uint64_t events, uint64_t rows,
-                       uint64_t late, uint64_t failed, uint64_t reconciled, uint64_t missed,
-                       const std::string& mark_sql = "");
+                       uint64_t late, uint64_t failed, uint64_t reconciled, uint64_t missed);
+// The statement that records a checkpoint's read mark (the hash of the event it stands on,
+// read beforehand by a plain, non-locking SELECT: the id may be one an open insert holds).
+std::string SetReadMarkSql(Connection& c, const std::string& projector, const std::string& target,
+                           const std::string& mark);
 // After the swap: the build's row becomes the live table's row (the old one goes).
 Status BecomeLive(Connection& c, const std::string& projector, const std::string& built_table,
                   const std::string& live_table, CheckpointStatus status, double seconds,

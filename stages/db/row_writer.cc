@@ -56,7 +56,9 @@ void UpsertBuilder::Separator() {
     if (current_.empty()) {
       current_.reserve(statement_bytes_ + 4096);
       current_ = prefix_;
+      row_start_ = current_.size();
     } else {
+      row_start_ = current_.size();
       current_ += ',';
     }
     current_ += '(';
@@ -124,6 +126,15 @@ void UpsertBuilder::EndRow() {
   row_open_ = false;
   hash_.EndRow();
   ++rows_;
+  if (current_.size() < statement_bytes_) return;
+  // A statement stays under statement_bytes_ (the server's max_allowed_packet, halved): the
+  // row that would take it over starts the next one, unless it is the statement's only row.
+  if (row_start_ > prefix_.size()) {
+    std::string row = current_.substr(row_start_ + 1);  // without its ','
+    current_.resize(row_start_);
+    Close();
+    current_ = prefix_ + row;
+  }
   if (current_.size() >= statement_bytes_) Close();
 }
 

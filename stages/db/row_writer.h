@@ -87,6 +87,7 @@ class UpsertBuilder final : public RowSink {
   std::string prefix_, suffix_;
   const size_t statement_bytes_;
   std::string current_;
+  size_t row_start_ = 0;  // where the open row begins in current_ (its ',' included)
   std::vector<std::string> done_;
   table_schema::KeyHash hash_;
   bool row_open_ = false;

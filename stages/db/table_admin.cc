@@ -324,8 +324,9 @@ Status SwapIn(Connection& c, const std::vector<Swapped>& tables, const std::stri
     // The live table is rewind's (rebuilt in its shape next time) or the application's.
     Status s = t.rewinds_shape ? checkpoint_store::RecordTable(c, t.live, t.live, "live")
                                : checkpoint_store::ForgetTable(c, t.live);
-    if (s.ok() && t.rewinds_shape) s = checkpoint_store::RecordIdentity(c, t.live);  // it is this table
     if (!s.ok()) return s;
+    // It is this table (best effort: without it, ownership goes by the name, as before).
+    if (t.rewinds_shape) (void)checkpoint_store::RecordIdentity(c, t.live);
   }
   for (const std::string& old : olds) {
     if (Status s = DropOwned(c, old); !s.ok()) return s;

@@ -236,7 +236,9 @@ Status ProjectorRunner::ApplyReconciled(const Batch& batch) {
   for (const IdRange& r : batch.settled) {
     for (EventId id = r.lo; id <= r.hi && id <= applied_id_; ++id) {
       if (gaps_.Contains(id)) continue;
-      if ((projector_->order_dependent() || !ids_kept_) && id <= CheckpointId()) {
+      // An order-dependent read model cannot take it; one without ids places what commutes
+      // (the late path: PlaceBelowCheckpoint), counting only what it cannot place.
+      if (projector_->order_dependent() && id <= CheckpointId()) {
         missed += Reads(batch, id) ? 1 : 0;
       } else {
         gaps_.Add({id, id});
@@ -526,8 +528,7 @@ std::unique_ptr<ProjectorRunner::FlushJob> ProjectorRunner::PrepareFlush() {
   steps.push_back(Step{checkpoint_store::AdvanceSql(*connection_, job->name, options_.target_table, checkpoint,
                                                     gaps, events_since_flush_, job->rows, late_since_flush_,
                                                     failed_since_flush_, reconciled_since_flush_,
-                                                    missed_since_flush_,
-                                                    options_.mark_sql ? options_.mark_sql(checkpoint) : std::string()),
+                                                    missed_since_flush_),
                        {}, false});
   // What the flush commits is no longer pending: the next events count towards the next.
   job->failures = pending_failures_.size();
@@ -588,6 +589,13 @@ Status ProjectorRunner::RunTransaction(const FlushJob& job, uint64_t* retries) c
                                                        std::string_view(steps[i].sql).substr(0, 100)),
                                            options_.generated_columns);
       }
+    }
+    if (last.ok() && options_.mark_sql) {
+      // The event the checkpoint stands on, by a plain read (never waiting on an open insert).
+      Result<std::optional<std::string>> mark = connection_->QueryValue("SELECT " + options_.mark_sql(job.checkpoint));
+      last = mark.ok() ? connection_->Execute(checkpoint_store::SetReadMarkSql(*connection_, job.name, job.target,
+                                                                                mark->value_or("")))
+                       : mark.status();
     }
     if (last.ok()) FaultPoint("mid-flush");  // statements sent, transaction still open
     if (last.ok()) last = connection_->Execute("COMMIT");

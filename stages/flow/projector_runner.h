@@ -105,7 +105,7 @@ struct RunnerOptions {
   // never names them; the server computes them as for the application's own writes).
   std::vector<std::string> generated_columns;
   // The read mark of a checkpoint id: a scalar subquery (page_query's EventHashSql) that each
-  // flush records beside the checkpoint; none: no mark.
+  // flush reads (a plain SELECT) and records beside the checkpoint; none: no mark.
   std::function<std::string(EventId)> mark_sql;
   // Rows may go by LOAD DATA (false: upserts only, as under a collation that makes keys
   // rewind keeps apart one row of the table).

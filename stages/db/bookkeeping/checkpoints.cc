@@ -90,17 +90,21 @@ Status SetHead(Connection& c, const std::string& projector, const std::string& t
 
 std::string AdvanceSql(Connection& c, const std::string& projector, const std::string& target,
                        EventId last_id, const GapSet& gaps, uint64_t events, uint64_t rows,
-                       uint64_t late, uint64_t failed, uint64_t reconciled, uint64_t missed,
-                       const std::string& mark_sql) {
+                       uint64_t late, uint64_t failed, uint64_t reconciled, uint64_t missed) {
   return fmt::format(
       "UPDATE rewind_checkpoints SET last_event_id = {}, gaps = {}, events_applied = "
       "events_applied + {}, rows_written = rows_written + {}, late_events = late_events + {}, "
       "failed_events = failed_events + {}, reconciled_events = reconciled_events + {}, "
-      "missed_events = missed_events + {}{}, updated_at = NOW(6) WHERE projector = {} AND "
+      "missed_events = missed_events + {}, updated_at = NOW(6) WHERE projector = {} AND "
       "target_table = {}",
       IdText(last_id), c.Quote(gaps.Text()), events, rows, late, failed, reconciled, missed,
-      mark_sql.empty() ? std::string() : fmt::format(", read_mark = COALESCE({}, '')", mark_sql),
       c.Quote(projector), c.Quote(target));
+}
+
+std::string SetReadMarkSql(Connection& c, const std::string& projector, const std::string& target,
+                           const std::string& mark) {
+  return fmt::format("UPDATE rewind_checkpoints SET read_mark = {} WHERE projector = {} AND target_table = {}",
+                     c.Quote(mark), c.Quote(projector), c.Quote(target));
 }
 
 Status BecomeLive(Connection& c, const std::string& projector, const std::string& built,

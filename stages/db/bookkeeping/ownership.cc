@@ -3,6 +3,8 @@
 
 #include <fmt/core.h>
 
+#include <optional>
+
 #include "stages/db/bookkeeping/older_targets.h"
 
 namespace rw {
@@ -19,21 +21,14 @@ Status RecordTable(Connection& c, const std::string& table, const std::string& l
 
 namespace {
 
-// The server's id of `table` now (NULL: unknown), as SQL.
-std::string IdentitySql(Connection& c, const std::string& table) {
-  return fmt::format("(SELECT TABLE_ID FROM information_schema.INNODB_SYS_TABLES WHERE NAME = CONCAT(DATABASE(), "
-                     "'/', {}))",
-                     c.Quote(table));
+// The server's id of `table` now (InnoDB's TABLE_ID), or nullopt when it cannot be known:
+// no such InnoDB table, or no PROCESS grant to read it (then ownership goes by the name).
+std::optional<std::string> TableIdNow(Connection& c, const std::string& table) {
+  Result<std::optional<std::string>> id = c.QueryValue(fmt::format(
+      "SELECT TABLE_ID FROM information_schema.INNODB_SYS_TABLES WHERE NAME = CONCAT(DATABASE(), '/', {})",
+      c.Quote(table)));
+  return id.ok() ? *id : std::nullopt;
 }
-
-}  // namespace
-
-Status RecordIdentity(Connection& c, const std::string& table) {
-  return c.Execute(fmt::format("UPDATE rewind_tables SET table_id = {} WHERE table_name = {}", IdentitySql(c, table),
-                               c.Quote(table)));
-}
-
-namespace {
 
 // Whether the table named `table` is not the one recorded under that name: both ids known
 // and different.
@@ -41,15 +36,21 @@ Result<bool> Replaced(Connection& c, const std::string& table) {
   Result<int> version = Version(c);
   if (!version.ok()) return version.status();
   if (*version < 9) return false;
-  Result<std::optional<std::string>> differs = c.QueryValue(fmt::format(
-      "SELECT r.table_id IS NOT NULL AND now.id IS NOT NULL AND r.table_id <> now.id FROM rewind_tables r, "
-      "(SELECT {} AS id) now WHERE r.table_name = {}",
-      IdentitySql(c, table), c.Quote(table)));
-  if (!differs.ok()) return differs.status();
-  return *differs && **differs == "1";
+  Result<std::optional<std::string>> recorded =
+      c.QueryValue(fmt::format("SELECT table_id FROM rewind_tables WHERE table_name = {}", c.Quote(table)));
+  if (!recorded.ok()) return recorded.status();
+  if (!*recorded) return false;
+  const std::optional<std::string> now = TableIdNow(c, table);
+  return now && *now != **recorded;
 }
 
 }  // namespace
+
+Status RecordIdentity(Connection& c, const std::string& table) {
+  const std::optional<std::string> id = TableIdNow(c, table);
+  return c.Execute(fmt::format("UPDATE rewind_tables SET table_id = {} WHERE table_name = {}", id ? *id : "NULL",
+                               c.Quote(table)));
+}
 
 Status ForgetTable(Connection& c, const std::string& table) {
   return c.Execute(fmt::format("DELETE FROM rewind_tables WHERE table_name = {}", c.Quote(table)));
