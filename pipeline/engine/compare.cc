@@ -3,7 +3,6 @@
 #include <fmt/core.h>
 
 #include <cctype>
-#include <optional>
 
 #include "stages/db/checkpoint_store.h"
 #include "stages/db/table_admin.h"
@@ -60,6 +59,46 @@ static std::vector<std::string> Examples(const Rows& ex, size_t nkeys, size_t nv
   return out;
 }
 
+// What the comparison groups the union of the two tables by, key column by key column.
+// GROUP BY compares long text by its first max_sort_length bytes only, and pads spaces: a
+// hash of the whole value keeps two long URLs with a common prefix apart. A key the live
+// table keeps as VARCHAR or CHAR is compared by its column's collation, as the table's unique
+// key compares it: 'sku-1' and 'SKU-1' are one key of a case-blind table, and so are 'c1'
+// and 'c1 ' under a PAD SPACE one; grouped by a hash of the collation's weights (of the
+// whole value, whatever max_sort_length).
+static Result<std::string> GroupKeys(Connection& c, const std::vector<const Column*>& key_columns,
+                                     const std::string& live) {
+  Result<Rows> short_text = c.Query(fmt::format(
+      "SELECT LOWER(COLUMN_NAME), COALESCE(COLLATION_NAME, '') FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = "
+      "DATABASE() AND TABLE_NAME = {} AND DATA_TYPE IN ('varchar', 'char')",
+      c.Quote(live)));
+  if (!short_text.ok()) return short_text.status();
+  auto collation_of = [&](const Column& k) -> std::string {
+    if (k.type != ColumnType::kText || k.storage.bytes) return {};
+    std::string lower = k.name;
+    for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    for (const auto& row : short_text->rows) {
+      if (row[0].value_or("") == lower) return row[1].value_or("");
+    }
+    return {};
+  };
+  std::string group;
+  for (size_t i = 0; i < key_columns.size(); ++i) {
+    const std::string col = QuoteIdentifier(key_columns[i]->name);
+    const std::string collation = collation_of(*key_columns[i]);
+    group += i ? ", " : "";
+    if (!collation.empty()) {
+      const bool pads = collation.find("nopad") == std::string::npos;
+      group += fmt::format("SHA2(WEIGHT_STRING({}), 256)", pads ? fmt::format("TRIM(TRAILING ' ' FROM {})", col) : col);
+    } else if (key_columns[i]->type == ColumnType::kText) {
+      group += fmt::format("SHA2({}, 256), {}", col, col);
+    } else {
+      group += col;
+    }
+  }
+  return group;
+}
+
 Result<TableDiff> CompareTables(Connection& c, const TableSpec& spec, const std::string& live,
                                 const std::string& rebuilt) {
   TableDiff d;
@@ -69,44 +108,11 @@ Result<TableDiff> CompareTables(Connection& c, const TableSpec& spec, const std:
   // (without it) compares too.
   const std::vector<const Column*> key_columns = table_schema::KeyColumns(spec);
   const std::vector<const Column*> value_columns = table_schema::ValueColumns(spec);
-  std::string keys, group_keys, values, sides, differs;
-  // The live table's VARCHAR and CHAR columns (the application's own key columns among them),
-  // with their collations.
-  Result<Rows> short_text = c.Query(fmt::format(
-      "SELECT LOWER(COLUMN_NAME), COALESCE(COLLATION_NAME, '') FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = "
-      "DATABASE() AND TABLE_NAME = {} AND DATA_TYPE IN ('varchar', 'char')",
-      c.Quote(live)));
-  if (!short_text.ok()) return short_text.status();
-  auto collation_of = [&](const std::string& name) -> std::optional<std::string> {
-    std::string lower = name;
-    for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    for (const auto& row : short_text->rows) {
-      if (row[0].value_or("") == lower) return row[1].value_or("");
-    }
-    return std::nullopt;
-  };
-  for (size_t i = 0; i < key_columns.size(); ++i) {
-    const std::string col = QuoteIdentifier(key_columns[i]->name);
-    keys += (i ? ", " : "") + col;
-    // GROUP BY compares long text by its first max_sort_length bytes only, and pads
-    // spaces: a hash of the whole value keeps two long URLs with a common prefix apart.
-    // A key the live table keeps as VARCHAR or CHAR is compared by its column's collation, as
-    // the table's unique key compares it: 'sku-1' and 'SKU-1' are one key of a case-blind
-    // table, and so are 'c1' and 'c1 ' under a PAD SPACE one. Grouped by a hash of the
-    // collation's weights (of the whole value, whatever max_sort_length).
-    const std::optional<std::string> collation =
-        key_columns[i]->type == ColumnType::kText && !key_columns[i]->storage.bytes ? collation_of(key_columns[i]->name)
-                                                                                    : std::nullopt;
-    if (collation && !collation->empty()) {
-      const bool pads = collation->find("nopad") == std::string::npos;
-      group_keys += (i ? ", " : "") + fmt::format("SHA2(WEIGHT_STRING({}), 256)",
-                                                  pads ? fmt::format("TRIM(TRAILING ' ' FROM {})", col) : col);
-    } else if (key_columns[i]->type == ColumnType::kText) {
-      group_keys += (i ? ", " : "") + fmt::format("SHA2({}, 256), {}", col, col);
-    } else {
-      group_keys += (i ? ", " : "") + col;
-    }
-  }
+  std::string keys, values, sides, differs;
+  for (size_t i = 0; i < key_columns.size(); ++i) keys += (i ? ", " : "") + QuoteIdentifier(key_columns[i]->name);
+  Result<std::string> grouped = GroupKeys(c, key_columns, live);
+  if (!grouped.ok()) return grouped.status();
+  const std::string& group_keys = *grouped;
   for (size_t i = 0; i < value_columns.size(); ++i) {
     const std::string col = QuoteIdentifier(value_columns[i]->name);
     values += ", " + col;
