@@ -27,31 +27,12 @@ namespace {
 
 using namespace rw::testing;
 
-const std::string kClient = std::string(REWIND_SOURCE_DIR) + "/tests/client";
-
-std::string NodeBinary() {
-  std::istringstream path(std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin");
-  for (std::string dir; std::getline(path, dir, ':');) {
-    if (access((dir + "/node").c_str(), X_OK) == 0) return dir + "/node";
-  }
-  return "/usr/bin/node";
-}
-
-std::vector<std::string> AppEnv(const ConnectionOptions& o) {
-  std::vector<std::string> env = Env(o);
-  env.push_back("NODE_PATH=" + kClient + "/node_modules");
-  return env;
-}
-
-std::vector<std::string> App(std::vector<std::string> args) {
-  args.insert(args.begin(), {NodeBinary(), kClient + "/app.js"});
-  return args;
-}
+std::vector<std::string> App(std::vector<std::string> args) { return Client("app.js", std::move(args)); }
 
 // Runs the application's command to its end; its stdout (one JSON line) or the test fails.
 std::string RunApp(const ConnectionOptions& o, const std::vector<std::string>& args) {
   const std::string out_file = ::testing::TempDir() + "/rewind_app_out_" + std::to_string(getpid());
-  Subprocess p(App(args), AppEnv(o), out_file);
+  Subprocess p(App(args), ClientEnv(o), out_file);
   const int code = p.Wait();
   std::ifstream in(out_file);
   std::string out((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -105,7 +86,7 @@ TEST(Evtstore, RewindRebuildsTheApplicationsTableAndHandsItBackToTheLibrarysHand
   const int64_t appended_before_swap = Count(*c, "SELECT MAX(position) FROM events");
   // More appends go on through the cut-over.
   const std::string out_file = ::testing::TempDir() + "/rewind_app_append_" + std::to_string(getpid());
-  Subprocess appending(App({"append", "3000", "2", "40"}), AppEnv(o), out_file);
+  Subprocess appending(App({"append", "3000", "2", "40"}), ClientEnv(o), out_file);
   ASSERT_TRUE(WaitUntil(*c, fmt::format("SELECT MAX(position) > {} FROM events", appended_before_swap), 1, 120));
   Release(pause);
   ASSERT_EQ(rewind.Wait(), 0) << rewind.err();

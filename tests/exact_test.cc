@@ -712,6 +712,126 @@ TEST(Exact, StatsJsonNeverWritesThroughALinkPlantedAtItsName) {
   std::filesystem::remove_all(dir);
 }
 
+// Item 17: an event table whose ids the clients make (tests/client/ids.js: @schemeless/event-
+// store's TypeORM shape, ids from the published `ulid` and `uuid` packages).
+void RunIds(const ConnectionOptions& o, const std::vector<std::string>& args) {
+  Subprocess p(Client("ids.js", args), ClientEnv(o));
+  ASSERT_EQ(p.Wait(), 0) << p.err();
+}
+
+const char* kIdsModels = R"toml(
+[[read_model]]
+name   = "account_balances"
+events = ["deposited", "withdrawn", "renamed"]
+key    = [ { column = "account_id", field = "identifier" } ]
+values = [
+  { column = "balance",  op = "sum",      path = "amount", type = "decimal(12,2)", on = ["deposited"] },
+  { column = "balance",  op = "subtract", path = "amount", type = "decimal(12,2)", on = ["withdrawn"] },
+  { column = "deposits", op = "count",    on = ["deposited"] },
+  { column = "holder",   op = "last",     path = "name",   type = "varchar(64)",   on = ["renamed"] },
+]
+hand_over = "UPDATE bookmarks SET position = ? WHERE bookmark = 'balances'"
+)toml";
+
+std::vector<std::string> IdsReplay(const std::string& models) {
+  return {"replay", "--all", "--models", models, "--events-table", "event_store_entity", "--id-column", "id",
+          "--type-column", "type", "--payload-column", "payload", "--time-column", "created", "--quiet"};
+}
+
+// What the events give, by the server: balances and deposits per account, and each account's
+// holder from its renamed event with the highest id (ids in the server's own order).
+const char* kIdsReference = R"sql(
+  SELECT identifier, SUM(CASE type WHEN 'deposited' THEN 1 WHEN 'withdrawn' THEN -1 ELSE 0 END *
+                         CAST(JSON_VALUE(payload, '$.amount') AS DECIMAL(12,2))),
+         SUM(type = 'deposited'),
+         (SELECT JSON_VALUE(r.payload, '$.name') FROM event_store_entity r WHERE r.identifier = e.identifier
+          AND r.type = 'renamed' ORDER BY r.id DESC LIMIT 1)
+  FROM event_store_entity e GROUP BY identifier)sql";
+
+// ULIDs from three writers whose clocks are 1.5 s apart, and an importer whose transaction
+// made its ULIDs first and commits while rewind reads: read by keyset in the ids' order, the
+// late commit found in its hole before the swap, every value exact (last values by ULID
+// order), and the position handed back as the ULID itself.
+TEST(Exact, UlidIdsAreReadInTheirOrderLateCommitsAndSkewedClocksIncluded) {
+  ConnectionOptions o = FreshDatabase("rewind_test_exact_ulid");
+  auto c = Connect(o);
+  RunIds(o, {"create", "ulid"});
+  ASSERT_TRUE(c->Execute("CREATE TABLE bookmarks (bookmark VARCHAR(64) NOT NULL PRIMARY KEY, "
+                         "position VARCHAR(26) NOT NULL)").ok());
+  ASSERT_TRUE(c->Execute("INSERT INTO bookmarks VALUES ('balances', '')").ok());
+  ASSERT_TRUE(c->Execute(R"sql(
+    CREATE TABLE account_balances (
+      account_id VARCHAR(255) NOT NULL PRIMARY KEY, balance DECIMAL(14,2) NOT NULL DEFAULT 0.00,
+      deposits INT UNSIGNED NOT NULL DEFAULT 0, holder VARCHAR(64) NULL
+    ) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci)sql").ok());
+  const std::string commit = ::testing::TempDir() + "/rewind_ids_commit";
+  std::remove(commit.c_str());
+  Subprocess importer(Client("ids.js", {"hold", "ulid", "5", commit}), ClientEnv(o));
+  ASSERT_TRUE(importer.WaitFor("open", 60)) << importer.err();
+  RunIds(o, {"append", "ulid", "3000", "3", "17", "1500"});
+  const std::string pause = PauseFile("exact_ulid");
+  std::vector<std::string> env = Env(o);
+  env.push_back("REWIND_FAULT=before-catch-up@" + pause);
+  Subprocess run(Rewind(IdsReplay(ModelsFile("exact_ulid", kIdsModels))), env);
+  ASSERT_TRUE(run.WaitFor("fault point", 120)) << run.err();
+  Release(commit);  // the importer's five events commit now, below ids already read
+  ASSERT_EQ(importer.Wait(), 0) << importer.err();
+  Release(pause);
+  EXPECT_EQ(run.Wait(), 0) << run.err();
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM event_store_entity"), 3005);
+  EXPECT_EQ(SortedRows(*c, "SELECT account_id, balance, deposits, holder FROM account_balances"),
+            SortedRows(*c, kIdsReference));
+  EXPECT_EQ(SortedRows(*c, "SELECT position FROM bookmarks"), SortedRows(*c, "SELECT MAX(id) FROM event_store_entity"));
+  // A resume of a build stopped half-way continues after the ULID it stopped at.
+  RunIds(o, {"append", "ulid", "600", "2", "18", "0"});
+  std::vector<std::string> env_kill = Env(o);
+  env_kill.push_back("REWIND_FAULT=mid-flush:2");
+  std::vector<std::string> small = IdsReplay(ModelsFile("exact_ulid", kIdsModels));
+  for (const char* a : {"--batch-size", "500", "--flush-every", "500"}) small.push_back(a);
+  {
+    Subprocess killed(Rewind(small), env_kill);
+    ASSERT_TRUE(killed.WaitFor("fault point", 120)) << killed.err();
+    killed.Signal(SIGKILL);
+    EXPECT_EQ(killed.Wait(), 128 + SIGKILL);
+  }
+  small.push_back("--resume");
+  Outcome resumed = RunRewind(small, Env(o));
+  EXPECT_EQ(resumed.code, 0) << resumed.err;
+  EXPECT_EQ(SortedRows(*c, "SELECT account_id, balance, deposits, holder FROM account_balances"),
+            SortedRows(*c, kIdsReference));
+}
+
+// UUIDv7 as text (CHAR(36)) and as 16 bytes (BINARY(16)): read in the server's order, exact;
+// the version-1 UUIDs MariaDB's UUID() makes are refused (their text does not sort by time),
+// naming the way out.
+TEST(Exact, UuidV7IdsAsTextOrBytesAreReadAndOtherUuidsRefused) {
+  for (const std::string form : {"uuid", "uuidbin"}) {
+    SCOPED_TRACE(form);
+    ConnectionOptions o = FreshDatabase("rewind_test_exact_" + form);
+    auto c = Connect(o);
+    RunIds(o, {"create", form});
+    ASSERT_TRUE(c->Execute("CREATE TABLE bookmarks (bookmark VARCHAR(64) NOT NULL PRIMARY KEY, "
+                           "position VARBINARY(36) NOT NULL)").ok());
+    ASSERT_TRUE(c->Execute("INSERT INTO bookmarks VALUES ('balances', '')").ok());
+    RunIds(o, {"append", form, "2500", "3", "19", "800"});
+    Outcome r = RunRewind(IdsReplay(ModelsFile("exact_" + form, kIdsModels)), Env(o));
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(SortedRows(*c, "SELECT account_id, balance, deposits, holder FROM account_balances"),
+              SortedRows(*c, kIdsReference));
+    EXPECT_EQ(SortedRows(*c, "SELECT position FROM bookmarks"),
+              SortedRows(*c, "SELECT MAX(id) FROM event_store_entity"));
+    // One event with a version-1 UUID among them: refused before any work.
+    ASSERT_TRUE(c->Execute(fmt::format("INSERT INTO event_store_entity (id, domain, type, payload, identifier, created) "
+                                       "VALUES ({}, 'bank', 'deposited', '{{\"amount\":1}}', 'acc-1', NOW(6))",
+                                       form == "uuid" ? "'ffffffff-0000-11ef-8000-000000000000'"
+                                                      : "UNHEX('7fffffff000011ef8000000000000000')")).ok());
+    Outcome refused = RunRewind(IdsReplay(ModelsFile("exact_" + form, kIdsModels)), Env(o));
+    EXPECT_EQ(refused.code, 1) << refused.err;
+    EXPECT_NE(refused.err.find("UUIDs of version 1"), std::string::npos) << refused.err;
+    EXPECT_NE(refused.err.find("AUTO_INCREMENT column of its own"), std::string::npos) << refused.err;
+  }
+}
+
 TEST(ExactUnit, TheTablesAHandOverNamesSkipStringsAndComments) {
   EXPECT_EQ(hand_over::NamedIdentifiers("UPDATE `app`.`book``marks` SET p = ? WHERE b = 'events' -- events\n"
                                         "AND c = \"x\\\"events\" /* events */ # events"),

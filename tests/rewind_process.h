@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <sstream>
+#include <unistd.h>
 #include <string>
 #include <vector>
 
@@ -39,6 +41,31 @@ inline std::string PauseFile(const std::string& name) {
   return path;
 }
 inline void Release(const std::string& file) { std::ofstream(file) << "go"; }
+
+// The tests' real clients: applications written with published libraries from the npm
+// registry (tests/client, installed by scripts/setup), run by the node binary on the PATH.
+inline const std::string kClient = std::string(REWIND_SOURCE_DIR) + "/tests/client";
+
+inline std::string NodeBinary() {
+  std::istringstream path(std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin");
+  for (std::string dir; std::getline(path, dir, ':');) {
+    if (access((dir + "/node").c_str(), X_OK) == 0) return dir + "/node";
+  }
+  return "/usr/bin/node";
+}
+
+// The environment of a client pointed at `o`.
+inline std::vector<std::string> ClientEnv(const ConnectionOptions& o) {
+  std::vector<std::string> env = Env(o);
+  env.push_back("NODE_PATH=" + kClient + "/node_modules");
+  return env;
+}
+
+// `node tests/client/SCRIPT args...`
+inline std::vector<std::string> Client(const std::string& script, std::vector<std::string> args) {
+  args.insert(args.begin(), {NodeBinary(), kClient + "/" + script});
+  return args;
+}
 
 struct Outcome {
   int code;

@@ -64,7 +64,7 @@ TEST(TableSchema, DeclaredTypesMakeTheColumnsAndAKeyAnIndexHoldsIsThePrimaryKey)
   EXPECT_EQ(table_schema::HashColumn(spec), "");
   EXPECT_EQ(table_schema::CreateTableSql(spec, "m"),
             "CREATE TABLE `m` (`account_id` VARCHAR(64) NOT NULL, `n` INT UNSIGNED NOT NULL, "
-            "`country` CHAR(2) COLLATE utf8mb4_general_ci NULL, `country__id` DECIMAL(20,0) NULL, "
+            "`country` CHAR(2) COLLATE utf8mb4_general_ci NULL, `country__id` DECIMAL(39,0) NULL, "
             "PRIMARY KEY (`account_id`)) ENGINE=InnoDB");
   EXPECT_EQ(table_schema::StoredColumnList(spec), "`account_id`, `n`, `country`, `country__id`");
   EXPECT_TRUE(table_schema::KeyComparedByCollation(spec, "utf8mb4_general_ci"));
@@ -94,8 +94,8 @@ TEST(TableSchema, FirstAndLastAreStoredWithTheIdOfTheirEvent) {
   EXPECT_EQ(table_schema::IdColumn(spec.columns[2]), "");
   EXPECT_EQ(table_schema::StoredColumnList(spec), "`customer`, `first_sku`, `first_sku__id`, `n`, `status`, `status__id`");
   const std::string ddl = table_schema::CreateTableSql(spec, "m");
-  EXPECT_NE(ddl.find("`first_sku__id` DECIMAL(20,0) NULL, `n` BIGINT NOT NULL"), std::string::npos) << ddl;
-  EXPECT_NE(ddl.find("`status__id` DECIMAL(20,0) NULL, PRIMARY KEY (`customer`)"), std::string::npos) << ddl;
+  EXPECT_NE(ddl.find("`first_sku__id` DECIMAL(39,0) NULL, `n` BIGINT NOT NULL"), std::string::npos) << ddl;
+  EXPECT_NE(ddl.find("`status__id` DECIMAL(39,0) NULL, PRIMARY KEY (`customer`)"), std::string::npos) << ddl;
   // The id is assigned before its value, which then follows the id that won.
   const std::string merge = table_schema::MergeClause(spec);
   EXPECT_LT(merge.find("`status__id` = IF("), merge.find("`status` = IF("));

@@ -64,6 +64,9 @@ std::string ReplaySummary::Text() const {
   } else if (finality == "fallback") {
     out += "finality: missing ids judged final by the event table's times and ids (the server does not show "
            "its open transactions: grant PROCESS, or it is a Galera node or a replica)\n";
+  } else if (finality == "id-times") {
+    out += "finality: missing ids judged final by the times the ids carry (the clients make them: a hole is "
+           "watched until the head is --settle seconds past it)\n";
   }
   if (swapped) {
     out += fmt::format(

@@ -56,7 +56,8 @@ struct ReplaySummary {
   uint64_t reconciled_events = 0;
   double reconcile_seconds = 0;
   // How holes were proven final (stages/flow/reader.h, "Gaps"): "server" (its open
-  // transactions), "fallback" (the event table's times and ids), "" (nothing read).
+  // transactions), "fallback" (the event table's times and ids), "id-times" (the times ULIDs and
+  // UUIDv7s carry), "" (nothing read).
   std::string finality;
   uint64_t holes_read_under_lock = 0;  // watched ranges read again under the cut-over's lock
   uint64_t catch_up_events = 0;      // appended while the rebuild ran, applied before the swap

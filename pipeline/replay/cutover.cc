@@ -97,7 +97,8 @@ Status CutOverOnce(Build& b, Connection& lock) {
   std::unique_ptr<Connection> handing;
   std::vector<uint64_t> changed;
   if (s.ok() && !b.hand_overs().empty()) {
-    Result<std::unique_ptr<Connection>> h = hand_over::Begin(b.options().connection, b.hand_overs(), sum.head_id, &changed);
+    Result<std::unique_ptr<Connection>> h = hand_over::Begin(b.options().connection, b.hand_overs(),
+                                                                IdSql(b.options().events.id_form, sum.head_id), &changed);
     if (h.ok()) handing = std::move(*h);
     else s = h.status();
   }
@@ -110,11 +111,11 @@ Status CutOverOnce(Build& b, Connection& lock) {
   }
   if (s.ok()) s = b.SwapIn();
   if (handing) {
-    s = hand_over::Finish(*handing, b.hand_overs(), sum.head_id, s);
+    s = hand_over::Finish(*handing, b.hand_overs(), IdSql(b.options().events.id_form, sum.head_id), s);
     for (size_t i = 0; s.ok() && i < changed.size(); ++i) {
       const hand_over::Step& step = b.hand_overs()[i];
       fmt::print(stderr, "rewind: {} handed back at event {}: {} ({} row(s) changed{})\n", step.read_model,
-                 IdText(sum.head_id), step.sql, changed[i],
+                 IdShown(b.options().events.id_form, sum.head_id), step.sql, changed[i],
                  changed[i] == 0 ? ": none; is the application's bookmark row there, or was it at this id already?" : "");
     }
   }
@@ -186,7 +187,7 @@ Status Follow(Build& b) {
   sum.rebuild_before_following = ReplaySummary::Rebuild{sum.events_read, b.seconds()};
   if (!quiet) {
     fmt::print(stderr, "rewind: following new events after id {} (Ctrl-C to stop)\n",
-               IdText(sum.head_id));
+               IdShown(o.events.id_form, sum.head_id));
   }
   const auto poll = std::chrono::milliseconds(static_cast<int64_t>(o.poll_seconds * 1000));
   const auto reconcile_every = std::chrono::duration<double>(o.reconcile_seconds);
@@ -213,7 +214,7 @@ Status Follow(Build& b) {
     }
     if (!quiet && (sum.events_read > before)) {
       fmt::print(stderr, "rewind: followed events after {} up to {} ({} new, {} late)\n",
-                 IdText(from), IdText(source.head()), sum.events_read - before,
+                 IdShown(o.events.id_form, from), IdShown(o.events.id_form, source.head()), sum.events_read - before,
                  source.gap_counts().late_events - was.late_events);
     }
     sum.head_id = source.head();

@@ -139,6 +139,7 @@ struct Findings {
   std::vector<std::string> missing;  // grants
   std::string no_match;
   bool proves = false;  // missing ids proven final by the server
+  bool id_times = false;  // judged by the times the ids carry (ULIDs, UUIDv7s)
   bool by_ids = false;  // else judged by ids alone
   std::string fallback_rule;
   std::vector<std::string> blockers;
@@ -334,10 +335,16 @@ void CheckSomethingMatches(Connection& c, const ReplayOptions& o, const RunPlan&
 // How the real run would prove missing ids final (stages/flow/reader.h, "Gaps"), and the
 // fallback rule as the reader would apply it: by the times and ids, or by ids alone.
 Status JudgeFinality(Connection& c, const ReplayOptions& o, Findings& f) {
-  f.proves = !ReadsFromReplica(o) && CanSeeOpenTransactions(c);
+  f.proves = !ReadsFromReplica(o) && o.events.id_form.integer() && CanSeeOpenTransactions(c);
   Result<std::string> why_ids = WhyJudgedByIds(c, o.events, o.settle_ids);
   if (!why_ids.ok()) return why_ids.status();
   f.by_ids = !why_ids->empty();
+  if (!o.events.id_form.integer()) {
+    f.id_times = true;
+    f.fallback_rule = fmt::format("by the times the ids carry ({}s: the clients make them): final {} s below the head",
+                                  IdFormName(o.events.id_form), o.settle_seconds);
+    return Status::Ok();
+  }
   f.fallback_rule = f.by_ids ? fmt::format("by ids alone: final {} ids below the head ({})",
                                            WithThousands(o.settle_ids > 0 ? o.settle_ids : kDefaultSettleIds), *why_ids)
                              : std::string("by the event table's times and ids");
@@ -406,8 +413,9 @@ void PrintText(std::FILE* out, const Findings& f, const std::vector<std::unique_
   fmt::print(out, "estimated duration: {:.1f} s (estimate: the sample's pace, plus writes at about {} rows/s)\n",
              f.seconds, WithThousands(static_cast<uint64_t>(kAssumedWriteRowsPerSecond)));
   fmt::print(out, "finality: {}\n",
-             f.proves ? std::string("missing ids would be proven final by the server's open transactions")
-                      : fmt::format("missing ids would be judged final {} (the server does not show its open "
+             f.proves                     ? std::string("missing ids would be proven final by the server's open transactions")
+             : f.id_times                  ? fmt::format("missing ids would be judged final {}", f.fallback_rule)
+                                           : fmt::format("missing ids would be judged final {} (the server does not show its open "
                                     "transactions: grant PROCESS, or it is a Galera node or a replica)",
                                     f.fallback_rule));
   if (f.blockers.empty()) {

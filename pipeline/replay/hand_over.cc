@@ -176,21 +176,21 @@ Status CheckUntouched(Connection& c, const std::vector<Watched>& watched) {
 }
 
 Result<std::unique_ptr<Connection>> Begin(const ConnectionOptions& o, const std::vector<Step>& steps,
-                                          EventId position, std::vector<uint64_t>* changed) {
+                                          const std::string& position, std::vector<uint64_t>* changed) {
   Result<std::unique_ptr<Connection>> c = Connection::Open(o);
   if (!c.ok()) return c.status();
   Connection& h = **c;
   // Under the cut-over's hold: every wait bounded, as the RENAME's is.
   Status s = h.Execute("SET SESSION lock_wait_timeout = 1, innodb_lock_wait_timeout = 1");
   if (s.ok()) s = h.Execute("START TRANSACTION");
-  if (s.ok()) s = h.Execute(fmt::format("SET @rewind_position = {}", IdText(position)));
+  if (s.ok()) s = h.Execute(fmt::format("SET @rewind_position = {}", position));
   for (const Step& step : steps) {
     if (s.ok()) s = h.Execute("PREPARE rewind_hand_over FROM " + h.Quote(step.sql));
     if (s.ok()) s = h.Execute("EXECUTE rewind_hand_over USING @rewind_position");
     if (!s.ok()) {
       (void)h.Execute("ROLLBACK");
       return s.With(fmt::format("handing the position {} back ({} of {}); nothing was swapped in",
-                                IdText(position), step.sql, step.read_model));
+                                position, step.sql, step.read_model));
     }
     Result<std::optional<std::string>> n = h.QueryValue("SELECT ROW_COUNT()");
     changed->push_back(n.ok() && *n ? std::stoull(**n) : 0);
@@ -200,14 +200,14 @@ Result<std::unique_ptr<Connection>> Begin(const ConnectionOptions& o, const std:
   return std::move(*c);
 }
 
-Status Finish(Connection& c, const std::vector<Step>& steps, EventId position, Status swapped) {
+Status Finish(Connection& c, const std::vector<Step>& steps, const std::string& position, Status swapped) {
   if (!swapped.ok()) {
     (void)c.Execute("ROLLBACK");
     return swapped;
   }
   if (Status s = c.Execute("COMMIT"); !s.ok()) {
     std::string todo;
-    for (const Step& step : steps) todo += fmt::format("{}{} (with {})", todo.empty() ? "" : "; ", step.sql, IdText(position));
+    for (const Step& step : steps) todo += fmt::format("{}{} (with {})", todo.empty() ? "" : "; ", step.sql, position);
     return s.With(fmt::format("the read models were swapped in, but handing the position back did not commit: "
                               "run it yourself before the application's projector starts: {}",
                               todo));

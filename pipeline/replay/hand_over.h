@@ -64,14 +64,15 @@ Result<std::vector<Watched>> Watch(Connection& c, const std::vector<std::pair<st
 // cut-over's hold, so the hold is no longer for it.
 Status CheckUntouched(Connection& c, const std::vector<Watched>& watched);
 
-// On its own connection: START TRANSACTION, then every statement with `position` bound;
+// On its own connection: START TRANSACTION, then every statement with `position` (the event's id
+// as a SQL literal: IdSql) bound;
 // the transaction is left open for Finish. Its waits for locks are bounded (about a
 // second, as the RENAME's): a wait that times out is kRetryable, the cut-over tried again. `changed` gets the rows each changed.
 Result<std::unique_ptr<Connection>> Begin(const ConnectionOptions& o, const std::vector<Step>& steps,
-                                          EventId position, std::vector<uint64_t>* changed);
+                                          const std::string& position, std::vector<uint64_t>* changed);
 
 // After the swap: COMMIT when it succeeded (an error then says what to run by hand), else
 // ROLLBACK. Returns `swapped` or the commit's error.
-Status Finish(Connection& c, const std::vector<Step>& steps, EventId position, Status swapped);
+Status Finish(Connection& c, const std::vector<Step>& steps, const std::string& position, Status swapped);
 
 }  // namespace rw::hand_over

@@ -187,6 +187,10 @@ namespace {
 // decimal, seconds with their two decimals, the rate whole.
 std::string Text(const std::optional<std::string>& s) { return s.value_or("-"); }
 std::string IdOrDash(const std::optional<EventId>& i) { return i ? IdText(*i) : std::string("-"); }
+// An event id as the table writes it (a ULID, a UUID: base/id_form.h), "-" for none.
+std::string ShownOrDash(const IdForm& form, const std::optional<EventId>& i) {
+  return i && *i != kBeforeFirstId ? IdShown(form, *i) : std::string("-");
+}
 std::string Seconds2(const std::optional<double>& s) { return s ? fmt::format("{:.2f}", *s) : std::string("-"); }
 std::string Rate(const std::optional<double>& s) { return s ? fmt::format("{:.0f}", *s) : std::string("-"); }
 
@@ -213,7 +217,8 @@ struct Declarations {
 int StatusPrometheus(Connection& c, const ReplayOptions& o, const std::vector<checkpoint_store::StatusRow>& rows,
                      EventId head, std::FILE* out) {
   // The time lag needs the time column; without one the family has no samples.
-  const bool with_time = CheckEventTable(c, o.events, /*with_time_column=*/true).ok();
+  EventTableOptions events = o.events;
+  const bool with_time = CheckEventTable(c, events, /*with_time_column=*/true).ok();
   std::vector<Lag> lags;
   for (const auto& r : rows) {
     Result<Lag> lag = LagOf(c, o.events, head, r.checkpoint, with_time);
@@ -238,16 +243,16 @@ int StatusPrometheus(Connection& c, const ReplayOptions& o, const std::vector<ch
 
 // status --json.
 // `rewind status`'s text: the head, then one row per checkpoint in columns that fit.
-void StatusText(const std::vector<checkpoint_store::StatusRow>& rows, EventId head, const Declarations& d,
+void StatusText(const std::vector<checkpoint_store::StatusRow>& rows, EventId head, const IdForm& form, const Declarations& d,
                 std::FILE* out) {
-  fmt::print(out, "event store head: id {}\n", head == kBeforeFirstId ? std::string("-") : IdText(head));
+  fmt::print(out, "event store head: id {}\n", ShownOrDash(form, head));
   using A = AlignedTable::Align;
   AlignedTable table({{"read model", A::kLeft}, {"status", A::kLeft}, {"checkpoint", A::kRight},
                       {"behind", A::kRight}, {"failed", A::kRight}, {"late", A::kRight},
                       {"gave up", A::kRight}, {"last run", A::kLeft}, {"seconds", A::kRight},
                       {"events/s", A::kRight}});
   for (const auto& r : rows) {
-    table.Row({r.projector, d.State(r), IdOrDash(r.checkpoint), IdOrDash(r.behind),
+    table.Row({r.projector, d.State(r), ShownOrDash(form, r.checkpoint), IdOrDash(r.behind),
                std::to_string(r.failures), std::to_string(r.late_events), std::to_string(r.gaps_given_up),
                Text(r.last_run_at), Seconds2(r.seconds), Rate(r.events_per_second)});
   }
@@ -255,7 +260,7 @@ void StatusText(const std::vector<checkpoint_store::StatusRow>& rows, EventId he
   if (rows.empty()) fmt::print(out, "(no read model has been rebuilt by rewind yet)\n");
 }
 
-void StatusJson(const std::vector<checkpoint_store::StatusRow>& rows, EventId head, const Declarations& d,
+void StatusJson(const std::vector<checkpoint_store::StatusRow>& rows, EventId head, const IdForm& form, const Declarations& d,
                 std::FILE* out) {
   auto rate = [](const std::optional<double>& s) { return Rate(s); };
   auto v = [](const std::optional<std::string>& s) { return Text(s); };
@@ -275,7 +280,12 @@ void StatusJson(const std::vector<checkpoint_store::StatusRow>& rows, EventId he
     return d ? num(rate(d)) : nlohmann::json(nullptr);
   };
   nlohmann::json j;
-  j["head_event_id"] = head == kBeforeFirstId ? nlohmann::json(nullptr) : num(IdText(head));
+  // Integer ids as numbers; ULIDs and UUIDs as the table writes them.
+  auto event_json = [&](const std::optional<EventId>& i) {
+    if (!i || *i == kBeforeFirstId) return nlohmann::json(nullptr);
+    return form.integer() ? num(IdText(*i)) : nlohmann::json(IdShown(form, *i));
+  };
+  j["head_event_id"] = event_json(head);
   j["read_models"] = nlohmann::json::array();
   for (const auto& r : rows) {
     j["read_models"].push_back(
@@ -283,7 +293,7 @@ void StatusJson(const std::vector<checkpoint_store::StatusRow>& rows, EventId he
          {"table", r.table},
          {"live_table", r.live_table},
          {"status", r.status},
-         {"checkpoint", id_json(r.checkpoint)},
+         {"checkpoint", event_json(r.checkpoint)},
          {"behind", id_json(r.behind)},
          {"failures", r.failures},
          {"run_id", r.run_id},
@@ -334,7 +344,8 @@ int StatusCommand(const ReplayOptions& o, std::FILE* out) {
   // event table's check names what is missing), in the form asked for.
   Result<EventId> head = ReadHeadId(c, o.events);
   if (!head.ok()) {
-    Status events = CheckEventTable(c, o.events, false);
+    EventTableOptions checked = o.events;
+    Status events = CheckEventTable(c, checked, false);
     const std::string why = fmt::format("status needs the event table to measure the lag: {}",
                                         (events.ok() ? head.status() : events).message());
     if (o.json) fmt::print(out, "{}\n", nlohmann::json{{"error", why}}.dump(2));
@@ -370,10 +381,10 @@ int StatusCommand(const ReplayOptions& o, std::FILE* out) {
   }
   if (prometheus) return StatusPrometheus(c, o, rows, *head, out);
   if (o.json) {
-    StatusJson(rows, *head, declarations, out);
+    StatusJson(rows, *head, o.events.id_form, declarations, out);
     return exit_code::kOk;
   }
-  StatusText(rows, *head, declarations, out);
+  StatusText(rows, *head, o.events.id_form, declarations, out);
   return exit_code::kOk;
 }
 

@@ -64,7 +64,8 @@ Status NotTheSameServer(Connection& primary, Connection& replica, const std::str
 
 Status SameEventTable(Connection& primary, Connection& replica, const EventTableOptions& e) {
   const std::string where = replica.options().Describe();
-  if (Status s = CheckEventTable(replica, e); !s.ok()) {
+  EventTableOptions checked = e;
+  if (Status s = CheckEventTable(replica, checked); !s.ok()) {
     if (s.code() != Status::Code::kNotFound) {
       return s.With(fmt::format("checking the read server {}", where));
     }

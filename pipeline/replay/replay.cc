@@ -136,7 +136,7 @@ Result<Prepared> PrepareProjector(Connection& c, const Projector& p, const std::
         resumed_runs->insert((*cp)->run_id);
         if (Status s = checkpoint_store::SetHead(c, name, target, head); !s.ok()) return s;
         fmt::print(log, "rewind: {} resumes after event {}\n", name,
-                   (*cp)->last_event_id == kBeforeFirstId ? "(none)" : IdText((*cp)->last_event_id));
+                   (*cp)->last_event_id == kBeforeFirstId ? "(none)" : IdShown(events.id_form, (*cp)->last_event_id));
         return Prepared{(*cp)->last_event_id, (*cp)->gaps, false, false, (*cp)->events_applied,
                         (*cp)->failed_events, (*cp)->missed_events};
       }
@@ -276,7 +276,12 @@ Status Build::ConnectToSource() {
   Result<std::unique_ptr<Connection>> admin = Connection::Open(o_.connection);
   if (!admin.ok()) return admin.status();
   admin_ = std::move(*admin);
-  if (Status s = CheckEventTable(*admin_, o_.events, !o_.until_time.empty()); !s.ok()) return s;
+  EventTableOptions events = o_.events;
+  if (Status s = CheckEventTable(*admin_, events, !o_.until_time.empty()); !s.ok()) return s;
+  if (events.id_form != o_.events.id_form) {  // the table was changed under this run's feet
+    return Status::InvalidInput(fmt::format("the id column of '{}' changed its form (now {}) since this run began",
+                                            events.table, IdFormName(events.id_form)));
+  }
   return CheckUntilId(*admin_, o_);
 }
 
@@ -671,7 +676,7 @@ void Build::Collect() {
   sum_.reconciled_events = gaps.reconciled_events;
   sum_.reconcile_seconds = gaps.reconcile_seconds;
   sum_.holes_watched_peak = gaps.peak_watched;
-  sum_.finality = gaps.proves_with_server ? "server" : "fallback";
+  sum_.finality = gaps.proves_with_server ? "server" : o_.events.id_form.integer() ? "fallback" : "id-times";
   for (size_t i = 0; i < runners_.size(); ++i) {
     const RunnerStats& st = runners_[i]->stats();
     ProjectorSummary& ps = sum_.projectors[i];
@@ -909,6 +914,11 @@ Result<live_shape::Judgement> JudgeLiveTable(Connection& c, const Projector& p, 
 }
 
 Status CheckUntilId(Connection& c, const ReplayOptions& o) {
+  if (o.until_id && !o.events.id_form.integer()) {
+    return Status::InvalidInput(fmt::format("--until-id takes an integer id, and the ids of {} are {}s: stop the "
+                                            "build at a time with --until-time instead",
+                                            o.events.table, IdFormName(o.events.id_form)));
+  }
   if (!o.until_id || o.allow_empty) return Status::Ok();
   Result<std::optional<EventId>> read = ReadFirstId(c, o.events);
   if (!read.ok()) return read.status();

@@ -69,8 +69,14 @@ class YourTable : public Question {
           fmt::format("your database '{}' (--database)", h_.options().connection.database));
     theirs_ = std::move(*c);
     if (Status s = theirs_->Execute("SET SESSION TRANSACTION READ ONLY"); !s.ok()) return s;
-    if (Status s = CheckEventTable(*theirs_, h_.options().events, false); !s.ok())
-      return s.With("--events-table");
+    EventTableOptions events = h_.options().events;
+    if (Status s = CheckEventTable(*theirs_, events, false); !s.ok()) return s.With("--events-table");
+    if (!events.id_form.integer()) {
+      return Status::InvalidInput(fmt::format(
+          "--events-table: the ids of '{}' are {}s, and rewind stress measures tables whose ids are integers "
+          "(rewind replay reads it as it is)",
+          events.table, IdFormName(events.id_form)));
+    }
     Result<Rows> cols = theirs_->Query(fmt::format(
         "SELECT COLUMN_NAME, COLUMN_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = "
         "DATABASE() AND TABLE_NAME = {} ORDER BY ORDINAL_POSITION",

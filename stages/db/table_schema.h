@@ -28,9 +28,9 @@ namespace rw::table_schema {
 std::string HashColumn(const TableSpec& spec);
 // A first or last column's hidden companion, "<name>__id": the id of the event whose value
 // the row holds, which the merge compares (projector.h); "" for other columns. Stored right
-// after its column, as DECIMAL(20,0) NULL (every signed and unsigned BIGINT id).
+// after its column, as DECIMAL(39,0) NULL (every signed and unsigned BIGINT id, and the number of a ULID or a UUID).
 std::string IdColumn(const Column& column);
-inline constexpr const char* kIdType = "DECIMAL(20,0)";
+inline constexpr const char* kIdType = "DECIMAL(39,0)";
 // The SQL type of a column, with its nullability (keys and sums NOT NULL).
 std::string SqlType(const Column& column);
 std::string CreateTableSql(const TableSpec& spec, const std::string& name);

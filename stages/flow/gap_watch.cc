@@ -11,7 +11,11 @@ namespace rw {
 
 GapWatch::GapWatch(const GapWatchOptions& options, bool proves)
     : options_(options), settle_ids_(static_cast<EventId>(options.settle_ids)), proves_(proves) {
-  if (!options_.by_time && settle_ids_ == 0) settle_ids_ = kDefaultSettleIds;
+  if (!options_.by_time && settle_ids_ == 0) {
+    settle_ids_ = options_.ids_per_second > 0
+                      ? static_cast<EventId>(options_.settle_seconds * 1000) * (options_.ids_per_second / 1000)
+                      : static_cast<EventId>(kDefaultSettleIds);
+  }
 }
 
 bool GapWatch::FinalAgainst(const IdRange& hole, const std::optional<int64_t>& time, const Head& known,
@@ -65,7 +69,9 @@ void GapWatch::GiveUp(std::map<EventId, Hole>::iterator it, std::vector<IdRange>
   const IdRange hole{it->first, it->second.hi};
   settled.push_back(hole);
   RememberFinal(hole);
-  ++gaps_given_up_;
+  // Between ids the clients make (ULIDs, UUIDs) a space is no missing id: watched to its end,
+  // nothing was given up.
+  if (options_.ids_per_second == 0) ++gaps_given_up_;
   Unwatch(it);
 }
 

@@ -37,6 +37,9 @@ struct GapWatchOptions {
   // Judge holes by ids: final once this many ids below the head (0: by the time column,
   // or kDefaultSettleIds when holes have no times).
   uint64_t settle_ids = 0;
+  // Nonzero: the ids carry their time (ULID, UUIDv7: base/id_form.h), this many a second, and
+  // judged by ids a hole is final once settle_seconds' worth of ids below the head.
+  EventId ids_per_second = 0;
   // Holes come with the time of the event above them (the table has a time column).
   bool by_time = true;
   // Remember the holes settled as final for reconciliation.

@@ -118,7 +118,7 @@ Result<std::optional<EventId>> ReadFirstId(Connection& c, const EventTableOption
       fmt::format("SELECT MIN({}) FROM {}", QuoteIdentifier(e.id_column), QuoteIdentifier(e.table)));
   if (!min.ok()) return min.status();
   if (!*min) return std::optional<EventId>();
-  const std::optional<EventId> id = ParseEventId(**min);
+  const std::optional<EventId> id = ParseIdAs(e.id_form, **min);
   if (!id) {
     return Status::InvalidInput(fmt::format("the lowest id of {} is not an event id: '{}'", e.table, **min));
   }
@@ -131,8 +131,8 @@ Result<uint64_t> CountEvents(Connection& c, const EventTableOptions& e, std::opt
   Result<std::optional<std::string>> n = c.QueryValue(fmt::format(
       "{}SELECT COUNT(*) FROM {} WHERE {} <= {}{}",
       max_seconds > 0 ? fmt::format("SET STATEMENT max_statement_time = {} FOR ", max_seconds) : std::string(),
-      QuoteIdentifier(e.table), id, upto == kBeforeFirstId ? std::string("NULL") : IdText(upto),
-      after ? fmt::format(" AND {} > {}", id, IdText(*after)) : std::string()));
+      QuoteIdentifier(e.table), id, upto == kBeforeFirstId ? std::string("NULL") : IdSql(e.id_form, upto),
+      after ? fmt::format(" AND {} > {}", id, IdSql(e.id_form, *after)) : std::string()));
   if (!n.ok()) return n.status();
   return *n ? std::stoull(**n) : 0;
 }
@@ -142,7 +142,7 @@ Result<std::pair<std::optional<std::string>, std::optional<std::string>>> TimesO
                                                                                  EventId a, EventId b) {
   const std::string table = QuoteIdentifier(e.table), id = QuoteIdentifier(e.id_column);
   Result<Rows> t = c.Query(fmt::format("SELECT (SELECT {0} FROM {1} WHERE {2} = {3}), (SELECT {0} FROM {1} WHERE {2} = {4})",
-                                       QuoteIdentifier(e.time_column), table, id, IdText(a), IdText(b)));
+                                       QuoteIdentifier(e.time_column), table, id, IdSql(e.id_form, a), IdSql(e.id_form, b)));
   if (!t.ok()) return t.status();
   if (t->rows.empty()) return std::pair<std::optional<std::string>, std::optional<std::string>>();
   return std::pair(t->rows[0][0], t->rows[0][1]);
@@ -154,7 +154,7 @@ std::string EventHashSql(const EventTableOptions& e, EventId id) {
                      QuoteIdentifier(e.payload_column),
                      type_column ? fmt::format("COALESCE({}, 0x00)", QuoteIdentifier(e.type_column))
                                  : std::string("''"),
-                     QuoteIdentifier(e.table), QuoteIdentifier(e.id_column), IdText(id));
+                     QuoteIdentifier(e.table), QuoteIdentifier(e.id_column), IdSql(e.id_form, id));
 }
 
 Result<std::optional<std::string>> EventHash(Connection& c, const EventTableOptions& e, EventId id) {
@@ -165,11 +165,11 @@ Result<std::string> ChangedSinceRead(Connection& c, const EventTableOptions& e, 
   if (mark.empty() || id == kBeforeFirstId) return std::string();
   Result<std::optional<std::string>> now = EventHash(c, e, id);
   if (!now.ok()) return now.status();
-  if (!*now) return fmt::format("the event {} it stopped at is no longer in {}", IdText(id), e.table);
+  if (!*now) return fmt::format("the event {} it stopped at is no longer in {}", IdShown(e.id_form, id), e.table);
   if (**now != mark) {
     return fmt::format("the event {} it stopped at is not the one it read (another class or payload: the table "
                        "{} was restored or replaced since)",
-                       IdText(id), e.table);
+                       IdShown(e.id_form, id), e.table);
   }
   return std::string();
 }
@@ -177,6 +177,12 @@ Result<std::string> ChangedSinceRead(Connection& c, const EventTableOptions& e, 
 Result<std::map<std::string, std::string>> ChunkSums(Connection& c, const EventTableOptions& e, EventId lo,
                                                      EventId hi, EventId chunk, bool full,
                                                      const std::vector<std::string>* only) {
+  if (!e.id_form.integer()) {
+    return Status::InvalidInput(fmt::format(
+        "comparing a read server's event table with the primary's goes by chunks of integer ids, and the ids of "
+        "'{}' are {}s: read them from the primary alone (without --read-host or --read-socket)",
+        e.table, IdFormName(e.id_form)));
+  }
   const std::string id = QuoteIdentifier(e.id_column);
   std::string what = fmt::format("COUNT(*), SUM({})", id);
   if (full) {
@@ -211,7 +217,71 @@ Result<Rows> CommonClasses(Connection& c, const EventTableOptions& e, size_t fir
       cls, QuoteIdentifier(e.table), QuoteIdentifier(e.id_column), first, top));
 }
 
-Status CheckEventTable(Connection& c, const EventTableOptions& e, bool with_time_column) {
+namespace {
+
+// A value of the id column for a message: its text when printable (at most 40 bytes), else its bytes in hex.
+std::string Printable(std::string_view v) {
+  const bool text = std::all_of(v.begin(), v.end(), [](char ch) { return ch >= 0x20 && ch < 0x7f; });
+  if (text) return std::string(v.substr(0, 40)) + (v.size() > 40 ? "..." : "");
+  std::string hex = "0x";
+  for (unsigned char ch : v.substr(0, 20)) hex += fmt::format("{:02x}", ch);
+  return hex;
+}
+
+// The form of the id column (IdFormOf, judged by its type and its lowest id): integers, or
+// time-sortable text or bytes; refused with the way out otherwise.
+Result<IdForm> IdFormOfColumn(Connection& c, const EventTableOptions& e, const std::string& type) {
+  const IdForm integer;
+  if (IdFormOf(type, 0, std::nullopt) == integer) return integer;
+  Result<Rows> probe = c.Query(fmt::format(
+      "SELECT (SELECT CHARACTER_OCTET_LENGTH FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND "
+      "TABLE_NAME = {0} AND COLUMN_NAME = {1}), (SELECT MIN({2}) FROM {3}), (SELECT MAX({2}) FROM {3})",
+      c.Quote(e.table), c.Quote(e.id_column), QuoteIdentifier(e.id_column), QuoteIdentifier(e.table)));
+  if (!probe.ok()) return probe.status();
+  const auto& row = probe->rows.at(0);
+  // Bytes per character: 1 for BINARY, 4 for utf8mb4 (the length asked is in characters).
+  const uint64_t octets = row[0] ? std::strtoull(row[0]->c_str(), nullptr, 10) : 0;
+  const uint64_t length = type == "binary" || type == "varbinary" ? octets : octets / 4;
+  const std::optional<IdForm> form = IdFormOf(type, length, row[2] ? row[2] : row[1]);
+  const std::string way_out =
+      "rewind pages by the id column and needs integers (TINYINT to BIGINT), ULIDs (CHAR(26)), or UUIDs of "
+      "version 7 (CHAR(36) or BINARY(16)); for another id, give the table an AUTO_INCREMENT column of its own "
+      "and name it with --id-column (docs/frameworks.md, \"Ids that are not integers\")";
+  if (!form) {
+    return Status::InvalidInput(fmt::format("the id column '{}' of '{}' is {}{}, not an integer: {}", e.id_column,
+                                            e.table, type,
+                                            row[2] ? fmt::format(" holding ids like '{}'", Printable(*row[2])) : "",
+                                            way_out));
+  }
+  // UUIDs sort in the order they were made only in version 7 (time first); the version is the
+  // 13th hexadecimal digit. Both ends of the table are checked.
+  if (form->kind != IdForm::Kind::kUlid) {
+    for (const auto& v : {row[1], row[2]}) {
+      if (!v) continue;
+      const std::optional<EventId> parsed = ParseIdAs(*form, *v);
+      const int version = UuidVersion(*form, *v).value_or(-1);
+      if (version != 7 || !parsed) {
+        return Status::InvalidInput(fmt::format(
+            "the id column '{}' of '{}' holds UUIDs of version {} ({}): only version 7 sorts in the order the "
+            "events were written, and rewind reads by that order; {}",
+            e.id_column, e.table, version, Printable(*v), way_out));
+      }
+    }
+  }
+  return *form;
+}
+
+}  // namespace
+
+void FindIdForm(const ConnectionOptions& server, EventTableOptions& e) {
+  if (server.database.empty()) return;
+  Result<std::unique_ptr<Connection>> c = Connection::Open(server);
+  if (!c.ok()) return;
+  EventTableOptions found = e;
+  if (CheckEventTable(**c, found, false).ok()) e.id_form = found.id_form;
+}
+
+Status CheckEventTable(Connection& c, EventTableOptions& e, bool with_time_column) {
   Result<Rows> table = c.Query(fmt::format(
       "SELECT COLUMN_NAME, DATA_TYPE, IS_NULLABLE FROM information_schema.COLUMNS WHERE "
       "TABLE_SCHEMA = DATABASE() AND TABLE_NAME = {} ORDER BY ORDINAL_POSITION",
@@ -245,14 +315,9 @@ Status CheckEventTable(Connection& c, const EventTableOptions& e, bool with_time
     }
   }
   const auto& id = *column(e.id_column);
-  const std::string type = id[1].value_or("");
-  static const char* const kIntegers[] = {"tinyint", "smallint", "mediumint", "int", "bigint"};
-  if (std::find(std::begin(kIntegers), std::end(kIntegers), type) == std::end(kIntegers)) {
-    return Status::InvalidInput(fmt::format(
-        "the id column '{}' of '{}' is {}, not an integer: rewind pages by it and needs an "
-        "integer type (TINYINT to BIGINT, signed or unsigned)",
-        e.id_column, e.table, type));
-  }
+  Result<IdForm> form = IdFormOfColumn(c, e, id[1].value_or(""));
+  if (!form.ok()) return form.status();
+  e.id_form = *form;
   if (id[2].value_or("YES") != "NO") {
     return Status::InvalidInput(fmt::format(
         "the id column '{}' of '{}' allows NULL: rewind needs it NOT NULL", e.id_column, e.table));
@@ -324,8 +389,11 @@ Result<Head> HeadOf(Connection& c, const EventTableOptions& e, bool with_time) {
     head.server_time = *head.server_us / 1'000'000;
   }
   if (!row[1]) return head;  // an empty table
-  std::optional<EventId> parsed = ParseEventId(*row[1]);
-  if (!parsed) return Status::InvalidInput(fmt::format("the head id '{}' is not an integer", *row[1]));
+  std::optional<EventId> parsed = ParseIdAs(e.id_form, *row[1]);
+  if (!parsed) {
+    return Status::InvalidInput(fmt::format("the head id '{}' is not an id of the form {}", Printable(*row[1]),
+                                            IdFormName(e.id_form)));
+  }
   head.id = *parsed;
   if (with_time && row[2]) head.time = EventTimeSeconds(*row[2]);
   return head;
@@ -388,7 +456,7 @@ std::string PadQuery(std::string sql, size_t bytes) {
 
 PageQuery::PageQuery(Connection& c, const EventTableOptions& events, const ReadScope& scope,
                      const std::string& until_time, const ClassComparison& compare, bool with_time)
-    : id_(QuoteIdentifier(events.id_column)), compare_column_(compare.column), columns_(scope.columns.size()) {
+    : id_(QuoteIdentifier(events.id_column)), form_(events.id_form), compare_column_(compare.column), columns_(scope.columns.size()) {
   // The type filter is pushed into the server, exactly (see ClassComparison): unhandled
   // events cost an id, not a payload.
   const std::string until =
@@ -424,16 +492,16 @@ PageQuery::PageQuery(Connection& c, const EventTableOptions& events, const ReadS
 }
 
 std::string PageQuery::Range(EventId lo, EventId hi, size_t limit) const {
-  const std::string lower = lo == kBeforeFirstId ? std::string("TRUE") : fmt::format("{} > {}", id_, IdText(lo));
-  return fmt::format("{} WHERE {} AND {} <= {} ORDER BY {} LIMIT {}", select_, lower, id_, IdText(hi), id_, limit);
+  const std::string lower = lo == kBeforeFirstId ? std::string("TRUE") : fmt::format("{} > {}", id_, IdSql(form_, lo));
+  return fmt::format("{} WHERE {} AND {} <= {} ORDER BY {} LIMIT {}", select_, lower, id_, IdSql(form_, hi), id_, limit);
 }
 
 std::string PageQuery::Ids(std::span<const IdRange> ranges) const {
   std::string where;
   for (const IdRange& r : ranges) {
     if (!where.empty()) where += " OR ";
-    where += r.lo == r.hi ? fmt::format("{} = {}", id_, IdText(r.lo))
-                          : fmt::format("{} BETWEEN {} AND {}", id_, IdText(r.lo), IdText(r.hi));
+    where += r.lo == r.hi ? fmt::format("{} = {}", id_, IdSql(form_, r.lo))
+                          : fmt::format("{} BETWEEN {} AND {}", id_, IdSql(form_, r.lo), IdSql(form_, r.hi));
   }
   return fmt::format("{} WHERE {} ORDER BY {}", select_, where, id_);
 }

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "base/gaps.h"
+#include "base/id_form.h"
 #include "projectors/event_record.h"
 #include "stages/db/connection.h"
 #include "stages/flow/batch.h"
@@ -32,6 +33,9 @@ namespace rw {
 struct EventTableOptions {
   std::string table = "stored_events";
   std::string id_column = "id";
+  // How the id column writes its ids: found from the column by CheckEventTable (FindIdForm
+  // at a command's start), integer until then.
+  IdForm id_form;
   std::string type_column = "eventClass";
   // Non-empty: the class is not a column but this dotted path into the JSON payload (e.g.
   // "headers.__event_type", EventSauce's), read and compared in the server with JSON_VALUE;
@@ -142,9 +146,15 @@ Result<Rows> CommonClasses(Connection& connection, const EventTableOptions& even
 // Checks the event table before any work: it exists; the type and payload columns (and,
 // `with_time_column`, the time column) exist; the id column is an integer type, NOT NULL
 // and unique (the primary key or a one-column unique index). A clear message naming the
-// problem otherwise.
-Status CheckEventTable(Connection& connection, const EventTableOptions& events,
+// problem otherwise. Sets events.id_form: integers, or time-sortable ULIDs and UUIDv7s as text
+// or bytes (base/id_form.h).
+Status CheckEventTable(Connection& connection, EventTableOptions& events,
                        bool with_time_column = false);
+
+// Sets events.id_form from the event table on `server` (one connection, closed again) when the
+// table is there and passes CheckEventTable; leaves it as it was otherwise (the command's own
+// check then says why). Every command that reads the event table starts with it.
+void FindIdForm(const ConnectionOptions& server, EventTableOptions& events);
 
 // Checks that the event table has each of `columns` (the fields declared read models read).
 Status CheckReadColumns(Connection& connection, const EventTableOptions& events,
@@ -170,6 +180,7 @@ class PageQuery {
  private:
   std::string select_;  // SELECT id, payload-or-NULL[, class index][, columns][, time] FROM table
   std::string id_;      // the id column, quoted
+  IdForm form_;         // how it writes its ids
   std::string compare_column_;
   bool with_class_ = false;  // a row holds the class index
   size_t columns_ = 0;       // the declared read models' columns in a row

@@ -4,11 +4,13 @@
 
 namespace rw {
 
-Prefetch::Prefetch(size_t batch_size, std::function<void(Connection&, EventPage&)> read, std::function<void(EventPage&)> start)
+Prefetch::Prefetch(size_t batch_size, bool sparse, std::function<void(Connection&, EventPage&)> read,
+                   std::function<void(EventPage&)> start)
     : batch_size_(batch_size),
       read_page_(std::move(read)),
       start_page_(std::move(start)),
-      span_(static_cast<EventId>(batch_size)) {}
+      span_(sparse ? EventId(1) << 126 : static_cast<EventId>(batch_size)),
+      widest_(sparse ? EventId(1) << 126 : EventId(1) << 65) {}
 
 Prefetch::~Prefetch() {
   {
@@ -110,7 +112,7 @@ std::unique_ptr<EventPage> Prefetch::Next(EventId after, EventId head, const std
   while (pages_.size() < workers_.size() && planned_to_ < head) {
     auto page = std::make_unique<EventPage>();
     page->lo = planned_to_;
-    page->hi = std::min(head, planned_to_ + span_);
+    page->hi = head - planned_to_ <= span_ ? head : planned_to_ + span_;
     planned_to_ = page->hi;
     pages_.push_back(std::move(page));
   }
@@ -133,13 +135,19 @@ std::unique_ptr<EventPage> Prefetch::Next(EventId after, EventId head, const std
 
 // The span that holds about a batch: from this page's density, nine tenths of it (so that
 // few ranges are cut), growing fourfold over a range with no event at all, up to the whole
-// range of 64-bit ids (a denser range than it guessed is cut at the batch).
+// range of ids (a denser range than it guessed is cut at the batch). Never beyond widest_, and
+// never overflowing on the way (a ULID range is 2^80 ids to a millisecond).
 void Prefetch::Learn(const EventPage& page) {
   const EventId width = page.hi - page.lo;
   const auto rows = static_cast<EventId>(page.batch->rows_read);
   const EventId n = static_cast<EventId>(batch_size_);
-  EventId next = rows == 0 ? span_ * 4 : std::max<EventId>(1, width * n * 9 / (rows * 10));
-  span_ = std::min<EventId>(std::max<EventId>(next, n), EventId(1) << 65);
+  EventId next = widest_;
+  if (rows == 0) {
+    if (span_ < widest_ / 4) next = span_ * 4;
+  } else if (width / rows < widest_ / (n * 9)) {
+    next = std::max<EventId>(1, width / rows * n * 9 / 10 + (width % rows) * n * 9 / (rows * 10));
+  }
+  span_ = std::min<EventId>(std::max<EventId>(next, n), widest_);
 }
 
 }  // namespace rw

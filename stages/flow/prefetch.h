@@ -45,8 +45,10 @@ class Prefetch {
  public:
   // `read` reads a page on a connection (on a worker's thread); `start` readies a page on
   // the reading thread before it is handed to a worker (its batch, what its holes are
-  // judged against).
-  Prefetch(size_t batch_size, std::function<void(Connection&, EventPage&)> read, std::function<void(EventPage&)> start);
+  // judged against). `sparse`: the ids are ULIDs or UUIDs (base/id_form.h), 2^80 to a
+  // millisecond: the first range is the whole rest (cut at a batch), and spans grow to 2^126.
+  Prefetch(size_t batch_size, bool sparse, std::function<void(Connection&, EventPage&)> read,
+           std::function<void(EventPage&)> start);
   // Stops the workers (a page being read is finished first).
   ~Prefetch();
   Prefetch(const Prefetch&) = delete;
@@ -86,6 +88,7 @@ class Prefetch {
   std::deque<std::unique_ptr<EventPage>> pages_;
   EventId planned_to_ = 0;
   EventId span_;
+  const EventId widest_;  // the widest span: every BIGINT id, or every ULID's and UUID's number
   std::vector<Worker> workers_;
   size_t next_worker_ = 0;  // where the search for an idle worker starts (in turn)
   std::mutex mu_;

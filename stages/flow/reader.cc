@@ -30,12 +30,13 @@ Reader::Reader(std::unique_ptr<Connection> c, std::vector<std::unique_ptr<Connec
       after_id_(o.start_after_id),
       gaps_(GapWatchOptions{.settle_seconds = o.settle_seconds,
                             .settle_ids = o.settle_ids,
+                            .ids_per_second = TimeOrdered(o.events.id_form) ? 1000 * kIdsPerMillisecond : 0,
                             .by_time = time_index >= 0,
                             .reconcile = o.reconcile},
             proves),
       helpers_(std::move(helpers)),
       prefetch_(
-          o.batch_size, [this](Connection& c, EventPage& page) { ReadRange(c, page); },
+          o.batch_size, !o.events.id_form.integer(), [this](Connection& c, EventPage& page) { ReadRange(c, page); },
           [this](EventPage& page) {
             page.batch = NewBatch();
             page.holes = gaps_.StartPage();
@@ -72,8 +73,7 @@ bool SameServer(const ConnectionOptions& a, const ConnectionOptions& b) {
 
 }  // namespace
 
-Result<std::unique_ptr<Reader>> Reader::Make(std::unique_ptr<Connection> connection,
-                                             const ReaderOptions& options) {
+Result<std::unique_ptr<Reader>> Reader::Make(std::unique_ptr<Connection> connection, ReaderOptions options) {
   if (options.batch_size == 0) return Status::InvalidInput("batch size must be positive");
   if (Status s = CheckEventTable(*connection, options.events, !options.until_time.empty()); !s.ok()) {
     return s;
@@ -109,7 +109,11 @@ Result<std::unique_ptr<Reader>> Reader::Make(std::unique_ptr<Connection> connect
     if (!c.ok()) return c.status().With("opening another of the reader's connections");
     helpers.push_back(std::move(*c));
   }
-  const bool proves = options.prove_with_server && CanSeeOpenTransactions(*connection);
+  // The proof says no transaction open then can still commit below the head; it says nothing
+  // of ids the clients make (ULIDs, UUIDs): a writer whose clock runs behind inserts below the
+  // head later. Those holes wait settle_seconds of the ids' own time (GapWatchOptions).
+  const bool proves = options.prove_with_server && options.events.id_form.integer() &&
+                      CanSeeOpenTransactions(*connection);
   auto reader = std::unique_ptr<Reader>(new Reader(std::move(connection), std::move(helpers), options, *compare,
                                                    padding, time_index, *known, proves));
   if (options.replicas) {
@@ -420,7 +424,9 @@ std::string Reader::Shares() const {
 }
 
 Result<std::unique_ptr<Batch>> Reader::Finish(EventPage& page) {
-  if (!page.status.ok()) return page.status.With(fmt::format("reading events after id {}", IdText(page.lo)));
+  if (!page.status.ok()) {
+    return page.status.With(fmt::format("reading events after id {}", IdShown(options_.events.id_form, page.lo)));
+  }
   EventId last_id = page.last_id;
   if (page.batch->rows_read < page.limit) {
     // The page ended below the limit: the batch covers its whole range, and any id
@@ -459,10 +465,16 @@ Status Reader::ReadPage(Connection& connection, const std::string& sql, EventPag
   EventId first_id = 0;     // the page's first row
   PageHoles& holes = page.holes;
   Status s = connection.Stream(sql, [&](char** values, unsigned long* lengths) {
-    const std::optional<EventId> id = ParseEventId(std::string_view(values[0], lengths[0]));
+    const std::optional<EventId> id = ParseIdAs(options_.events.id_form, std::string_view(values[0], lengths[0]));
     if (!id) {
-      bad_id = Status::InvalidInput(fmt::format("event id '{}' is not an integer",
-                                                std::string_view(values[0], lengths[0])));
+      // A text or bytes column may hold one id of another form than the rest.
+      const std::string_view v(values[0], std::min<unsigned long>(lengths[0], 40));
+      bad_id = Status::InvalidInput(fmt::format(
+          "event id '{}' (after {}) is not {} id: rewind reads the ids of {} in their order, and cannot place it",
+          std::all_of(v.begin(), v.end(), [](char ch) { return ch >= 0x20 && ch < 0x7f; }) ? std::string(v) : "(bytes)",
+          IdShown(options_.events.id_form, last_id),
+          options_.events.id_form.integer() ? "an integer" : fmt::format("a {}", IdFormName(options_.events.id_form)),
+          options_.events.table));
       return;
     }
     const bool hole = *id > last_id + 1;
@@ -521,7 +533,7 @@ Status Reader::ReadIds(std::vector<IdRange> ranges, Batch& batch, std::vector<Ev
       batch.rows_read = rows_before;
       batch.skipped = skipped_before;
       return connection_->Stream(sql, [&](char** values, unsigned long* lengths) {
-        const std::optional<EventId> got = ParseEventId(std::string_view(values[0], lengths[0]));
+        const std::optional<EventId> got = ParseIdAs(options_.events.id_form, std::string_view(values[0], lengths[0]));
         if (!got) return;
         found.push_back(*got);
         query_.AddRow(batch, *got, values, lengths);

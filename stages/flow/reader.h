@@ -150,8 +150,8 @@ class Reader final : public EventSource {
  public:
   ~Reader() override;
   // Validates the event table (CheckEventTable). Takes ownership of the connection.
-  static Result<std::unique_ptr<Reader>> Make(std::unique_ptr<Connection> connection,
-                                              const ReaderOptions& options);
+  // (options.events.id_form is found here, from the id column.)
+  static Result<std::unique_ptr<Reader>> Make(std::unique_ptr<Connection> connection, ReaderOptions options);
 
   // The next batch, or nullptr when every id up to head_id has been read and no gap
   // check is queued.

@@ -21,9 +21,9 @@ const char* const kCheckpointsDdl =
     "run_id VARCHAR(64) NOT NULL, "
     "source VARCHAR(64) NOT NULL DEFAULT '', "
     "rewind_version VARCHAR(64) NOT NULL DEFAULT '', "
-    "last_event_id DECIMAL(21,0) NOT NULL, "
+    "last_event_id DECIMAL(39,0) NOT NULL, "
     "gaps MEDIUMTEXT NOT NULL DEFAULT '', "
-    "head_event_id DECIMAL(21,0) NOT NULL, "
+    "head_event_id DECIMAL(39,0) NOT NULL, "
     "events_applied BIGINT UNSIGNED NOT NULL DEFAULT 0, "
     "rows_written BIGINT UNSIGNED NOT NULL DEFAULT 0, "
     "late_events BIGINT UNSIGNED NOT NULL DEFAULT 0, "
@@ -40,7 +40,7 @@ const char* const kCheckpointsDdl =
 const char* const kFailuresDdl =
     "CREATE TABLE IF NOT EXISTS rewind_failures ("
     "id BIGINT AUTO_INCREMENT PRIMARY KEY, run_id VARCHAR(64) NOT NULL, "
-    "event_id DECIMAL(21,0) NOT NULL, stage VARCHAR(64) NOT NULL, reason TEXT NOT NULL, "
+    "event_id DECIMAL(39,0) NOT NULL, stage VARCHAR(64) NOT NULL, reason TEXT NOT NULL, "
     "excerpt VARBINARY(255) NULL, "
     "recorded_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), "
     "KEY (run_id), KEY (event_id)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4";
@@ -143,6 +143,13 @@ const char* const kAddReadMark =
     "ALTER TABLE rewind_checkpoints ADD COLUMN IF NOT EXISTS read_mark VARCHAR(64) NOT NULL DEFAULT '' "
     "AFTER missed_events";
 
+// Layout 10: ids as wide as a ULID's or a UUID's number (base/id_form.h), not only BIGINT's.
+const char* const kWidenIds[] = {
+    "ALTER TABLE rewind_checkpoints MODIFY last_event_id DECIMAL(39,0) NOT NULL, "
+    "MODIFY head_event_id DECIMAL(39,0) NOT NULL",
+    "ALTER TABLE rewind_failures MODIFY event_id DECIMAL(39,0) NOT NULL",
+};
+
 }  // namespace
 
 bool IsBookkeepingTable(std::string_view table) {
@@ -239,6 +246,12 @@ Status Ensure(Connection& c) {
       s = c.Execute(kAddTableIdentity);
       if (s.ok()) s = c.Execute(kAddReadMark);
       if (!s.ok()) s = s.With("adding the tables' identity and the read marks to the bookkeeping");
+    }
+    if (s.ok() && *version < 10) {  // layouts 1 to 9 held BIGINT ids alone
+      for (const char* sql : kWidenIds) {
+        if (s = c.Execute(sql); !s.ok()) break;
+      }
+      if (!s.ok()) s = s.With("widening the ids in the bookkeeping to ULIDs' and UUIDs'");
     }
     if (s.ok()) {
       s = c.Execute(fmt::format("REPLACE INTO rewind_schema VALUES (1, {}, NOW(6))", kSchemaVersion));
