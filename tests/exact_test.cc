@@ -801,6 +801,46 @@ TEST(Exact, UlidIdsAreReadInTheirOrderLateCommitsAndSkewedClocksIncluded) {
             SortedRows(*c, kIdsReference));
 }
 
+// Item 17, clocks that disagree by minutes: while rewind rebuilds, a second application
+// server whose clock runs ten minutes behind writes ULIDs far below the ids already read.
+// Further below than --settle, no watch can find them: the count under the cut-over's hold
+// does, and nothing is swapped in; with a --settle that covers the clocks, they are read
+// again under the lock and the result is exact.
+TEST(Exact, ULIDsFromAClockMinutesBehindAreFoundOrTheSwapRefused) {
+  ConnectionOptions o = FreshDatabase("rewind_test_exact_ulid_skew");
+  auto c = Connect(o);
+  RunIds(o, {"create", "ulid"});
+  ASSERT_TRUE(c->Execute("CREATE TABLE bookmarks (bookmark VARCHAR(64) NOT NULL PRIMARY KEY, "
+                         "position VARCHAR(26) NOT NULL)").ok());
+  ASSERT_TRUE(c->Execute("INSERT INTO bookmarks VALUES ('balances', '')").ok());
+  RunIds(o, {"append", "ulid", "2000", "2", "23", "0"});
+  const std::string models = ModelsFile("exact_ulid_skew", kIdsModels);
+  for (const std::string settle : {"60", "900"}) {
+    SCOPED_TRACE("--settle " + settle);
+    const std::string pause = PauseFile("exact_ulid_skew");
+    std::vector<std::string> env = Env(o);
+    env.push_back("REWIND_FAULT=before-catch-up@" + pause);
+    std::vector<std::string> args = IdsReplay(models);
+    for (const std::string& a : {std::string("--settle"), settle}) args.push_back(a);
+    Subprocess run(Rewind(args), env);
+    ASSERT_TRUE(run.WaitFor("fault point", 120)) << run.err();
+    // Two application servers write: one on time, one ten minutes behind.
+    RunIds(o, {"append", "ulid", "40", "2", settle == "60" ? "24" : "25", "600000"});
+    Release(pause);
+    if (settle == "60") {
+      EXPECT_EQ(run.Wait(), 1) << run.err();
+      EXPECT_NE(run.err().find("20 event(s) of event_store_entity up to"), std::string::npos) << run.err();
+      EXPECT_NE(run.err().find("nothing was swapped in"), std::string::npos) << run.err();
+      EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND "
+                          "TABLE_NAME = 'account_balances'"), 0);  // nothing swapped in
+    } else {
+      EXPECT_EQ(run.Wait(), 0) << run.err();
+      EXPECT_EQ(SortedRows(*c, "SELECT account_id, balance, deposits, holder FROM account_balances"),
+                SortedRows(*c, kIdsReference));
+    }
+  }
+}
+
 // UUIDv7 as text (CHAR(36)) and as 16 bytes (BINARY(16)): read in the server's order, exact;
 // the version-1 UUIDs MariaDB's UUID() makes are refused (their text does not sort by time),
 // naming the way out.

@@ -89,6 +89,7 @@ Status CutOverOnce(Build& b, Connection& lock) {
   }
   if (s.ok()) s = b.CheckBudget();
   if (s.ok()) s = b.CheckNothingMissed();
+  if (s.ok()) s = b.CheckNothingBelow();
   if (s.ok()) {
     FaultPoint("before-swap");
     s = b.EnsureAdmin();

@@ -807,6 +807,21 @@ Status Build::CheckNothingMissed() {
       missed));
 }
 
+Status Build::CheckNothingBelow() {
+  if (o_.events.id_form.integer() || sum_.head_id == kBeforeFirstId) return Status::Ok();
+  for (const ProjectorSummary& p : sum_.projectors) {
+    if (p.resumed_after != kBeforeFirstId) return Status::Ok();
+  }
+  Result<uint64_t> n = CountEvents(*admin_, o_.events, std::nullopt, sum_.head_id, 0);
+  if (!n.ok()) return n.status().With("counting the events up to the head under the cut-over's hold");
+  if (*n <= sum_.events_read) return Status::Ok();
+  return Status::InvalidInput(fmt::format(
+      "{} event(s) of {} up to {} were not read: inserted below ids already read, further below than --settle ({} s) "
+      "(a client whose clock runs behind, or a transaction open longer); nothing was swapped in. Rebuild with a "
+      "--settle longer than your clocks' largest difference plus your longest transaction",
+      *n - sum_.events_read, o_.events.table, IdShown(o_.events.id_form, sum_.head_id), o_.settle_seconds));
+}
+
 Status Build::StoppedBeforeSwap() {
   if (!stop_.load()) return Status::Ok();
   sum_.interrupted = true;

@@ -84,6 +84,11 @@ class Build {
   // Refuses to swap a build that missed events it knows of (committed late, not placeable
   // exactly): a result known to be wrong is never swapped in.
   Status CheckNothingMissed();
+  // Under the cut-over's hold, for ids the clients make (ULIDs, UUIDs): the events up to the
+  // head are the events read; more are events inserted further below than --settle (a
+  // client whose clock runs behind), and nothing is swapped in. A COUNT over the id index.
+  // Not for a resumed build (what earlier runs read is not counted).
+  Status CheckNothingBelow();
   // With a read server (--read-host/--read-socket): the reader moves to the primary, for
   // the catch-up and the cut-over (read_replica.h). Nothing to do otherwise.
   Status ReadFromPrimary();
