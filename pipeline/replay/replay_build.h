@@ -86,7 +86,7 @@ class Build {
   Status CheckNothingMissed();
   // Under the cut-over's hold, for ids the clients make (ULIDs, UUIDs): the events up to the
   // head are the events read; more are events inserted further below than --settle (a
-  // client whose clock runs behind), and nothing is swapped in. A COUNT over the id index.
+  // client whose clock runs behind), and nothing is swapped in. A COUNT of the table.
   // Not for a resumed build (what earlier runs read is not counted).
   Status CheckNothingBelow();
   // With a read server (--read-host/--read-socket): the reader moves to the primary, for
