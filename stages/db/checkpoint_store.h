@@ -230,8 +230,13 @@ Status DeleteReplicaMarker(Connection& c, const std::string& token);
 // The INSERTs of the batch's failures for `run_id` (none when there are none), each about
 // 256 KiB at most: under any server's max_allowed_packet (1 MiB, or MySQL 5.7's 4 MiB).
 // Reasons are made valid UTF-8 and cut on a character boundary; the excerpt is stored as bytes.
-std::vector<std::string> InsertFailuresSql(Connection& c, const std::string& run_id,
-                                           const std::vector<Failure>& failures);
+// Each statement says which failures it holds: failures[first, first + count).
+struct FailureInsert {
+  std::string sql;
+  size_t first = 0, count = 0;
+};
+std::vector<FailureInsert> InsertFailuresSql(Connection& c, const std::string& run_id,
+                                             const std::vector<Failure>& failures);
 Result<uint64_t> CountFailures(Connection& c, const std::string& run_id);
 Status DeleteFailuresAfter(Connection& c, const std::string& run_id, EventId after);
 // A segment's build merged into the build of run `into` (pipeline/replay/segments.h): the

@@ -16,37 +16,26 @@ FailureRecorder::FailureRecorder(std::unique_ptr<Connection> connection, std::st
       stop_on_failure_(stop_on_failure) {}
 
 Status FailureRecorder::Insert(const std::vector<Failure>& failures) {
-  // In groups small enough for any server's max_allowed_packet (a row is under 3 KB), each
-  // written whole or not at all.
-  constexpr size_t kGroup = 64;
-  for (size_t at = 0; at < failures.size(); at += kGroup) {
-    const std::vector<Failure> group(failures.begin() + static_cast<long>(at),
-                                     failures.begin() + static_cast<long>(std::min(failures.size(), at + kGroup)));
-    if (Status s = InsertGroup(group); !s.ok()) return s;
-  }
-  return Status::Ok();
-}
-
-Status FailureRecorder::InsertGroup(const std::vector<Failure>& failures) {
-  // Lost the server: reconnect and write the same rows again (autocommit: one statement
-  // either landed whole or not at all; a lost reply can duplicate a row, never lose one).
-  Status s = Status::Ok();
-  for (const std::string& sql : checkpoint_store::InsertFailuresSql(*connection_, run_id_, failures)) {
-    s = RetryOnConnectionLoss(*connection_, [&] { return connection_->Execute(sql); });
-    if (!s.ok()) break;
-  }
-  if (s.ok() || s.code() == Status::Code::kConnection) return s;
-  // Whatever a bad event holds must not stop the run: record it again with a plain ASCII
-  // reason and no excerpt.
-  std::vector<Failure> plain = failures;
-  for (Failure& f : plain) {
-    for (char& ch : f.reason) {
-      if (static_cast<unsigned char>(ch) >= 0x80 || static_cast<unsigned char>(ch) < 0x20) ch = '?';
+  // Statements of at most 256 KiB (InsertFailuresSql), each written whole or not at all.
+  for (const checkpoint_store::FailureInsert& insert : checkpoint_store::InsertFailuresSql(*connection_, run_id_, failures)) {
+    // Lost the server: reconnect and write the same rows again (autocommit: one statement
+    // either landed whole or not at all; a lost reply can duplicate a row, never lose one).
+    Status s = RetryOnConnectionLoss(*connection_, [&] { return connection_->Execute(insert.sql); });
+    if (s.ok()) continue;
+    if (s.code() == Status::Code::kConnection) return s;
+    // Whatever a bad event holds must not stop the run: that statement's failures again, with
+    // a plain ASCII reason and no excerpt.
+    std::vector<Failure> plain(failures.begin() + static_cast<long>(insert.first),
+                               failures.begin() + static_cast<long>(insert.first + insert.count));
+    for (Failure& f : plain) {
+      for (char& ch : f.reason) {
+        if (static_cast<unsigned char>(ch) >= 0x80 || static_cast<unsigned char>(ch) < 0x20) ch = '?';
+      }
+      f.excerpt.clear();
     }
-    f.excerpt.clear();
-  }
-  for (const std::string& sql : checkpoint_store::InsertFailuresSql(*connection_, run_id_, plain)) {
-    if (Status again = connection_->Execute(sql); !again.ok()) return again;
+    for (const checkpoint_store::FailureInsert& again : checkpoint_store::InsertFailuresSql(*connection_, run_id_, plain)) {
+      if (Status t = connection_->Execute(again.sql); !t.ok()) return t;
+    }
   }
   return Status::Ok();
 }

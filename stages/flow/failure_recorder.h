@@ -30,7 +30,6 @@ class FailureRecorder {
  private:
   // Writes the rows; a failure's content can never make this fail (see .cc).
   Status Insert(const std::vector<Failure>& failures);
-  Status InsertGroup(const std::vector<Failure>& failures);
   std::unique_ptr<Connection> connection_;
   const std::string run_id_;
   const bool stop_on_failure_;

@@ -522,8 +522,9 @@ std::unique_ptr<ProjectorRunner::FlushJob> ProjectorRunner::PrepareFlush() {
     }
   }
   target_empty_ = false;
-  for (std::string& sql : checkpoint_store::InsertFailuresSql(*connection_, options_.run_id, pending_failures_)) {
-    steps.push_back(Step{std::move(sql), {}, false});
+  for (checkpoint_store::FailureInsert& insert :
+       checkpoint_store::InsertFailuresSql(*connection_, options_.run_id, pending_failures_)) {
+    steps.push_back(Step{std::move(insert.sql), {}, false});
   }
   steps.push_back(Step{checkpoint_store::AdvanceSql(*connection_, job->name, options_.target_table, checkpoint,
                                                     gaps, events_since_flush_, job->rows, late_since_flush_,

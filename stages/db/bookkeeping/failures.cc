@@ -51,18 +51,20 @@ std::string ValidUtf8(std::string_view s, size_t max_bytes) {
 
 namespace checkpoint_store {
 
-std::vector<std::string> InsertFailuresSql(Connection& c, const std::string& run_id,
-                                           const std::vector<Failure>& failures) {
-  std::vector<std::string> out;
+std::vector<FailureInsert> InsertFailuresSql(Connection& c, const std::string& run_id,
+                                             const std::vector<Failure>& failures) {
+  std::vector<FailureInsert> out;
   if (failures.empty()) return out;
   constexpr size_t kReasonBytes = 2000, kExcerptBytes = 255, kStatementBytes = 256 << 10;
   const std::string head = "INSERT INTO rewind_failures (run_id, event_id, stage, reason, excerpt) VALUES ";
   std::string sql = head;
+  size_t first = 0;
   for (size_t i = 0; i < failures.size(); ++i) {
     const Failure& f = failures[i];
     if (sql.size() >= kStatementBytes) {
-      out.push_back(std::move(sql));
+      out.push_back(FailureInsert{std::move(sql), first, i - first});
       sql = head;
+      first = i;
     }
     sql += sql.size() > head.size() ? ",(" : "(";
     c.AppendQuoted(sql, run_id);
@@ -75,7 +77,7 @@ std::vector<std::string> InsertFailuresSql(Connection& c, const std::string& run
                              : Hex(std::string_view(f.excerpt).substr(0, kExcerptBytes));
     sql += ')';
   }
-  out.push_back(std::move(sql));
+  out.push_back(FailureInsert{std::move(sql), first, failures.size() - first});
   return out;
 }
 
