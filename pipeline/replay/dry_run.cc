@@ -271,11 +271,7 @@ void CheckHandOversAndGrants(Connection& c, const ReplayOptions& o, const RunPla
   else f.blockers.push_back(h.status().message());
   for (size_t i = 0; plan.swap() && i < runners.size() && i < f.tables.size(); ++i) {
     const std::string& live = runners[i]->projector().table().name;
-    const live_shape::Kind kind = f.tables[i].shape.kind;
-    const bool handed = std::any_of(f.hand_overs.begin(), f.hand_overs.end(),
-                                    [&](const hand_over::Step& s) { return s.live_table == live; });
-    if (!f.tables[i].live_exists ||
-        !(kind == live_shape::Kind::kApplications || kind == live_shape::Kind::kReshaped || handed)) {
+    if (!f.tables[i].live_exists || !hand_over::ApplicationMayWrite(f.tables[i].shape.kind, live, f.hand_overs)) {
       continue;
     }
     Result<std::optional<std::string>> rows = c.QueryValue(fmt::format(

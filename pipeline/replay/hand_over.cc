@@ -175,6 +175,11 @@ Status CheckUntouched(Connection& c, const std::vector<Watched>& watched) {
   return Status::Ok();
 }
 
+bool ApplicationMayWrite(live_shape::Kind kind, const std::string& live, const std::vector<Step>& steps) {
+  return kind == live_shape::Kind::kApplications || kind == live_shape::Kind::kReshaped ||
+         std::any_of(steps.begin(), steps.end(), [&](const Step& s) { return s.live_table == live; });
+}
+
 Result<std::unique_ptr<Connection>> Begin(const ConnectionOptions& o, const std::vector<Step>& steps,
                                           const std::string& position, std::vector<uint64_t>* changed) {
   Result<std::unique_ptr<Connection>> c = Connection::Open(o);

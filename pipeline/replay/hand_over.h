@@ -23,6 +23,7 @@
 #include "base/event_id.h"
 #include "projectors/projector.h"
 #include "stages/db/connection.h"
+#include "stages/db/live_shape.h"
 
 namespace rw::hand_over {
 
@@ -54,6 +55,11 @@ Result<std::vector<Step>> Prepare(Connection& c, const std::vector<const Project
 // The words of `sql` that may name a table: identifiers bare or in backquotes (the last
 // part of db.table), string literals and comments left out. Exposed for the tests.
 std::vector<std::string> NamedIdentifiers(std::string_view sql);
+
+// Whether the application may write the live table `live` of shape `kind` during the rebuild:
+// it is the application's own (kept in its shape, or reshaped), or a hand-over of `steps`
+// names it. Such tables are watched (Watch) and must not change before the swap.
+bool ApplicationMayWrite(live_shape::Kind kind, const std::string& live, const std::vector<Step>& steps);
 
 // The checksums (CHECKSUM TABLE: a scan of each) of the live tables the application may
 // write, `tables` as (read model, live table): taken when the run starts.

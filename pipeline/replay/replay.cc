@@ -347,10 +347,7 @@ Status Build::PrepareTheHandOvers(const std::vector<std::unique_ptr<Projector>>&
 std::vector<std::pair<std::string, std::string>> Build::ApplicationsTables() const {
   std::vector<std::pair<std::string, std::string>> tables;
   for (size_t i = 0; i < live_tables_.size() && i < shapes_.size(); ++i) {
-    const live_shape::Kind kind = shapes_[i].kind;
-    const bool handed = std::any_of(hand_overs_.begin(), hand_overs_.end(),
-                                    [&](const hand_over::Step& h) { return h.live_table == live_tables_[i]; });
-    if (kind == live_shape::Kind::kApplications || kind == live_shape::Kind::kReshaped || handed) {
+    if (hand_over::ApplicationMayWrite(shapes_[i].kind, live_tables_[i], hand_overs_)) {
       tables.emplace_back(names_[i], live_tables_[i]);
     }
   }
