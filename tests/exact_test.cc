@@ -799,6 +799,18 @@ TEST(Exact, UlidIdsAreReadInTheirOrderLateCommitsAndSkewedClocksIncluded) {
   EXPECT_EQ(resumed.code, 0) << resumed.err;
   EXPECT_EQ(SortedRows(*c, "SELECT account_id, balance, deposits, holder FROM account_balances"),
             SortedRows(*c, kIdsReference));
+  // An event whose payload is no JSON fails, and is recorded under the ULID it has.
+  ASSERT_TRUE(c->Execute("INSERT INTO event_store_entity (id, domain, type, payload, identifier, created) VALUES "
+                         "('7FFFFFFFFFFFFFFFFFFFFFFFFF', 'bank', 'deposited', '{\"amount\": oops', 'acc-bad', NOW(6))")
+                  .ok());
+  Outcome failed = RunRewind(IdsReplay(ModelsFile("exact_ulid", kIdsModels)), Env(o));
+  EXPECT_EQ(failed.code, 1) << failed.err;  // beyond what a ULID holds (its highest bit): named, not read
+  EXPECT_NE(failed.err.find("7FFFFFFFFFFFFFFFFFFFFFFFFF"), std::string::npos) << failed.err;
+  ASSERT_TRUE(c->Execute("UPDATE event_store_entity SET id = '3ZZZZZZZZZZZZZZZZZZZZZZZZZ' WHERE identifier = 'acc-bad'")
+                  .ok());
+  failed = RunRewind(IdsReplay(ModelsFile("exact_ulid", kIdsModels)), Env(o));
+  EXPECT_EQ(failed.code, 3) << failed.err;
+  EXPECT_EQ(SortedRows(*c, "SELECT event_key FROM rewind_failures"), std::vector<std::string>{"3ZZZZZZZZZZZZZZZZZZZZZZZZZ"});
 }
 
 // Item 17, clocks that disagree by minutes: while rewind rebuilds, a second application

@@ -499,6 +499,7 @@ Status Build::PrepareRunners(std::vector<std::unique_ptr<Projector>> projectors,
     p->LimitValueBytes(statement_bytes / 2 - 1024);
     ro.mark_sql = [events = o_.events](EventId id) { return EventHashSql(events, id); };
     ro.run_id = sum_.run_id;
+    ro.id_form = o_.events.id_form;
     ro.stop_on_failure = o_.stop_on_failure;
     ro.application_table = shape.kind == live_shape::Kind::kApplications;
     if (ro.application_table) ro.generated_columns = shape.generated;
@@ -604,8 +605,8 @@ Status Build::StartReader(const GapSet& watched) {
 Status Build::StartRecorder() {
   Result<std::unique_ptr<Connection>> recorder_conn = Connection::Open(o_.connection);
   if (!recorder_conn.ok()) return recorder_conn.status();
-  recorder_ = std::make_unique<FailureRecorder>(std::move(*recorder_conn), sum_.run_id,
-                                                o_.stop_on_failure);
+  recorder_ = std::make_unique<FailureRecorder>(std::move(*recorder_conn), sum_.run_id, o_.stop_on_failure,
+                                                o_.events.id_form);
   decoder_ = std::make_unique<Decoder>(read_plan_.page_fields, read_plan_.page_class, read_plan_.catalog);
   for (size_t i = 0; i < runners_.size(); ++i) {
     ProjectorRunner* runner = runners_[i].get();

@@ -64,6 +64,7 @@
 #include <vector>
 
 #include "base/event_id.h"
+#include "base/id_form.h"
 #include "base/failure.h"
 #include "base/gaps.h"
 #include "stages/db/connection.h"
@@ -235,8 +236,10 @@ struct FailureInsert {
   std::string sql;
   size_t first = 0, count = 0;
 };
+// `form`: how the event table writes its ids; for ULIDs and UUIDs the id goes into event_key
+// as the table writes it (a UUID's bytes as its text), beside its number in event_id.
 std::vector<FailureInsert> InsertFailuresSql(Connection& c, const std::string& run_id,
-                                             const std::vector<Failure>& failures);
+                                             const std::vector<Failure>& failures, const IdForm& form);
 Result<uint64_t> CountFailures(Connection& c, const std::string& run_id);
 Status DeleteFailuresAfter(Connection& c, const std::string& run_id, EventId after);
 // A segment's build merged into the build of run `into` (pipeline/replay/segments.h): the

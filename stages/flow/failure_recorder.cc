@@ -10,14 +10,15 @@
 namespace rw {
 
 FailureRecorder::FailureRecorder(std::unique_ptr<Connection> connection, std::string run_id,
-                                 bool stop_on_failure)
+                                 bool stop_on_failure, const IdForm& form)
     : connection_(std::move(connection)),
       run_id_(std::move(run_id)),
-      stop_on_failure_(stop_on_failure) {}
+      stop_on_failure_(stop_on_failure),
+      form_(form) {}
 
 Status FailureRecorder::Insert(const std::vector<Failure>& failures) {
   // Statements of at most 256 KiB (InsertFailuresSql), each written whole or not at all.
-  for (const checkpoint_store::FailureInsert& insert : checkpoint_store::InsertFailuresSql(*connection_, run_id_, failures)) {
+  for (const checkpoint_store::FailureInsert& insert : checkpoint_store::InsertFailuresSql(*connection_, run_id_, failures, form_)) {
     // Lost the server: reconnect and write the same rows again (autocommit: one statement
     // either landed whole or not at all; a lost reply can duplicate a row, never lose one).
     Status s = RetryOnConnectionLoss(*connection_, [&] { return connection_->Execute(insert.sql); });
@@ -33,7 +34,7 @@ Status FailureRecorder::Insert(const std::vector<Failure>& failures) {
       }
       f.excerpt.clear();
     }
-    for (const checkpoint_store::FailureInsert& again : checkpoint_store::InsertFailuresSql(*connection_, run_id_, plain)) {
+    for (const checkpoint_store::FailureInsert& again : checkpoint_store::InsertFailuresSql(*connection_, run_id_, plain, form_)) {
       if (Status t = connection_->Execute(again.sql); !t.ok()) return t;
     }
   }
@@ -48,7 +49,7 @@ Status FailureRecorder::Consume(const Batch& batch) {
     const Failure& f = batch.failures.front();
     return Status::InvalidInput(
         fmt::format("event {} failed in {}: {} (stopping because of --stop-on-failure)",
-                    IdText(f.event_id), f.stage, f.reason));
+                    IdShown(form_, f.event_id), f.stage, f.reason));
   }
   return Status::Ok();
 }

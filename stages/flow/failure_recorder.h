@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "base/id_form.h"
 #include "stages/flow/batch.h"
 #include "stages/db/connection.h"
 
@@ -20,8 +21,9 @@ namespace rw {
 
 class FailureRecorder {
  public:
-  FailureRecorder(std::unique_ptr<Connection> connection, std::string run_id,
-                  bool stop_on_failure);
+  // `form`: how the event table writes its ids (recorded and shown as it writes them).
+  FailureRecorder(std::unique_ptr<Connection> connection, std::string run_id, bool stop_on_failure,
+                  const IdForm& form);
   Status Consume(const Batch& batch);
   // Records failures found outside a batch (e.g. a projector that threw).
   Status Record(const Failure& failure);
@@ -33,6 +35,7 @@ class FailureRecorder {
   std::unique_ptr<Connection> connection_;
   const std::string run_id_;
   const bool stop_on_failure_;
+  const IdForm form_;
   uint64_t failures_ = 0;
 };
 

@@ -397,7 +397,7 @@ Result<bool> ProjectorRunner::Fold(const Batch& batch) {
     if (options_.stop_on_failure && !pending_failures_.empty()) {
       const Failure& f = pending_failures_.front();
       return Status::InvalidInput(fmt::format("event {} failed in {}: {} (stopping because of --stop-on-failure)",
-                                              IdText(f.event_id), f.stage, f.reason));
+                                              IdShown(options_.id_form, f.event_id), f.stage, f.reason));
     }
     applied_id_ = batch.last_id;
     return events_since_flush_ >= options_.flush_every_events ||
@@ -506,8 +506,8 @@ std::unique_ptr<ProjectorRunner::FlushJob> ProjectorRunner::PrepareFlush() {
   job->was_committed = committed_id_;
   job->was_committed_gaps = committed_gaps_;
   job->what = fmt::format("projector {}: flush of events {}..{} into {}", job->name,
-                          committed_id_ == kBeforeFirstId ? "the first" : IdText(committed_id_ + 1),
-                          IdText(checkpoint), options_.target_table);
+                          committed_id_ == kBeforeFirstId ? "the first" : IdShown(options_.id_form, committed_id_ + 1),
+                          IdShown(options_.id_form, checkpoint), options_.target_table);
   std::vector<Step>& steps = job->steps;
   if (!spec_.bare) {
     AddRowSteps(spec_, [&](RowSink& sink) { projector_->Flush(sink); }, *job);
@@ -523,7 +523,7 @@ std::unique_ptr<ProjectorRunner::FlushJob> ProjectorRunner::PrepareFlush() {
   }
   target_empty_ = false;
   for (checkpoint_store::FailureInsert& insert :
-       checkpoint_store::InsertFailuresSql(*connection_, options_.run_id, pending_failures_)) {
+       checkpoint_store::InsertFailuresSql(*connection_, options_.run_id, pending_failures_, options_.id_form)) {
     steps.push_back(Step{std::move(insert.sql), {}, false});
   }
   steps.push_back(Step{checkpoint_store::AdvanceSql(*connection_, job->name, options_.target_table, checkpoint,

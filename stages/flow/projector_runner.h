@@ -62,6 +62,7 @@
 #include "stages/flow/batch.h"
 #include "stages/db/connection.h"
 #include "base/gaps.h"
+#include "base/id_form.h"
 #include "stages/db/row_writer.h"
 #include "stages/db/table_schema.h"
 
@@ -94,6 +95,8 @@ struct RunnerOptions {
   // The run the events a declared read model cannot apply are recorded under (in
   // rewind_failures, in the flush's own transaction: each exactly once).
   std::string run_id;
+  // How the event table writes its ids (base/id_form.h): failures and messages show them so.
+  IdForm id_form;
   // The first event a declared read model cannot apply ends the run (--stop-on-failure).
   bool stop_on_failure = false;
   // The target is of the application's shape (stages/db/live_shape.h): rows go by column

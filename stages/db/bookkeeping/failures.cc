@@ -52,11 +52,11 @@ std::string ValidUtf8(std::string_view s, size_t max_bytes) {
 namespace checkpoint_store {
 
 std::vector<FailureInsert> InsertFailuresSql(Connection& c, const std::string& run_id,
-                                             const std::vector<Failure>& failures) {
+                                             const std::vector<Failure>& failures, const IdForm& form) {
   std::vector<FailureInsert> out;
   if (failures.empty()) return out;
   constexpr size_t kReasonBytes = 2000, kExcerptBytes = 255, kStatementBytes = 256 << 10;
-  const std::string head = "INSERT INTO rewind_failures (run_id, event_id, stage, reason, excerpt) VALUES ";
+  const std::string head = "INSERT INTO rewind_failures (run_id, event_id, event_key, stage, reason, excerpt) VALUES ";
   std::string sql = head;
   size_t first = 0;
   for (size_t i = 0; i < failures.size(); ++i) {
@@ -68,7 +68,7 @@ std::vector<FailureInsert> InsertFailuresSql(Connection& c, const std::string& r
     }
     sql += sql.size() > head.size() ? ",(" : "(";
     c.AppendQuoted(sql, run_id);
-    sql += fmt::format(",{},", IdText(f.event_id));
+    sql += fmt::format(",{},{},", IdText(f.event_id), form.integer() ? "NULL" : "'" + IdShown(form, f.event_id) + "'");
     c.AppendQuoted(sql, ValidUtf8(f.stage, 64));
     sql += ',';
     c.AppendQuoted(sql, ValidUtf8(f.reason, kReasonBytes));

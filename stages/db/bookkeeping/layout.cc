@@ -40,7 +40,8 @@ const char* const kCheckpointsDdl =
 const char* const kFailuresDdl =
     "CREATE TABLE IF NOT EXISTS rewind_failures ("
     "id BIGINT AUTO_INCREMENT PRIMARY KEY, run_id VARCHAR(64) NOT NULL, "
-    "event_id DECIMAL(39,0) NOT NULL, stage VARCHAR(64) NOT NULL, reason TEXT NOT NULL, "
+    "event_id DECIMAL(39,0) NOT NULL, event_key VARCHAR(40) NULL, stage VARCHAR(64) NOT NULL, "
+    "reason TEXT NOT NULL, "
     "excerpt VARBINARY(255) NULL, "
     "recorded_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), "
     "KEY (run_id), KEY (event_id)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4";
@@ -143,11 +144,13 @@ const char* const kAddReadMark =
     "ALTER TABLE rewind_checkpoints ADD COLUMN IF NOT EXISTS read_mark VARCHAR(64) NOT NULL DEFAULT '' "
     "AFTER missed_events";
 
-// Layout 10: ids as wide as a ULID's or a UUID's number (base/id_form.h), not only BIGINT's.
+// Layout 10: ids as wide as a ULID's or a UUID's number (base/id_form.h), not only BIGINT's;
+// a failure's event also as the table writes its id (NULL for integers: event_id is it).
 const char* const kWidenIds[] = {
     "ALTER TABLE rewind_checkpoints MODIFY last_event_id DECIMAL(39,0) NOT NULL, "
     "MODIFY head_event_id DECIMAL(39,0) NOT NULL",
-    "ALTER TABLE rewind_failures MODIFY event_id DECIMAL(39,0) NOT NULL",
+    "ALTER TABLE rewind_failures MODIFY event_id DECIMAL(39,0) NOT NULL, "
+    "ADD COLUMN IF NOT EXISTS event_key VARCHAR(40) NULL AFTER event_id",
 };
 
 }  // namespace
