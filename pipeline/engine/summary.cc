@@ -31,7 +31,7 @@ std::string ReplaySummary::Text() const {
     table.Row({p.name, WithThousands(p.events_applied), WithThousands(p.rows_written),
                std::to_string(p.flushes), fmt::format("{:.2f}", p.apply_seconds),
                fmt::format("{:.2f}", p.flush_seconds),
-               p.resumed_after != kBeforeFirstId ? fmt::format(" (resumed after id {})", IdText(p.resumed_after))
+               p.resumed_after != kBeforeFirstId ? fmt::format(" (resumed after id {})", IdShown(id_form, p.resumed_after))
                                                  : std::string()});
   }
   std::string out = table.Text();
@@ -90,8 +90,9 @@ std::string ReplaySummary::Text() const {
 }
 
 std::string ReplaySummary::Json() const {
-  auto id = [](EventId v) -> nlohmann::json {
+  auto id = [&](EventId v) -> nlohmann::json {
     if (v == kBeforeFirstId) return nullptr;
+    if (!id_form.integer()) return IdShown(id_form, v);  // a ULID or a UUID, as the table writes it
     if (v >= INT64_MIN && v <= INT64_MAX) return static_cast<int64_t>(v);
     return static_cast<uint64_t>(v);
   };

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/event_id.h"
+#include "base/id_form.h"
 #include "base/status.h"
 #include "projectors/segment.h"
 
@@ -45,6 +46,7 @@ struct ReplaySummary {
   bool built_only = false;       // --build-only: the shadow tables built, for a later swap
   std::optional<Segment> segment;  // --build-only --segment: which, for a later merge
   std::string run_id;
+  IdForm id_form;  // how the event table writes its ids: shown and written so
   EventId head_id = kBeforeFirstId;
   uint64_t events_read = 0;  // every event in the id range, skipped ones included
   uint64_t skipped = 0;      // events of types no selected read model handles

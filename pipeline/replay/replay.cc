@@ -278,6 +278,7 @@ Status Build::ConnectToSource() {
   admin_ = std::move(*admin);
   EventTableOptions events = o_.events;
   if (Status s = CheckEventTable(*admin_, events, !o_.until_time.empty()); !s.ok()) return s;
+  sum_.id_form = o_.events.id_form;
   if (events.id_form != o_.events.id_form) {  // the table was changed under this run's feet
     return Status::InvalidInput(fmt::format("the id column of '{}' changed its form (now {}) since this run began",
                                             events.table, IdFormName(events.id_form)));

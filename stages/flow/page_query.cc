@@ -255,17 +255,20 @@ Result<IdForm> IdFormOfColumn(Connection& c, const EventTableOptions& e, const s
   }
   // UUIDs sort in the order they were made only in version 7 (time first); the version is the
   // 13th hexadecimal digit. Both ends of the table are checked.
-  if (form->kind != IdForm::Kind::kUlid) {
-    for (const auto& v : {row[1], row[2]}) {
-      if (!v) continue;
-      const std::optional<EventId> parsed = ParseIdAs(*form, *v);
-      const int version = UuidVersion(*form, *v).value_or(-1);
-      if (version != 7 || !parsed) {
-        return Status::InvalidInput(fmt::format(
-            "the id column '{}' of '{}' holds UUIDs of version {} ({}): only version 7 sorts in the order the "
-            "events were written, and rewind reads by that order; {}",
-            e.id_column, e.table, version, Printable(*v), way_out));
-      }
+  for (const auto& v : {row[1], row[2]}) {
+    if (!v) continue;
+    const int version = UuidVersion(*form, *v).value_or(7);  // a ULID has none
+    if (version != 7) {
+      return Status::InvalidInput(fmt::format(
+          "the id column '{}' of '{}' holds UUIDs of version {} ({}): only version 7 sorts in the order the "
+          "events were written, and rewind reads by that order; {}",
+          e.id_column, e.table, version, Printable(*v), way_out));
+    }
+    if (!ParseIdAs(*form, *v)) {  // the highest of 128 bits set
+      return Status::InvalidInput(fmt::format(
+          "the id '{}' of '{}' is a {} of a time after the year 6400 (its highest bit set), beyond what rewind "
+          "reads: a wrong id in the table? Delete or correct it, or {}",
+          Printable(*v), e.table, IdFormName(*form), way_out.substr(way_out.find("give the table"))));
     }
   }
   return *form;
