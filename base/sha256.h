@@ -1,4 +1,4 @@
-// SHA-256 (FIPS 180-4) of a byte string: the key of the URL read models' tables, computed
+// SHA-256 (FIPS 180-4) of a byte string, by libcrypto: the key of the URL read models' tables, computed
 // here so the server does not have to (perf/README.md). Pure function, thread-safe.
 #pragma once
 
