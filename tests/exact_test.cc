@@ -854,6 +854,23 @@ TEST(Exact, ULIDsFromAClockMinutesBehindAreFoundOrTheSwapRefused) {
   }
 }
 
+// An empty table is judged by its id column's declared length, in characters whatever the
+// character set: a latin1 CHAR(26) is a ULID column as a utf8mb4 one is.
+TEST(Exact, AnEmptyUlidTableIsKnownByItsLengthInAnyCharacterSet) {
+  ConnectionOptions o = FreshDatabase("rewind_test_exact_ulid_empty");
+  auto c = Connect(o);
+  ASSERT_TRUE(c->Execute("CREATE TABLE event_store_entity (id CHAR(26) CHARACTER SET latin1 NOT NULL PRIMARY KEY, "
+                         "type VARCHAR(255) NOT NULL, payload TEXT NOT NULL, identifier VARCHAR(255) NOT NULL, "
+                         "created TIMESTAMP(6) NOT NULL)").ok());
+  ASSERT_TRUE(c->Execute("CREATE TABLE bookmarks (bookmark VARCHAR(64) NOT NULL PRIMARY KEY, "
+                         "position VARCHAR(26) NOT NULL)").ok());
+  std::vector<std::string> args = IdsReplay(ModelsFile("exact_ulid_empty", kIdsModels));
+  args.push_back("--allow-empty");
+  Outcome r = RunRewind(args, Env(o));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM account_balances"), 0);
+}
+
 // UUIDv7 as text (CHAR(36)) and as 16 bytes (BINARY(16)): read in the server's order, exact;
 // the version-1 UUIDs MariaDB's UUID() makes are refused (their text does not sort by time),
 // naming the way out.

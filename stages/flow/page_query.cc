@@ -228,20 +228,20 @@ std::string Printable(std::string_view v) {
   return hex;
 }
 
-// The form of the id column (IdFormOf, judged by its type and its lowest id): integers, or
-// time-sortable text or bytes; refused with the way out otherwise.
+// The form of the id column (IdFormOf, judged by its type and its highest id, else its lowest,
+// else its declared length): integers, or time-sortable text or bytes; refused with the way out
+// otherwise.
 Result<IdForm> IdFormOfColumn(Connection& c, const EventTableOptions& e, const std::string& type) {
   const IdForm integer;
   if (IdFormOf(type, 0, std::nullopt) == integer) return integer;
   Result<Rows> probe = c.Query(fmt::format(
-      "SELECT (SELECT CHARACTER_OCTET_LENGTH FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND "
+      "SELECT (SELECT CHARACTER_MAXIMUM_LENGTH FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND "
       "TABLE_NAME = {0} AND COLUMN_NAME = {1}), (SELECT MIN({2}) FROM {3}), (SELECT MAX({2}) FROM {3})",
       c.Quote(e.table), c.Quote(e.id_column), QuoteIdentifier(e.id_column), QuoteIdentifier(e.table)));
   if (!probe.ok()) return probe.status();
   const auto& row = probe->rows.at(0);
-  // Bytes per character: 1 for BINARY, 4 for utf8mb4 (the length asked is in characters).
-  const uint64_t octets = row[0] ? std::strtoull(row[0]->c_str(), nullptr, 10) : 0;
-  const uint64_t length = type == "binary" || type == "varbinary" ? octets : octets / 4;
+  // Characters for text, bytes for BINARY, whatever the character set.
+  const uint64_t length = row[0] ? std::strtoull(row[0]->c_str(), nullptr, 10) : 0;
   const std::optional<IdForm> form = IdFormOf(type, length, row[2] ? row[2] : row[1]);
   const std::string way_out =
       "rewind pages by the id column and needs integers (TINYINT to BIGINT), ULIDs (CHAR(26)), or UUIDs of "
