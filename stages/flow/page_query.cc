@@ -217,9 +217,6 @@ Result<Rows> CommonClasses(Connection& c, const EventTableOptions& e, size_t fir
       cls, QuoteIdentifier(e.table), QuoteIdentifier(e.id_column), first, top));
 }
 
-namespace {
-
-// A value of the id column for a message: its text when printable (at most 40 bytes), else its bytes in hex.
 std::string Printable(std::string_view v) {
   const bool text = std::all_of(v.begin(), v.end(), [](char ch) { return ch >= 0x20 && ch < 0x7f; });
   if (text) return std::string(v.substr(0, 40)) + (v.size() > 40 ? "..." : "");
@@ -227,6 +224,8 @@ std::string Printable(std::string_view v) {
   for (unsigned char ch : v.substr(0, 20)) hex += fmt::format("{:02x}", ch);
   return hex;
 }
+
+namespace {
 
 // The form of the id column (IdFormOf, judged by its type and its highest id, else its lowest,
 // else its declared length): integers, or time-sortable text or bytes; refused with the way out

@@ -151,6 +151,10 @@ Result<Rows> CommonClasses(Connection& connection, const EventTableOptions& even
 Status CheckEventTable(Connection& connection, EventTableOptions& events,
                        bool with_time_column = false);
 
+// A value of the id column for a message: its text when printable (at most 40 bytes, then
+// "..."), else its first 20 bytes in hex.
+std::string Printable(std::string_view value);
+
 // Sets events.id_form from the event table on `server` (one connection, closed again) when the
 // table is there and passes CheckEventTable; leaves it as it was otherwise (the command's own
 // check then says why). Every command that reads the event table starts with it.

@@ -468,10 +468,9 @@ Status Reader::ReadPage(Connection& connection, const std::string& sql, EventPag
     const std::optional<EventId> id = ParseIdAs(options_.events.id_form, std::string_view(values[0], lengths[0]));
     if (!id) {
       // A text or bytes column may hold one id of another form than the rest.
-      const std::string_view v(values[0], std::min<unsigned long>(lengths[0], 40));
       bad_id = Status::InvalidInput(fmt::format(
           "event id '{}' (after {}) is not {} id: rewind reads the ids of {} in their order, and cannot place it",
-          std::all_of(v.begin(), v.end(), [](char ch) { return ch >= 0x20 && ch < 0x7f; }) ? std::string(v) : "(bytes)",
+          Printable(std::string_view(values[0], lengths[0])),
           IdShown(options_.events.id_form, last_id),
           options_.events.id_form.integer() ? "an integer" : fmt::format("a {}", IdFormName(options_.events.id_form)),
           options_.events.table));
