@@ -73,6 +73,9 @@ install(FILES cmake/copyright ${CMAKE_BINARY_DIR}/changelog.Debian.gz DESTINATIO
 install(FILES cmake/lintian-overrides DESTINATION ${CMAKE_INSTALL_DATADIR}/lintian/overrides RENAME rewind)
 
 install(TARGETS rewind rewind-gen RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# `rewind stress` runs rewind-stress from ../lib/rewind/ (pipeline/entry.h): a program of
+# rewind's, not a command of the user's PATH (so no man page of its own; rewind.1 has stress).
+install(TARGETS rewind-stress RUNTIME DESTINATION lib/rewind)
 install(FILES config/rewind.conf config/blog.toml config/shop.toml DESTINATION ${CMAKE_INSTALL_DOCDIR})
 # The README and the docs pages compressed as Debian policy (12.3) asks of documentation over
 # 4 KiB: `gzip -9n` (zless and zgrep read them). All of them, so that every page is found

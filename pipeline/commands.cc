@@ -7,7 +7,6 @@
 #include "pipeline/ingest/ingest.h"
 #include "pipeline/replay/inspect.h"
 #include "pipeline/replay/replay_command.h"
-#include "pipeline/stress/stress.h"
 #include "pipeline/version.h"
 #include "stages/flow/page_query.h"
 
@@ -59,17 +58,6 @@ int RunVerify(const CommandLine& cl, const CommandContext& c) {
 
 int RunIngest(const CommandLine& cl, const CommandContext& c) {
   return IngestCommand(OptionsFor<IngestOptions>(cl.options), cl.names, c.stop, c.out);
-}
-
-int RunStress(const CommandLine& cl, const CommandContext& c) {
-  if (!cl.names.empty()) {
-    fmt::print(stderr, "rewind: stress takes no names (its options: {})\n",
-               FlagsOf(OptionGroup::kStress));
-    return exit_code::kUsage;
-  }
-  StressOptions o = OptionsFor<StressOptions>(cl.options);
-  o.your_models_file = cl.options.models_file;  // --models: the user's read models for their table
-  return StressCommand(o, c.stop, c.out);
 }
 
 }  // namespace
@@ -137,7 +125,8 @@ const std::vector<Command>& Commands() {
        GroupsOf<StressOptions>(),
        false,
        "",
-       RunStress},
+       nullptr,
+       "rewind-stress"},
       {"help", "", {{"rewind help, rewind --help", "the commands, the options and the exit codes"}}, {}, true, "", RunHelp},
       {"version",
        "",

@@ -41,6 +41,9 @@ struct Command {
   bool offline = false;
   std::string about;  // a paragraph of --help after the commands ("How a replay works"), or ""
   int (*run)(const CommandLine&, const CommandContext&) = nullptr;
+  // The program that runs it instead of `run` ("rewind-stress"), with the same arguments
+  // (pipeline/entry.h): its code is not linked into rewind. "": `run` does.
+  std::string program = {};
 };
 
 // Every command, in --help's order.

@@ -19,8 +19,9 @@ add_executable(tool_test tool_test.cc)
 target_link_libraries(tool_test PRIVATE rewind_pipeline GTest::gtest_main)
 target_compile_definitions(tool_test PRIVATE REWIND_SOURCE_DIR="${CMAKE_SOURCE_DIR}"
                                              REWIND_BINARY="$<TARGET_FILE:rewind>"
-                                             REWIND_MAN_PAGE="${CMAKE_BINARY_DIR}/rewind.1")
-add_dependencies(tool_test rewind rewind_man_page)
+                                             REWIND_MAN_PAGE="${CMAKE_BINARY_DIR}/rewind.1"
+                                             REWIND_STRESS_BINARY="$<TARGET_FILE:rewind-stress>")
+add_dependencies(tool_test rewind rewind-stress rewind_man_page)
 gtest_discover_tests(tool_test DISCOVERY_TIMEOUT 60)
 
 # service_test: the systemd unit (config/examples/rewind-follow.service): its sandbox's

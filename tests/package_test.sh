@@ -29,7 +29,7 @@ files=(bin/rewind bin/rewind-gen share/doc/rewind/README.md.gz share/doc/rewind/
        share/doc/rewind/docs/replay.md.gz share/doc/rewind/docs/read-models.md.gz share/doc/rewind/docs/operations.md.gz
        share/doc/rewind/apache-combined/SOURCE.md share/rewind/apache-combined/access.log
        share/bash-completion/completions/rewind share/man/man1/rewind.1.gz share/man/man1/rewind-gen.1.gz
-       share/doc/rewind/copyright share/doc/rewind/changelog.Debian.gz)
+       share/doc/rewind/copyright share/doc/rewind/changelog.Debian.gz lib/rewind/rewind-stress)
 
 echo "== cmake --install $build --prefix $tmp/prefix"
 "$cmake" --install "$build" --prefix "$tmp/prefix" >/dev/null
@@ -77,6 +77,14 @@ done
 version=$(grep -oE 'project\(rewind VERSION [0-9.]+' "$(dirname "$0")/../CMakeLists.txt" | awk '{print $3}')
 grep -q "^rewind $version" <<<"$("$tmp/root/usr/bin/rewind" --version)" \
   || fail "extracted rewind --version does not name version $version"
+# The extracted `rewind stress` runs the packaged rewind-stress (from ../lib/rewind/): with no
+# server, the stress program's own refusal says it ran.
+set +e
+stress_err=$("$tmp/root/usr/bin/rewind" stress --quick --socket "$tmp/no-server.sock" 2>&1 >/dev/null)
+stress_rc=$?
+set -e
+[ "$stress_rc" = 1 ] && grep -qF "rewind stress: " <<<"$stress_err" \
+  || fail "extracted rewind stress exited $stress_rc without running rewind-stress: $stress_err"
 # The man pages render without a warning.
 for page in rewind rewind-gen; do
   man_err=$(MANPAGER=cat man --warnings -l "$tmp/root/usr/share/man/man1/$page.1.gz" 2>&1 >/dev/null)

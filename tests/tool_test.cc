@@ -140,3 +140,40 @@ TEST(ManPage, NamesEveryCommandOptionExitCodeAndVariableOfTheTables) {
 }
 
 }  // namespace
+
+// `rewind stress` is run by rewind-stress (pipeline/entry.h), found beside rewind or in
+// ../lib/rewind/ (the package's place); without it, rewind says so. rewind-stress run on its
+// own is `rewind stress`. No server: the stress program's own refusal proves it ran.
+TEST(StressProgram, RewindRunsRewindStressFromItsPlacesAndSaysWhenItIsMissing) {
+  const fs::path root = fs::path(::testing::TempDir()) / "stress_program";
+  fs::remove_all(root);
+  fs::create_directories(root / "bin");
+  const fs::path rewind = root / "bin" / "rewind";
+  fs::copy_file(REWIND_BINARY, rewind);
+  const std::string socket = (root / "no-server.sock").string();
+  const std::vector<std::string> stress = {rewind.string(), "stress", "--quick", "--socket", socket};
+
+  const Outcome missing = Start(stress);
+  EXPECT_EQ(missing.rc, 1) << missing.err;
+  EXPECT_NE(missing.err.find("`rewind stress` is run by rewind-stress, found neither beside rewind nor in "
+                             "../lib/rewind/"),
+            std::string::npos)
+      << missing.err;
+
+  for (const fs::path& dir : {root / "lib" / "rewind", root / "bin"}) {
+    fs::create_directories(dir);
+    fs::copy_file(REWIND_STRESS_BINARY, dir / "rewind-stress", fs::copy_options::overwrite_existing);
+    const Outcome ran = Start(stress);
+    EXPECT_EQ(ran.rc, 1) << dir << ": " << ran.err;
+    EXPECT_EQ(ran.err.find("found neither"), std::string::npos) << dir << ": " << ran.err;
+    EXPECT_NE(ran.err.find("rewind stress: "), std::string::npos) << dir << ": " << ran.err;
+  }
+  const Outcome alone = Start({REWIND_STRESS_BINARY, "--quick", "--socket", socket});
+  EXPECT_EQ(alone.rc, 1) << alone.err;
+  EXPECT_NE(alone.err.find("rewind stress: "), std::string::npos) << alone.err;
+  // Its usage errors are rewind's: the same option table.
+  const Outcome usage = Start({rewind.string(), "stress", "--repeat", "0"});
+  EXPECT_EQ(usage.rc, 2) << usage.err;
+  EXPECT_NE(usage.err.find("--repeat must be between 1 and 20"), std::string::npos) << usage.err;
+  fs::remove_all(root);
+}
