@@ -3,9 +3,10 @@
 // Read models bucket by the wall-clock time written in `visitedAt`, ignoring its UTC
 // offset, as the original PHP projectors did. Everything here is pure and thread-safe.
 // Day numbers count days since 1970-01-01 (negative before), so bucketing is integer
-// arithmetic: no strftime, no mktime, no time zone database.
+// arithmetic on <chrono>'s calendar: no strftime, no mktime, no time zone database.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -29,37 +30,31 @@ struct CivilTime {
   int64_t epoch_micros() const { return epoch_seconds() * 1'000'000 + micros; }
 };
 
-// Howard Hinnant's days_from_civil / civil_from_days (public domain algorithms).
+// The calendar is C++20's <chrono> (proleptic Gregorian, as MariaDB's DATE); the hand-written
+// one it replaced is kept in perf/civil_by_hand.h, the other side of perf/civil_bench's pair.
+// REQUIRES: 1 <= m <= 12 and a year std::chrono::year holds (-32767..32767); a day past the
+// month's end counts on into the next month.
 constexpr int32_t DaysFromCivil(int32_t y, unsigned m, unsigned d) {
-  y -= m <= 2;
-  const int32_t era = (y >= 0 ? y : y - 399) / 400;
-  const unsigned yoe = static_cast<unsigned>(y - era * 400);
-  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + static_cast<int32_t>(doe) - 719468;
+  using namespace std::chrono;
+  return (sys_days{year{y} / month{m} / 1} + days{d - 1}).time_since_epoch().count();
 }
 
 constexpr CivilDate CivilFromDays(int32_t z) {
-  z += 719468;
-  const int32_t era = (z >= 0 ? z : z - 146096) / 146097;
-  const unsigned doe = static_cast<unsigned>(z - era * 146097);
-  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  const int32_t y = static_cast<int32_t>(yoe) + era * 400;
-  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  const unsigned mp = (5 * doy + 2) / 153;
-  const unsigned d = doy - (153 * mp + 2) / 5 + 1;
-  const unsigned m = mp < 10 ? mp + 3 : mp - 9;
-  return CivilDate{y + (m <= 2), static_cast<uint8_t>(m), static_cast<uint8_t>(d)};
+  using namespace std::chrono;
+  const year_month_day ymd{sys_days{days{z}}};
+  return CivilDate{static_cast<int>(ymd.year()), static_cast<uint8_t>(static_cast<unsigned>(ymd.month())),
+                   static_cast<uint8_t>(static_cast<unsigned>(ymd.day()))};
 }
 
-constexpr bool IsLeapYear(int32_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+constexpr bool IsLeapYear(int32_t y) { return std::chrono::year{y}.is_leap(); }
 
 constexpr unsigned DaysInMonth(int32_t y, unsigned m) {
-  constexpr uint8_t kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  return m == 2 && IsLeapYear(y) ? 29 : kDays[m - 1];
+  using namespace std::chrono;
+  return static_cast<unsigned>((year{y} / month{m} / last).day());
 }
 
-// Monday = 0 ... Sunday = 6. 1970-01-01 was a Thursday.
+// Monday = 0 ... Sunday = 6. 1970-01-01 was a Thursday. Kept by hand: 1.6x faster than
+// std::chrono::weekday's iso_encoding() (perf/civil_bench: 1.43 against 2.27 ns a call).
 constexpr int WeekdayFromDays(int32_t days) {
   const int w = static_cast<int>((days + 3) % 7);
   return w < 0 ? w + 7 : w;
