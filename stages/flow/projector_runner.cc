@@ -5,12 +5,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <thread>
 
 #include "base/civil_time.h"
 #include "stages/db/checkpoint_store.h"
-#include "base/fault.h"
-#include "stages/db/retry.h"
 #include "stages/control/console.h"
 
 namespace rw {
@@ -26,21 +23,20 @@ ProjectorRunner::ProjectorRunner(std::unique_ptr<Projector> p, std::unique_ptr<C
     : projector_(std::move(p)),
       connection_(std::move(c)),
       options_(o),
-      spec_(projector_->table()),
       applied_id_(o.resume_after_id),
       committed_id_(o.resume_after_id),
       gaps_(o.gaps),
-      committed_gaps_(o.gaps.Text()),
-      target_empty_(o.target_starts_empty) {
-  spec_.bare = o.application_table;
-  for (const Column& c : spec_.columns) ids_kept_ = ids_kept_ && !(spec_.bare && KeepsEventId(c.merge));
-  if (!o.bulk_load) {
-    bulk_load_ok_ = false;
-  } else if (target_empty_) {
-    auto allowed = connection_->QueryValue("SELECT @@local_infile");
-    bulk_load_ok_ = allowed.ok() && *allowed && **allowed == "1";
+      committed_gaps_(o.gaps.Text()) {
+  for (const Column& col : projector_->table().columns) {
+    ids_kept_ = ids_kept_ && !(o.application_table && KeepsEventId(col.merge));
   }
-  keys_known_ = target_empty_ && bulk_load_ok_ && o.write_every_events > 0;
+  if (connection_ == nullptr) return;  // in memory: nothing is written
+  builder_ = std::make_unique<FlushBuilder>(
+      *connection_, projector_->table(),
+      FlushBuilderOptions{o.target_table, o.statement_bytes, o.target_starts_empty, o.bulk_load,
+                          o.write_every_events > 0, o.application_table});
+  writer_ = std::make_unique<FlushWriter>(*connection_,
+                                          FlushWriterOptions{o.max_retries, o.generated_columns, o.mark_sql});
 }
 
 Result<std::unique_ptr<ProjectorRunner>> ProjectorRunner::Make(
@@ -65,7 +61,7 @@ Status ProjectorRunner::LoadCommitted() {
   if (values.empty()) return Status::Ok();
   std::string columns;
   size_t width = 0;
-  for (const Column* k : table_schema::KeyColumns(spec_)) {
+  for (const Column* k : table_schema::KeyColumns(builder_->spec())) {
     columns += (columns.empty() ? "" : ", ") + QuoteIdentifier(k->name);
     ++width;
   }
@@ -350,15 +346,15 @@ void ProjectorRunner::Settle(const std::vector<IdRange>& settled) {
 
 Status ProjectorRunner::Consume(const Batch& batch) {
   // A flush the writer finished: its error stops the run now, not at the next flush.
-  if (in_flight_ != nullptr && writer_done_.load(std::memory_order_acquire)) {
+  if (writer_ != nullptr && writer_->in_flight() && writer_->done()) {
     if (Status s = WaitForWriter(); !s.ok()) return s;
   }
   Result<bool> flush = Fold(batch);
   if (!flush.ok()) return flush.status();
-  if (options_.write_every_events == 0) return *flush ? Flush() : Status::Ok();
+  if (options_.write_every_events == 0 || writer_ == nullptr) return *flush ? Flush() : Status::Ok();
   // Writing while reading: a threshold hands the rows over after the flush in flight; so
   // does write_every_events, but only to an idle writer (reading goes on meanwhile).
-  if (*flush || (events_since_flush_ >= options_.write_every_events && in_flight_ == nullptr)) {
+  if (*flush || (events_since_flush_ >= options_.write_every_events && !writer_->in_flight())) {
     return HandToWriter();
   }
   return Status::Ok();
@@ -423,10 +419,6 @@ Result<bool> ProjectorRunner::Fold(const Batch& batch) {
          projector_->pending_rows() >= options_.flush_max_rows;
 }
 
-ProjectorRunner::~ProjectorRunner() {
-  if (writer_.joinable()) writer_.join();
-}
-
 Status ProjectorRunner::Flush() {
   if (connection_ == nullptr) {
     return Status::Internal(
@@ -435,62 +427,23 @@ Status ProjectorRunner::Flush() {
   if (Status s = WaitForWriter(); !s.ok()) return s;
   std::unique_ptr<FlushJob> job = PrepareFlush();
   if (job == nullptr) return Status::Ok();
-  RunFlush(*job);
+  writer_->Run(*job);
   return TakeBack(*job);
 }
 
 Status ProjectorRunner::HandToWriter() {
   if (Status s = WaitForWriter(); !s.ok()) return s;
   std::unique_ptr<FlushJob> job = PrepareFlush();
-  if (job == nullptr) return Status::Ok();
-  in_flight_ = std::move(job);
-  writer_done_.store(false, std::memory_order_relaxed);
-  // The thread's start orders everything above before it; its end is seen by join().
-  writer_ = std::thread([this, job = in_flight_.get()] {
-    RunFlush(*job);
-    writer_done_.store(true, std::memory_order_release);
-  });
+  if (job != nullptr) writer_->Start(std::move(job));
   return Status::Ok();
 }
 
 Status ProjectorRunner::WaitForWriter() {
-  if (in_flight_ == nullptr) return Status::Ok();
-  writer_.join();
-  std::unique_ptr<FlushJob> job = std::move(in_flight_);
-  return TakeBack(*job);
+  std::unique_ptr<FlushJob> job = writer_->Wait();
+  return job == nullptr ? Status::Ok() : TakeBack(*job);
 }
 
-void ProjectorRunner::AddRowSteps(const TableSpec& spec, const std::function<void(RowSink&)>& rows,
-                                  FlushJob& job) {
-  std::vector<Step>& steps = job.steps;
-  auto load_step = [&](TsvBuilder& tsv) {
-    return Step{LoadDataInto(options_.target_table, table_schema::StoredColumnList(spec)), tsv.Take(), true};
-  };
-  if (keys_known_) {
-    // Every row of the target is this runner's: the keys it never wrote go by LOAD DATA
-    // (all of them in the first flush), the others as upserts.
-    TsvBuilder tsv(spec);
-    UpsertBuilder upserts(*connection_, spec, options_.target_table, options_.statement_bytes);
-    SplitByKey split(table_schema::KeyColumns(spec).size(), written_keys_, tsv, upserts);
-    rows(split);
-    job.rows += tsv.rows() + upserts.rows();
-    if (tsv.rows() > 0) steps.push_back(load_step(tsv));
-    for (std::string& sql : upserts.Take()) steps.push_back(Step{std::move(sql), {}, false});
-    written_keys_.Add(split.fresh_keys());
-  } else if (target_empty_ && bulk_load_ok_) {
-    TsvBuilder tsv(spec);
-    rows(tsv);
-    job.rows += tsv.rows();
-    if (tsv.rows() > 0) steps.push_back(load_step(tsv));
-  } else {
-    UpsertBuilder builder(*connection_, spec, options_.target_table, options_.statement_bytes);
-    rows(builder);
-    job.rows += builder.rows();
-    for (std::string& sql : builder.Take()) steps.push_back(Step{std::move(sql), {}, false});
-  }
-}
-
-std::unique_ptr<ProjectorRunner::FlushJob> ProjectorRunner::PrepareFlush() {
+std::unique_ptr<FlushJob> ProjectorRunner::PrepareFlush() {
   const EventId checkpoint = CheckpointId();
   if (checkpoint == committed_id_ && projector_->pending_rows() == 0 && !gaps_changed_ &&
       failed_since_flush_ == 0 && reconciled_since_flush_ == 0 && missed_since_flush_ == 0) {
@@ -508,29 +461,17 @@ std::unique_ptr<ProjectorRunner::FlushJob> ProjectorRunner::PrepareFlush() {
   job->what = fmt::format("projector {}: flush of events {}..{} into {}", job->name,
                           committed_id_ == kBeforeFirstId ? "the first" : IdShown(options_.id_form, committed_id_ + 1),
                           IdShown(options_.id_form, checkpoint), options_.target_table);
-  std::vector<Step>& steps = job->steps;
-  if (!spec_.bare) {
-    AddRowSteps(spec_, [&](RowSink& sink) { projector_->Flush(sink); }, *job);
-  } else {
-    // The application's table: without the ids it has no column for, and each group of
-    // rows naming only the columns it writes (row_writer.h).
-    ByWrittenColumns groups(spec_);
-    WithoutEventIds bare(spec_, groups);
-    projector_->Flush(bare);
-    for (const ByWrittenColumns::Group& group : groups.Take()) {
-      AddRowSteps(group.spec, [&](RowSink& sink) { group.Replay(sink); }, *job);
-    }
-  }
-  target_empty_ = false;
+  builder_->AddRows(*projector_, *job);
+  std::vector<FlushJob::Step>& steps = job->steps;
   for (checkpoint_store::FailureInsert& insert :
        checkpoint_store::InsertFailuresSql(*connection_, options_.run_id, pending_failures_, options_.id_form)) {
-    steps.push_back(Step{std::move(insert.sql), {}, false});
+    steps.push_back(FlushJob::Step{std::move(insert.sql), {}, false});
   }
-  steps.push_back(Step{checkpoint_store::AdvanceSql(*connection_, job->name, options_.target_table, checkpoint,
-                                                    gaps, events_since_flush_, job->rows, late_since_flush_,
-                                                    failed_since_flush_, reconciled_since_flush_,
-                                                    missed_since_flush_),
-                       {}, false});
+  steps.push_back(FlushJob::Step{checkpoint_store::AdvanceSql(*connection_, job->name, options_.target_table,
+                                                              checkpoint, gaps, events_since_flush_, job->rows,
+                                                              late_since_flush_, failed_since_flush_,
+                                                              reconciled_since_flush_, missed_since_flush_),
+                                 {}, false});
   // What the flush commits is no longer pending: the next events count towards the next.
   job->failures = pending_failures_.size();
   pending_failures_.clear();
@@ -543,12 +484,6 @@ std::unique_ptr<ProjectorRunner::FlushJob> ProjectorRunner::PrepareFlush() {
   return job;
 }
 
-void ProjectorRunner::RunFlush(FlushJob& job) const {
-  const auto start = std::chrono::steady_clock::now();
-  job.status = RunTransaction(job, &job.retries);
-  job.seconds += Seconds(start);
-}
-
 Status ProjectorRunner::TakeBack(FlushJob& job) {
   stats_.retries += job.retries;
   stats_.flush_seconds += job.seconds;
@@ -559,54 +494,6 @@ Status ProjectorRunner::TakeBack(FlushJob& job) {
   stats_.rows_written += job.rows;
   ++stats_.flushes;
   return Status::Ok();
-}
-
-Status ProjectorRunner::RunTransaction(const FlushJob& job, uint64_t* retries) const {
-  const std::vector<Step>& steps = job.steps;
-  RetryPolicy policy;
-  policy.max_retries = options_.max_retries;
-  RetryHooks hooks;
-  hooks.before_retry = [&](const Status& last, int retry) {
-    ++*retries;
-    PrintLine(fmt::format("{}: {}; retrying the flush, attempt {}", job.name, last.message(), retry));
-  };
-  // The connection may have died after the server committed but before it said so. The
-  // checkpoint moves in the same transaction, so it tells which happened.
-  hooks.after_reconnect = [&]() -> Result<bool> {
-    Result<std::optional<Checkpoint>> cp = checkpoint_store::Load(*connection_, job.name, job.target);
-    if (!cp.ok()) return cp.status();
-    return *cp && (*cp)->last_event_id == job.checkpoint && (*cp)->gaps.Text() == job.gaps &&
-           (job.checkpoint != job.was_committed || job.gaps != job.was_committed_gaps);
-  };
-  Status s = Retry(policy, connection_.get(), [&] {
-    Status last = connection_->Execute("START TRANSACTION");
-    for (size_t i = 0; last.ok() && i < steps.size(); ++i) {
-      last = steps[i].load ? connection_->LoadData(steps[i].sql, steps[i].data)
-                           : connection_->Execute(steps[i].sql);
-      // A value the server clamped or cut is an error, whatever its sql_mode: the flush
-      // rolls back and the run stops, naming the table.
-      if (last.ok()) {
-        last = connection_->RefuseWarnings(fmt::format("{}[{}] (rolled back)", steps[i].load ? "LOAD DATA " : "",
-                                                       std::string_view(steps[i].sql).substr(0, 100)),
-                                           options_.generated_columns);
-      }
-    }
-    if (last.ok() && options_.mark_sql) {
-      // The event the checkpoint stands on, by a plain read (never waiting on an open insert).
-      Result<std::optional<std::string>> mark = connection_->QueryValue("SELECT " + options_.mark_sql(job.checkpoint));
-      last = mark.ok() ? connection_->Execute(checkpoint_store::SetReadMarkSql(*connection_, job.name, job.target,
-                                                                                mark->value_or("")))
-                       : mark.status();
-    }
-    if (last.ok()) FaultPoint("mid-flush");  // statements sent, transaction still open
-    if (last.ok()) last = connection_->Execute("COMMIT");
-    if (!last.ok() && last.code() != Status::Code::kConnection) (void)connection_->Execute("ROLLBACK");
-    return last;
-  }, hooks);
-  if (s.code() == Status::Code::kConnection || s.code() == Status::Code::kRetryable) {
-    return s.With(fmt::format("gave up after {} retries", options_.max_retries));
-  }
-  return s;
 }
 
 }  // namespace rw

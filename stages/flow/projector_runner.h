@@ -1,4 +1,8 @@
-// ProjectorRunner: runs one projector against its own MariaDB connection.
+// ProjectorRunner: runs one projector against its own MariaDB connection. It is in three
+// parts: the fold (here: events to the projector in order, held events, gaps, late and
+// reconciled events, failures, the checkpoint they reach), the flush builder (the rows'
+// statements, stages/flow/flush_builder.h) and the writer (the transaction, its thread and
+// its retries, stages/flow/flush_writer.h).
 //
 // Compiled read models get the batch's PageVisits; declared ones (reads_records()) get
 // its EventRecords, and the events they cannot apply are written to rewind_failures in
@@ -40,21 +44,18 @@
 //
 // Thread safety: the runner's methods are called by one thread at a time (a serial
 // pipeline node, then the thread that flushes it); they are not thread-safe. The writer
-// thread touches only the connection and the flush it was handed (its statements, the
-// checkpoint it commits, and its result); while it runs, the calling thread touches
-// neither: it joins the writer before it builds the next flush, uses the connection or
-// takes the result. The one thing both read and write is an atomic flag (the writer is
-// done). stats() and checkpoint() count a flush once it was taken back (joined).
+// thread touches only the connection and the flush it was handed (FlushWriter); while it
+// runs, the calling thread touches neither: it waits for the writer before it builds the
+// next flush, uses the connection or takes the result. stats() and checkpoint() count a
+// flush once it was taken back.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <span>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -63,8 +64,9 @@
 #include "stages/db/connection.h"
 #include "base/gaps.h"
 #include "base/id_form.h"
-#include "stages/db/row_writer.h"
 #include "stages/db/table_schema.h"
+#include "stages/flow/flush_builder.h"
+#include "stages/flow/flush_writer.h"
 
 namespace rw {
 
@@ -134,7 +136,7 @@ struct RunnerStats {
 class ProjectorRunner {
  public:
   // Waits for a flush still in flight (its outcome is lost: the run is ending anyway).
-  ~ProjectorRunner();
+  ~ProjectorRunner() = default;
   ProjectorRunner(const ProjectorRunner&) = delete;
   ProjectorRunner& operator=(const ProjectorRunner&) = delete;
 
@@ -177,8 +179,7 @@ class ProjectorRunner {
   // every later flush upserts.
   void Retarget(const std::string& table) {
     options_.target_table = table;
-    keys_known_ = false;
-    written_keys_.Clear();
+    if (builder_) builder_->Retarget(table);
   }
   // The run its failures are recorded under (a resumed run keeps the first one's).
   void SetRunId(const std::string& run_id) { options_.run_id = run_id; }
@@ -192,42 +193,16 @@ class ProjectorRunner {
  private:
   ProjectorRunner(std::unique_ptr<Projector> p, std::unique_ptr<Connection> c,
                   const RunnerOptions& o);
-  // One statement of a flush; with `data`, a LOAD DATA whose file is `data`.
-  struct Step {
-    std::string sql;
-    std::vector<std::string> data;  // LOAD DATA's rows, in pieces
-    bool load = false;
-  };
-  // One flush: built on the calling thread, run there or on the writer, taken back there.
-  struct FlushJob {
-    std::vector<Step> steps;
-    std::string name, target;       // the projector's and the table's, for messages
-    EventId checkpoint = kBeforeFirstId;  // what it commits
-    std::string gaps;                     // ...and the gaps up to it (GapSet::Text)
-    EventId was_committed = kBeforeFirstId;  // the checkpoint before it
-    std::string was_committed_gaps;
-    std::string what;  // "flush of events a..b into t", for its error
-    uint64_t rows = 0, failures = 0;
-    // The outcome, written by whoever runs it.
-    Status status;
-    uint64_t retries = 0;
-    double seconds = 0;
-  };
-  // Builds the next flush from what is pending, and resets the counts since the last flush;
-  // nullptr when there is nothing to commit. REQUIRES: no flush in flight.
+  // Builds the next flush from what is pending (the rows by the flush builder, then the
+  // failures and the checkpoint), and resets the counts since the last flush; nullptr when
+  // there is nothing to commit. REQUIRES: no flush in flight.
   std::unique_ptr<FlushJob> PrepareFlush();
-  // Adds to `job` the steps that write `rows` (given by calling it with a sink) as `spec`'s
-  // columns: LOAD DATA for keys never written, upserts for the others.
-  void AddRowSteps(const TableSpec& spec, const std::function<void(RowSink&)>& rows, FlushJob& job);
-  // Runs the flush's transaction (any thread) and records its outcome in it.
-  void RunFlush(FlushJob& job) const;
   // The calling thread takes a flush's outcome into the runner's state.
   Status TakeBack(FlushJob& job);
   // Waits for the flush in flight, if any, and takes it back.
   Status WaitForWriter();
   // Hands the pending rows to the writer thread (after the flush in flight).
   Status HandToWriter();
-  Status RunTransaction(const FlushJob& job, uint64_t* retries) const;
   // A target that already has rows: hands the projector the committed values it keeps
   // (Projector::committed_columns), once, before the first event.
   Status LoadCommitted();
@@ -263,7 +238,9 @@ class ProjectorRunner {
   std::unique_ptr<Projector> projector_;
   std::unique_ptr<Connection> connection_;
   RunnerOptions options_;
-  TableSpec spec_;  // the projector's table, as written (bare in an application's table)
+  // The flush's two other parts; none in an in-memory runner.
+  std::unique_ptr<FlushBuilder> builder_;
+  std::unique_ptr<FlushWriter> writer_;
   bool ids_kept_ = true;  // every first or last value is stored with its event's id
   EventId applied_id_;    // highest event id folded into memory
   EventId committed_id_;  // highest event id committed (the checkpoint)
@@ -274,12 +251,6 @@ class ProjectorRunner {
   uint64_t failed_since_flush_ = 0;
   uint64_t reconciled_since_flush_ = 0, missed_since_flush_ = 0;
   int64_t last_sequence_ = -1;
-  bool target_empty_;      // nothing has been written into the target yet
-  bool bulk_load_ok_ = true;  // the server allows LOAD DATA LOCAL INFILE
-  // Writing while reading into a table this run created: every row of it is this runner's,
-  // and written_keys_ holds their keys, so a later flush loads the rows of new keys.
-  bool keys_known_ = false;
-  WrittenKeys written_keys_;
   uint64_t events_since_flush_ = 0;
   std::vector<PageVisit> usable_;  // scratch for batches with partial visits
   std::vector<PageVisit> held_;    // order-dependent: visits above an open hole, by id
@@ -292,10 +263,6 @@ class ProjectorRunner {
   std::vector<Failure> pending_failures_;   // recorded with the next flush
   static constexpr size_t kMaxPendingFailures = 5000;  // then flush: bounds memory and the INSERT
   RunnerStats stats_;
-  // The flush in flight on the writer thread, and whether the writer has finished it.
-  std::unique_ptr<FlushJob> in_flight_;
-  std::thread writer_;
-  std::atomic<bool> writer_done_{false};
 };
 
 }  // namespace rw
