@@ -1,4 +1,4 @@
-#include "pipeline/replay/cutover.h"
+#include "pipeline/replay/finishers.h"
 
 #include <fmt/core.h>
 

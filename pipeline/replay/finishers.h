@@ -1,4 +1,7 @@
-// The swap's finisher: what a rebuild does once its build is complete. Catch up (read what
+// The three finishers of a build (replay.h), one file each: what a run does once its build is
+// complete, by its plan's Finish.
+//
+// The swap's (cutover.cc): what a rebuild does once its build is complete. Catch up (read what
 // the application appended meanwhile, and the ids that committed late, until little is
 // left), check that no empty build would replace a live table with rows, check the failure
 // budget, cut over, and with --follow keep applying new events to the live tables until
@@ -11,7 +14,13 @@
 // wait that times out is reported and retried with backoff; after --cutover-timeout it gives
 // up cleanly (kBusy, exit 6): the live tables untouched, every build committed and resumable.
 //
-// Thread safety: runs on the thread that drives the Build.
+// The built one's (finish_built.cc): a build that is not swapped in now (--into,
+// --build-only) is, within the failure budget, complete ("built").
+//
+// The scratch one's (finish_scratch.cc, verify): the plan's check on the build (the
+// compare), then the scratch tables go, whatever happened, then the failure budget.
+//
+// Thread safety: each runs on the thread that drives the Build.
 #pragma once
 
 #include "base/status.h"
@@ -21,5 +30,9 @@ namespace rw {
 
 // REQUIRES: `build` prepared and rebuilt without error, its plan a swap.
 Status FinishSwap(Build& build);
+// REQUIRES: `build` prepared and rebuilt without error, its plan kInto or kBuildOnly.
+Status FinishBuilt(Build& build);
+// `built`: the outcome of the build (its tables go whatever it is). Returns the first error.
+Status FinishScratch(Build& build, Status built);
 
 }  // namespace rw

@@ -1,6 +1,6 @@
 // Replay: one whole rebuild run of the selected read models from the event table, as a
 // build and then one of three finishers (RunRebuild; the parts in replay_build.h and
-// cutover.h):
+// finishers.h):
 //
 //  Build (every kind of run)
 //   1. Prepare: connect and check the event source (the event table, its id column,
@@ -17,7 +17,7 @@
 //   A stop asked by then ends the run here ("stopped before the swap"), resumable.
 //
 //  Then one finisher, by the plan:
-//   - swap (a rebuild, `<table>__rewind_new`; cutover.h): catch up on what the application
+//   - swap (a rebuild, `<table>__rewind_new`; cutover.cc): catch up on what the application
 //     appended meanwhile, refuse an empty build over a live table with rows, check the
 //     failure budget, cut over (hold inserts off, apply the last events, swap every shadow
 //     table in with one RENAME TABLE; bounded waits retried until --cutover-timeout, then
@@ -111,12 +111,14 @@ Result<live_shape::Judgement> JudgeLiveTable(Connection& c, const Projector& p, 
 // Refuses an --until-id below the first event (an empty build) unless --allow-empty.
 Status CheckUntilId(Connection& c, const ReplayOptions& options);
 
-// Builds by `plan`, then finishes as the plan says (above).
+// Builds by `plan`, then finishes as the plan says (above). One build: it never runs another.
 ReplaySummary RunRebuild(const ReplayOptions& options,
                          std::vector<std::unique_ptr<Projector>> projectors,
                          const std::atomic<bool>& stop, const RunPlan& plan);
 
-// Rebuilds beside, cuts over; with options.follow, then keeps applying new events.
+// `rewind replay`: a swap that resumes first catches the segments of read models built in
+// segments up (segments::CatchUp, a RunRebuild of each segment), then RunRebuild by the
+// options' plan: rebuilds beside, cuts over; with options.follow, then keeps applying new events.
 ReplaySummary Replay(const ReplayOptions& options,
                      std::vector<std::unique_ptr<Projector>> projectors,
                      const std::atomic<bool>& stop);

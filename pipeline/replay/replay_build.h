@@ -1,7 +1,8 @@
 // Build: the moving parts of one replay run (internal to pipeline/replay), and the steps
-// every kind of run shares. Prepare connects, checks and creates what the run needs, Rebuild
-// makes the one pass to the head; then a finisher works on the Build: the swap's in
-// cutover.h, the --into build's and the scratch build's in replay.cc. The dry run takes
+// every kind of run shares, one file per phase: Prepare (prepare.cc) connects, checks and
+// creates what the run needs, Rebuild (pass.cc) makes the one pass to the head; then a
+// finisher (finishers.h: the swap's in cutover.cc, the built one's and the scratch one's in
+// files of their own) works on the Build through what finishing.cc does. The dry run takes
 // Inspect instead of Prepare (read-only), samples, and stops. A Build owns the
 // admin connection (which holds the named locks), the heartbeat, the event source (the
 // Reader; the finishers see only its interface, stages/flow/event_source.h), one runner per
