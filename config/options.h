@@ -249,22 +249,31 @@ struct StressOptions : ServerPart, EventTablePart, StressPart {};
 struct ParsedOptions : ServerPart, EventTablePart, ReadingPart, ReplayPart, ControlPart, IngestPart,
                        StressPart, OutputPart {};
 
+// The parts `To` shares with `from` (any struct made of the parts above: a command's options,
+// the parsed ones, a run's spec), copied; its other members are left as constructed.
+template <typename To, typename From>
+To PartsOf(const From& from) {
+  To to;
+  auto take = [&]<typename Part>(const Part* /*part*/) {
+    if constexpr (std::is_base_of_v<Part, To> && std::is_base_of_v<Part, From>) {
+      static_cast<Part&>(to) = static_cast<const Part&>(from);
+    }
+  };
+  take(static_cast<const ServerPart*>(nullptr));
+  take(static_cast<const EventTablePart*>(nullptr));
+  take(static_cast<const ReadingPart*>(nullptr));
+  take(static_cast<const ReplayPart*>(nullptr));
+  take(static_cast<const ControlPart*>(nullptr));
+  take(static_cast<const IngestPart*>(nullptr));
+  take(static_cast<const StressPart*>(nullptr));
+  take(static_cast<const OutputPart*>(nullptr));
+  return to;
+}
+
 // The parts of `Options` (a command's struct), as parsed.
 template <typename Options>
 Options OptionsFor(const ParsedOptions& parsed) {
-  Options o;
-  auto take = [&]<typename Part>(const Part& part) {
-    if constexpr (std::is_base_of_v<Part, Options>) static_cast<Part&>(o) = part;
-  };
-  take(static_cast<const ServerPart&>(parsed));
-  take(static_cast<const EventTablePart&>(parsed));
-  take(static_cast<const ReadingPart&>(parsed));
-  take(static_cast<const ReplayPart&>(parsed));
-  take(static_cast<const ControlPart&>(parsed));
-  take(static_cast<const IngestPart&>(parsed));
-  take(static_cast<const StressPart&>(parsed));
-  take(static_cast<const OutputPart&>(parsed));
-  return o;
+  return PartsOf<Options>(parsed);
 }
 
 // The groups whose options `Options` takes: the kGroup of each of its parts.

@@ -5,10 +5,8 @@
 #include <algorithm>
 
 #include "pipeline/ingest/ingest.h"
-#include "pipeline/replay/inspect.h"
 #include "pipeline/replay/replay_command.h"
 #include "pipeline/version.h"
-#include "stages/flow/page_query.h"
 
 namespace rw {
 namespace {
@@ -26,7 +24,6 @@ stops cleanly; `rewind replay --resume` continues.
 ReplayOptions Replaying(const CommandLine& cl) {
   ReplayOptions o = OptionsFor<ReplayOptions>(cl.options);
   o.projectors = cl.names;
-  FindIdForm(o.connection, o.events);  // ids that are not integers: base/id_form.h
   return o;
 }
 

@@ -69,7 +69,7 @@ ReplaySummary ReplayAll(const ConnectionOptions& o, const std::function<void(Rep
   ro.progress = ProgressMode::kQuiet;
   if (tweak) tweak(ro);
   const std::atomic<bool> stop{false};
-  return Replay(ro, std::move(*SelectProjectors(ro)), stop);
+  return ReplaySelected(ro, stop);
 }
 
 std::vector<IdShape> EveryShape() {

@@ -194,7 +194,8 @@ TEST_F(MigrationTest, VerifyFindsDifferencesAndLeavesTheLiveTablesAlone) {
   o.connection = options_;
   o.progress = ProgressMode::kQuiet;
   o.projectors = {"visits_per_day", "visits_per_post_per_week", "visits_per_hour"};
-  VerifySummary v = Verify(o, std::move(*SelectProjectors(o)), stop);
+  const RunSpec spec = SpecOf(o);
+  VerifySummary v = Verify(spec, spec.MakeSelected(), stop);
   ASSERT_TRUE(v.replay.status.ok()) << v.replay.status.message();
   ASSERT_EQ(v.tables.size(), 3u);
   EXPECT_FALSE(v.identical());

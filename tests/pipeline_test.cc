@@ -94,7 +94,7 @@ TEST_F(PipelineTest, OrderIsKeptUnderParallelDecoding) {
   ps.push_back(std::make_unique<ProbeProjector>("probe_order", &seen, ProbeProjector::Behaviour{}));
   ps.push_back(MakeProjector("sessions_per_day"));  // sessions_per_day: order-dependent
   std::atomic<bool> stop{false};
-  ReplaySummary sum = Replay(o, std::move(ps), stop);
+  ReplaySummary sum = Replay(SpecOf(o, RunSpec::Selection::kNone), std::move(ps), stop);
   ASSERT_TRUE(sum.status.ok()) << sum.status.message();
 
   auto c = Connect(options_);
@@ -144,7 +144,7 @@ TEST_F(PipelineTest, MemoryStaysBoundedWithASlowProjector) {
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
   });
-  ReplaySummary sum = Replay(o, std::move(ps), stop);
+  ReplaySummary sum = Replay(SpecOf(o, RunSpec::Selection::kNone), std::move(ps), stop);
   done = true;
   watcher.join();
   ASSERT_TRUE(sum.status.ok()) << sum.status.message();
@@ -244,7 +244,7 @@ TEST_F(PipelineTest, AFailingProjectorStopsTheRunCleanly) {
     ReplayOptions o = Options();
     o.projectors = {"visits_per_day"};
     std::atomic<bool> stop{false};
-    ASSERT_TRUE(Replay(o, std::move(*SelectProjectors(o)), stop).status.ok());
+    ASSERT_TRUE(ReplaySelected(o, stop).status.ok());
   }
   const int64_t live_total = Count(*c, "SELECT SUM(`count`) FROM visits_per_day");
   const int64_t bad_id = Count(*c, "SELECT id FROM ref_visits ORDER BY id LIMIT 1 OFFSET 20000");
@@ -255,7 +255,7 @@ TEST_F(PipelineTest, AFailingProjectorStopsTheRunCleanly) {
   ps.push_back(MakeProjector("visits_per_day"));  // visits_per_day
   ps.push_back(std::make_unique<ProbeProjector>("probe_fail", nullptr, ProbeProjector::Behaviour{{}, bad_id}));
   std::atomic<bool> stop{false};
-  ReplaySummary sum = Replay(o, std::move(ps), stop);
+  ReplaySummary sum = Replay(SpecOf(o, RunSpec::Selection::kNone), std::move(ps), stop);
   ASSERT_FALSE(sum.status.ok());
   EXPECT_FALSE(sum.swapped);
   const std::string& m = sum.status.message();

@@ -28,13 +28,10 @@ class ReplayTest : public ::testing::Test {
   static ReplaySummary Run(ReplayOptions o, std::vector<std::unique_ptr<Projector>> projectors = {}) {
     o.connection = options_;
     o.progress = ProgressMode::kQuiet;
-    if (projectors.empty()) {
-      auto selected = SelectProjectors(o);
-      EXPECT_TRUE(selected.ok()) << selected.status().message();
-      projectors = std::move(*selected);
-    }
+    const RunSpec spec = SpecOf(o, projectors.empty() ? RunSpec::Selection::kRequired : RunSpec::Selection::kNone);
+    if (projectors.empty()) projectors = spec.MakeSelected();
     std::atomic<bool> stop{false};
-    return Replay(o, std::move(projectors), stop);
+    return Replay(spec, std::move(projectors), stop);
   }
 
   static ReplayOptions All() {
@@ -197,9 +194,7 @@ TEST_F(ReplayTest, ClearErrorsForWhatUsersGetWrongFirst) {
   w.connection = wrong;
   w.progress = ProgressMode::kQuiet;
   std::atomic<bool> stop{false};
-  auto selected = SelectProjectors(w);
-  ASSERT_TRUE(selected.ok());
-  ReplaySummary denied = Replay(w, std::move(*selected), stop);
+  ReplaySummary denied = ReplaySelected(w, stop);
   EXPECT_NE(denied.status.message().find("cannot connect to MariaDB"), std::string::npos);
   EXPECT_NE(denied.status.message().find("Access denied"), std::string::npos) << denied.status.message();
 
@@ -207,14 +202,13 @@ TEST_F(ReplayTest, ClearErrorsForWhatUsersGetWrongFirst) {
   nowhere.connection = options_;
   nowhere.connection.socket = "/nonexistent/mysqld.sock";
   nowhere.progress = ProgressMode::kQuiet;
-  auto again = SelectProjectors(nowhere);
-  ReplaySummary unreachable = Replay(nowhere, std::move(*again), stop);
+  ReplaySummary unreachable = ReplaySelected(nowhere, stop);
   EXPECT_NE(unreachable.status.message().find("cannot connect to MariaDB"), std::string::npos);
   EXPECT_NE(unreachable.status.message().find("/nonexistent/mysqld.sock"), std::string::npos);
 
   ReplayOptions unknown;
   unknown.projectors = {"visits_per_fortnight"};
-  auto none = SelectProjectors(unknown);
+  Result<RunSpec> none = RunSpec::Make(PartsOf<RunSpec>(unknown), unknown.projectors, RunSpec::Selection::kRequired);
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.status().message().find("unknown read model 'visits_per_fortnight'; known: visits_per_minute"),
             std::string::npos);

@@ -202,6 +202,20 @@ inline bool WaitUntil(Connection& c, const std::string& sql, int64_t want, doubl
   return false;
 }
 
+// The spec of a run of `o` as the command makes it (RunSpec::Make): the read models named in
+// o.projectors or --all's selected (kNone: none, for a test that gives its own).
+inline RunSpec SpecOf(const ReplayOptions& o, RunSpec::Selection selection = RunSpec::Selection::kRequired) {
+  Result<RunSpec> spec = RunSpec::Make(PartsOf<RunSpec>(o), o.projectors, selection);
+  EXPECT_TRUE(spec.ok()) << spec.status().message();
+  return spec.ok() ? std::move(*spec) : RunSpec{};
+}
+
+// `rewind replay` of `o`'s selection, in this process.
+inline ReplaySummary ReplaySelected(const ReplayOptions& o, const std::atomic<bool>& stop) {
+  const RunSpec spec = SpecOf(o);
+  return Replay(spec, spec.MakeSelected(), stop);
+}
+
 // `rewind replay --follow` run in-process on a thread of its own: started with `ro` (follow
 // and quiet are set here), waited for until every read model follows; Stop() ends it.
 class Follower {
@@ -210,9 +224,9 @@ class Follower {
     ro.follow = true;
     ro.progress = ProgressMode::kQuiet;
     if (ro.poll_seconds >= 1.0) ro.poll_seconds = 0.05;
-    const auto selected = SelectProjectors(ro);
-    const int64_t models = selected.ok() ? static_cast<int64_t>(selected.value().size()) : 0;
-    thread_ = std::thread([this, ro] { sum_ = Replay(ro, std::move(*SelectProjectors(ro)), stop_); });
+    const RunSpec spec = SpecOf(ro);
+    const int64_t models = static_cast<int64_t>(spec.selected.size());
+    thread_ = std::thread([this, spec] { sum_ = Replay(spec, spec.MakeSelected(), stop_); });
     auto c = Connect(ro.connection);
     following_ = c && WaitUntil(*c, "SELECT COUNT(*) FROM rewind_checkpoints WHERE status = 'following'", models);
   }

@@ -46,8 +46,8 @@ struct Branch {
 };
 
 struct GraphOptions {
-  // Batches in the graph at once (one more is being read): ReplayOptions::max_in_flight,
-  // where its default is chosen.
+  // Batches in the graph at once (one more is being read): ReadingPart::max_in_flight
+  // (config/options.h), where its default is chosen.
   size_t max_in_flight = 0;
 };
 

@@ -1,65 +1,13 @@
-// Which read models a run rebuilds, and what the pipeline reads and decodes for them.
+// What the pipeline reads and decodes for a run's read models, and their versions.
 #include <fmt/core.h>
 
 #include <algorithm>
 
-#include "config/models.h"
 #include "pipeline/engine/read_models.h"
 #include "base/sha256.h"
 #include "stages/db/table_schema.h"
-#include "projectors/declared.h"
 
 namespace rw {
-
-Result<std::vector<ProjectorInfo>> KnownReadModels(const ReplayOptions& o) {
-  std::vector<ProjectorInfo> all = AllProjectors();
-  if (o.models_file.empty()) return all;
-  Result<std::vector<ModelPlan>> plans = LoadModels(o.models_file, o.events.table);
-  if (!plans.ok()) return plans.status();
-  for (ModelPlan& plan : *plans) {
-    std::string description = fmt::format("declared in {}", plan.origin);
-    std::string origin = plan.origin;
-    std::string name = plan.name;
-    auto shared = std::make_shared<const ModelPlan>(std::move(plan));
-    all.push_back(ProjectorInfo{std::move(name), std::move(description),
-                                [shared] { return MakeDeclaredProjector(*shared); }, std::move(origin)});
-  }
-  return all;
-}
-
-Result<std::vector<std::unique_ptr<Projector>>> SelectProjectors(const ReplayOptions& o) {
-  std::vector<std::unique_ptr<Projector>> out;
-  if (o.all && !o.projectors.empty()) {
-    return Status::InvalidInput("give either --all or read model names, not both");
-  }
-  if (!o.all && o.projectors.empty()) {
-    return Status::InvalidInput("which read models? give --all or names (see `rewind list`)");
-  }
-  Result<std::vector<ProjectorInfo>> known = KnownReadModels(o);
-  if (!known.ok()) return known.status();
-  const auto& all = *known;
-  for (const std::string& name : o.projectors) {
-    if (std::none_of(all.begin(), all.end(), [&](const auto& i) { return i.name == name; })) {
-      std::string names;
-      for (const auto& i : all) names += (names.empty() ? "" : ", ") + i.name;
-      return Status::NotFound(fmt::format("unknown read model '{}'; known: {}{}", name, names,
-                                          o.models_file.empty() ? " (declared ones need --models FILE)" : ""));
-    }
-  }
-  // Named, any of them.
-  for (const ProjectorInfo& info : all) {
-    const bool named = std::find(o.projectors.begin(), o.projectors.end(), info.name) != o.projectors.end();
-    if (named || (o.all && InAll(o, info))) out.push_back(info.make());
-  }
-  return out;
-}
-
-bool InAll(const ReplayOptions& o, const ProjectorInfo& info) {
-  const EventTableOptions blog;
-  const bool blogs_table = o.events.table == blog.table && o.events.type_column == blog.type_column &&
-                           o.events.type_path.empty() && o.events.payload_column == blog.payload_column;
-  return o.models_file.empty() || !info.origin.empty() || blogs_table;
-}
 
 ReadPlan PlanReads(const EventTableOptions& events, std::vector<std::unique_ptr<Projector>>& projectors) {
   ReadPlan plan;
@@ -105,7 +53,7 @@ std::string ReadModelVersion(const Projector& p) {
                    (p.version().empty() ? "" : "\x1f" + p.version()), 6);
 }
 
-ReaderOptions ReaderOptionsFor(const ReplayOptions& o, const ReadScope& scope) {
+ReaderOptions ReaderOptionsFor(const RunSpec& o, const ReadScope& scope) {
   ReaderOptions ro;
   ro.events = o.events;
   ro.scope = scope;

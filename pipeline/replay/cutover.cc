@@ -132,7 +132,7 @@ Status CutOverOnce(Build& b, Connection& lock) {
 // Cuts over, retrying a lock wait that timed out until --cutover-timeout; then the build's
 // checkpoints become the live tables'.
 Status CutOver(Build& b) {
-  const ReplayOptions& o = b.options();
+  const RunSpec& o = b.options();
   ReplaySummary& sum = b.summary();
   Result<std::unique_ptr<Connection>> lock = Connection::Open(o.connection);
   if (!lock.ok()) return lock.status();
@@ -181,7 +181,7 @@ Status Reconcile(Build& b) {
 // in-memory state (sessions continue exactly), until stopped. Ids missing below the
 // head are watched for the settle window, then given up (counted in status).
 Status Follow(Build& b) {
-  const ReplayOptions& o = b.options();
+  const RunSpec& o = b.options();
   ReplaySummary& sum = b.summary();
   EventSource& source = b.source();
   const bool quiet = o.progress == ProgressMode::kQuiet;

@@ -146,7 +146,7 @@ struct Findings {
 };
 
 // Events the run would read: exact from the index when that is quick, else the estimate.
-void CountEvents(Connection& c, const ReplayOptions& o, EventId last, Findings& f) {
+void CountEvents(Connection& c, const RunSpec& o, EventId last, Findings& f) {
   Result<uint64_t> count = CountEvents(c, o.events, std::nullopt, last, /*max_seconds=*/3);
   if (count.ok()) {
     f.events = *count;
@@ -163,7 +163,7 @@ void CountEvents(Connection& c, const ReplayOptions& o, EventId last, Findings& 
 // A timed sample: the first batches (a tenth of the range, at least one batch, at most
 // kSampleEvents), decoded and applied in memory by the runners, never written. Returns the
 // rows each read model held at about half the sample, for how fast its keys still grow.
-Result<std::vector<size_t>> Sample(const ReplayOptions& o, const ReadPlan& reads, EventSource& source, EventId last,
+Result<std::vector<size_t>> Sample(const RunSpec& o, const ReadPlan& reads, EventSource& source, EventId last,
                                    std::vector<std::unique_ptr<ProjectorRunner>>& runners, Findings& f) {
   const Decoder decoder(reads.page_fields, reads.page_class, reads.catalog);
   const uint64_t sample_target =
@@ -232,7 +232,7 @@ void Estimate(std::vector<std::unique_ptr<ProjectorRunner>>& runners, const std:
 // Per read model: its build table exists already, and may be replaced (rewind made it), or
 // is in the way (refused, as the real run would refuse it before any work); its live table:
 // rewind's, or the application's (kept in its shape, or refused); a lock another run holds.
-void JudgeTables(Connection& c, const ReplayOptions& o, const RunPlan& plan,
+void JudgeTables(Connection& c, const RunSpec& o, const RunPlan& plan,
                  const std::vector<std::unique_ptr<ProjectorRunner>>& runners, Findings& f) {
   for (size_t i = 0; i < runners.size(); ++i) {
     const std::string& live = runners[i]->projector().table().name;
@@ -262,7 +262,7 @@ void JudgeTables(Connection& c, const ReplayOptions& o, const RunPlan& plan,
 
 // The hand-overs the swap would run (checked with the server as the real run checks them),
 // and the grants the run needs that the user lacks.
-void CheckHandOversAndGrants(Connection& c, const ReplayOptions& o, const RunPlan& plan,
+void CheckHandOversAndGrants(Connection& c, const RunSpec& o, const RunPlan& plan,
                              const std::vector<std::unique_ptr<ProjectorRunner>>& runners, Findings& f) {
   std::vector<const Projector*> ps;
   for (const auto& r : runners) ps.push_back(&r->projector());
@@ -297,7 +297,7 @@ void CheckHandOversAndGrants(Connection& c, const ReplayOptions& o, const RunPla
 
 // No event of the classes read: say which classes the table holds (a bounded look at its
 // first events), and refuse as the real run would when a live table has rows.
-void CheckSomethingMatches(Connection& c, const ReplayOptions& o, const RunPlan& plan, const ReadPlan& reads,
+void CheckSomethingMatches(Connection& c, const RunSpec& o, const RunPlan& plan, const ReadPlan& reads,
                            const std::vector<std::unique_ptr<ProjectorRunner>>& runners, Findings& f) {
   if (f.matched != 0 || f.sampled == 0) return;
   std::string classes;
@@ -330,7 +330,7 @@ void CheckSomethingMatches(Connection& c, const ReplayOptions& o, const RunPlan&
 
 // How the real run would prove missing ids final (stages/flow/reader.h, "Gaps"), and the
 // fallback rule as the reader would apply it: by the times and ids, or by ids alone.
-Status JudgeFinality(Connection& c, const ReplayOptions& o, Findings& f) {
+Status JudgeFinality(Connection& c, const RunSpec& o, Findings& f) {
   f.proves = !ReadsFromReplica(o) && o.events.id_form.integer() && CanSeeOpenTransactions(c);
   Result<std::string> why_ids = WhyJudgedByIds(c, o.events, o.settle_ids);
   if (!why_ids.ok()) return why_ids.status();
@@ -425,7 +425,7 @@ void PrintText(std::FILE* out, const Findings& f, const std::vector<std::unique_
 }  // namespace
 
 // The dry run: a Build that inspects (read-only), samples, and stops.
-int DryRunCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>> projectors,
+int DryRunCommand(const RunSpec& o, std::vector<std::unique_ptr<Projector>> projectors,
                   std::FILE* out) {
   auto fail = [&](const std::string& why) {
     if (o.json) {

@@ -18,12 +18,12 @@
 #include <memory>
 #include <vector>
 
-#include "config/options.h"
+#include "pipeline/engine/run_spec.h"
 #include "projectors/projector.h"
 
 namespace rw {
 
-int DryRunCommand(const ReplayOptions& options, std::vector<std::unique_ptr<Projector>> projectors,
+int DryRunCommand(const RunSpec& spec, std::vector<std::unique_ptr<Projector>> projectors,
                   std::FILE* out);
 
 }  // namespace rw

@@ -143,16 +143,11 @@ Status WriteTextfile(const std::string& path, const std::string& text) {
 
 }  // namespace
 
-int ListCommand(const ReplayOptions& o, std::FILE* out) {
-  Result<std::vector<ProjectorInfo>> known = KnownReadModels(o);
-  if (!known.ok()) {
-    fmt::print(stderr, "rewind: {}\n", known.status().message());
-    return exit_code::kUsage;
-  }
+int ListReadModels(const RunSpec& o, std::FILE* out) {
   using A = AlignedTable::Align;
   AlignedTable table({{"read model", A::kLeft}, {"kind", A::kLeft}, {"key", A::kLeft}, {"event types", A::kLeft}});
   std::string left_out;  // the compiled (blog's) read models --all does not take here
-  for (const ProjectorInfo& info : *known) {
+  for (const ProjectorInfo& info : o.known) {
     if (!InAll(o, info)) {
       left_out += (left_out.empty() ? "" : ", ") + info.name;
       continue;
@@ -214,7 +209,7 @@ struct Declarations {
 };
 
 // status --format prometheus (to stdout or --textfile).
-int StatusPrometheus(Connection& c, const ReplayOptions& o, const std::vector<checkpoint_store::StatusRow>& rows,
+int StatusPrometheus(Connection& c, const RunSpec& o, const std::vector<checkpoint_store::StatusRow>& rows,
                      EventId head, std::FILE* out) {
   // The time lag needs the time column; without one the family has no samples.
   EventTableOptions events = o.events;
@@ -317,7 +312,7 @@ void StatusJson(const std::vector<checkpoint_store::StatusRow>& rows, EventId he
 
 }  // namespace
 
-int StatusCommand(const ReplayOptions& o, std::FILE* out) {
+int ShowStatus(const RunSpec& o, std::FILE* out) {
   const bool prometheus = o.format == "prometheus";
   if (o.json && prometheus) {
     fmt::print(stderr, "rewind: --json and --format prometheus ask for two formats: give one\n");
@@ -370,12 +365,7 @@ int StatusCommand(const ReplayOptions& o, std::FILE* out) {
   // Declared read models (with --models): is the table built by today's declaration?
   Declarations declarations;
   if (!o.models_file.empty()) {
-    Result<std::vector<ProjectorInfo>> known = KnownReadModels(o);
-    if (!known.ok()) {
-      fmt::print(stderr, "rewind: {}\n", known.status().message());
-      return exit_code::kUsage;
-    }
-    for (const ProjectorInfo& info : *known) {
+    for (const ProjectorInfo& info : o.known) {
       if (!info.origin.empty()) declarations.versions[info.name] = ReadModelVersion(*info.make());
     }
   }
@@ -412,7 +402,7 @@ int PrintDiffs(const std::vector<TableDiff>& diffs, const std::string& other, st
 }
 
 // verify --against SUFFIX: the live tables against an --into build, nothing rebuilt.
-int VerifyAgainst(const ReplayOptions& o, const std::vector<std::unique_ptr<Projector>>& projectors,
+int VerifyAgainst(const RunSpec& o, const std::vector<std::unique_ptr<Projector>>& projectors,
                   std::FILE* out) {
   Result<std::unique_ptr<Connection>> conn = Connection::Open(o.connection);
   if (!conn.ok()) {
@@ -440,8 +430,8 @@ int VerifyAgainst(const ReplayOptions& o, const std::vector<std::unique_ptr<Proj
 
 }  // namespace
 
-int VerifyCommand(const ReplayOptions& o, std::vector<std::unique_ptr<Projector>> projectors,
-                  std::FILE* out) {
+int VerifyReadModels(const RunSpec& o, std::vector<std::unique_ptr<Projector>> projectors,
+                     std::FILE* out) {
   if (!o.against.empty()) return VerifyAgainst(o, projectors, out);
   std::atomic<bool> stop{false};
   VerifySummary v = Verify(o, std::move(projectors), stop);

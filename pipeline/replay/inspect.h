@@ -11,19 +11,19 @@
 #include <string_view>
 #include <vector>
 
-#include "config/options.h"
+#include "pipeline/engine/run_spec.h"
 #include "projectors/projector.h"
 
 namespace rw {
 
-int ListCommand(const ReplayOptions& options, std::FILE* out);
+int ListReadModels(const RunSpec& spec, std::FILE* out);
 // `rewind status`: text, --json (--format json) or --format prometheus (to `out`, or with
 // --textfile written to that file atomically: a temp file beside it, then a rename).
-int StatusCommand(const ReplayOptions& options, std::FILE* out);
+int ShowStatus(const RunSpec& spec, std::FILE* out);
 // `value` as a label value of Prometheus' text exposition format: backslash, double quote
 // and newline escaped (\\, \", \n); every other byte as it is.
 std::string PrometheusLabelValue(std::string_view value);
-int VerifyCommand(const ReplayOptions& options, std::vector<std::unique_ptr<Projector>> projectors,
-                  std::FILE* out);
+int VerifyReadModels(const RunSpec& spec, std::vector<std::unique_ptr<Projector>> projectors,
+                     std::FILE* out);
 
 }  // namespace rw

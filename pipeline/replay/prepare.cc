@@ -30,7 +30,7 @@ std::string ShortHash(const std::string& text) { return Sha256Hex(text, 6); }
 // What a build is a build of, as three short hashes "source-set-version": the event source
 // (database, table, columns, class), the set of read models rebuilt together, and the read
 // model's version (the shape of its table). A resume continues only an equal build.
-std::string Fingerprint(const ReplayOptions& o, const std::vector<std::string>& names,
+std::string Fingerprint(const RunSpec& o, const std::vector<std::string>& names,
                         const Projector& p) {
   const EventTableOptions& e = o.events;
   std::string set;

@@ -99,11 +99,11 @@ std::string Token(const std::string& run_id) {
 
 }  // namespace
 
-bool ReadsFromReplica(const ReplayOptions& o) { return !o.read_servers.empty(); }
+bool ReadsFromReplica(const RunSpec& o) { return !o.read_servers.empty(); }
 
-std::vector<ConnectionOptions> ReadServers(const ReplayOptions& o) {
+std::vector<ConnectionOptions> ReadServers(const RunSpec& o) {
   std::vector<ConnectionOptions> out;
-  for (const ReplayOptions::ReadServer& server : o.read_servers) {
+  for (const RunSpec::ReadServer& server : o.read_servers) {
     ConnectionOptions c = o.connection;
     c.socket = server.socket;
     c.host = server.host;

@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "config/options.h"
+#include "pipeline/engine/run_spec.h"
 #include "base/status.h"
 #include "base/event_id.h"
 #include "stages/db/connection.h"
@@ -36,10 +36,10 @@
 namespace rw {
 
 // Whether the events are read from servers other than the primary.
-bool ReadsFromReplica(const ReplayOptions& options);
-// The read servers' connection options (options.read_servers, in order): the primary's
+bool ReadsFromReplica(const RunSpec& spec);
+// The read servers' connection options (spec.read_servers, in order): the primary's
 // (user, password, database, timeouts) with each read server's address.
-std::vector<ConnectionOptions> ReadServers(const ReplayOptions& options);
+std::vector<ConnectionOptions> ReadServers(const RunSpec& spec);
 
 // Connects to a read server; a server without the database is refused with what to do.
 Result<std::unique_ptr<Connection>> ConnectToReadServer(const ConnectionOptions& where);

@@ -34,7 +34,7 @@ double Since(std::chrono::steady_clock::time_point t) {
 
 }  // namespace
 
-Build::Build(const ReplayOptions& o, const RunPlan& plan, const std::atomic<bool>& stop)
+Build::Build(const RunSpec& o, const RunPlan& plan, const std::atomic<bool>& stop)
     : o_(o), plan_(plan), stop_(stop) {
   sum_.run_id = NewRunId();
 }
@@ -60,7 +60,7 @@ Result<live_shape::Judgement> JudgeLiveTable(Connection& c, const Projector& p, 
   return j;
 }
 
-Status CheckUntilId(Connection& c, const ReplayOptions& o) {
+Status CheckUntilId(Connection& c, const RunSpec& o) {
   if (o.until_id && !o.events.id_form.integer()) {
     return Status::InvalidInput(fmt::format("--until-id takes an integer id, and the ids of {} are {}s: stop the "
                                             "build at a time with --until-time instead",
@@ -77,7 +77,7 @@ Status CheckUntilId(Connection& c, const ReplayOptions& o) {
       IdText(*o.until_id), o.events.table, IdText(*first)));
 }
 
-RunPlan PlanFor(const ReplayOptions& options) {
+RunPlan PlanFor(const RunSpec& options) {
   RunPlan plan;
   if (!options.into.empty()) {  // beside the live tables, never swapped in
     plan.table_suffix = options.into;
@@ -96,7 +96,7 @@ std::string LockedTable(const RunPlan& plan, const std::string& live) {
   return plan.finish != RunPlan::Finish::kInto && !plan.segment ? live : live + plan.table_suffix;
 }
 
-ReplaySummary RunRebuild(const ReplayOptions& options,
+ReplaySummary RunRebuild(const RunSpec& options,
                          std::vector<std::unique_ptr<Projector>> projectors,
                          const std::atomic<bool>& stop, const RunPlan& plan) {
   Build b(options, plan, stop);
@@ -119,7 +119,7 @@ ReplaySummary RunRebuild(const ReplayOptions& options,
   return b.Finish(std::move(s));
 }
 
-ReplaySummary Replay(const ReplayOptions& options, std::vector<std::unique_ptr<Projector>> projectors,
+ReplaySummary Replay(const RunSpec& options, std::vector<std::unique_ptr<Projector>> projectors,
                      const std::atomic<bool>& stop) {
   const RunPlan plan = PlanFor(options);
   // Segment merging sits above the rebuild: a swap that resumes first brings the segments of

@@ -52,7 +52,7 @@
 #include <string>
 #include <vector>
 
-#include "config/options.h"
+#include "pipeline/engine/run_spec.h"
 #include "pipeline/engine/read_models.h"
 #include "pipeline/engine/summary.h"
 #include "pipeline/replay/verify.h"
@@ -88,7 +88,7 @@ struct RunPlan {
 
 // The plan of a replay with these options: a rebuild that swaps, with --into a build
 // beside the live tables that never does, or with --build-only the swap's build alone.
-RunPlan PlanFor(const ReplayOptions& options);
+RunPlan PlanFor(const RunSpec& options);
 // The table a run's named lock is on, for the read model whose live table is `live`: a
 // build beside the live tables (--into) locks its own table, so it runs beside a rebuild
 // or a follow of the live ones, and so does a segment's build (the lock names the segment:
@@ -109,17 +109,17 @@ Status CheckTablesInTheWay(Connection& c, const RunPlan& plan, const std::string
 // application's table the read model's rows do not fit. Changes nothing.
 Result<live_shape::Judgement> JudgeLiveTable(Connection& c, const Projector& p, bool reshape);
 // Refuses an --until-id below the first event (an empty build) unless --allow-empty.
-Status CheckUntilId(Connection& c, const ReplayOptions& options);
+Status CheckUntilId(Connection& c, const RunSpec& options);
 
 // Builds by `plan`, then finishes as the plan says (above). One build: it never runs another.
-ReplaySummary RunRebuild(const ReplayOptions& options,
+ReplaySummary RunRebuild(const RunSpec& options,
                          std::vector<std::unique_ptr<Projector>> projectors,
                          const std::atomic<bool>& stop, const RunPlan& plan);
 
 // `rewind replay`: a swap that resumes first catches the segments of read models built in
 // segments up (segments::CatchUp, a RunRebuild of each segment), then RunRebuild by the
 // options' plan: rebuilds beside, cuts over; with options.follow, then keeps applying new events.
-ReplaySummary Replay(const ReplayOptions& options,
+ReplaySummary Replay(const RunSpec& options,
                      std::vector<std::unique_ptr<Projector>> projectors,
                      const std::atomic<bool>& stop);
 

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "config/options.h"
+#include "pipeline/engine/run_spec.h"
 #include "pipeline/engine/graph.h"
 #include "pipeline/engine/read_models.h"
 #include "pipeline/engine/summary.h"
@@ -44,7 +44,7 @@ enum class Proof { kNone, kOpenTransactions };
 
 class Build {
  public:
-  Build(const ReplayOptions& o, const RunPlan& plan, const std::atomic<bool>& stop);
+  Build(const RunSpec& o, const RunPlan& plan, const std::atomic<bool>& stop);
   // The heartbeat stops first and its row goes last, after the admin connection (declared
   // after it) has closed and let the locks go: the row vouches for the locks while held.
   ~Build();
@@ -108,7 +108,7 @@ class Build {
   // The summary of the run ending with `s`.
   ReplaySummary Finish(Status s);
 
-  const ReplayOptions& options() const { return o_; }
+  const RunSpec& options() const { return o_; }
   const RunPlan& plan() const { return plan_; }
   bool stopping() const { return stop_.load(); }
   const std::atomic<bool>& stop_flag() const { return stop_; }
@@ -153,7 +153,7 @@ class Build {
   void Collect();
   void SetNote(const std::string& throttled);
 
-  const ReplayOptions& o_;
+  const RunSpec& o_;
   const RunPlan& plan_;
   const std::atomic<bool>& stop_;
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();

@@ -5,9 +5,10 @@
 #include <csignal>
 #include <fstream>
 #include <memory>
+#include <optional>
 
 #include "config/careful_file.h"
-#include "pipeline/engine/read_models.h"
+#include "pipeline/engine/run_spec.h"
 #include "pipeline/replay/dry_run.h"
 #include "pipeline/replay/inspect.h"
 #include "pipeline/replay/replay.h"
@@ -15,10 +16,14 @@
 namespace rw {
 namespace {
 
-Result<std::vector<std::unique_ptr<Projector>>> Select(const ReplayOptions& o) {
-  Result<std::vector<std::unique_ptr<Projector>>> selected = SelectProjectors(o);
-  if (!selected.ok()) fmt::print(stderr, "rewind: {}\n", selected.status().message());
-  return selected;
+// The run's spec (pipeline/engine/run_spec.h), or nullopt once its first problem was said.
+std::optional<RunSpec> SpecOf(const ReplayOptions& o, RunSpec::Selection selection) {
+  Result<RunSpec> spec = RunSpec::Make(PartsOf<RunSpec>(o), o.projectors, selection);
+  if (!spec.ok()) {
+    fmt::print(stderr, "rewind: {}\n", spec.status().message());
+    return std::nullopt;
+  }
+  return std::move(*spec);
 }
 
 }  // namespace
@@ -43,21 +48,29 @@ std::string ResumeCommand(const std::vector<std::string>& args, const std::strin
   return out;
 }
 
-int VerifyNamedCommand(const ReplayOptions& options, std::FILE* out) {
-  ReplayOptions selection = options;
-  if (selection.projectors.empty()) selection.all = true;
-  Result<std::vector<std::unique_ptr<Projector>>> selected = Select(selection);
-  if (!selected.ok()) return exit_code::kUsage;
-  return VerifyCommand(selection, std::move(*selected), out);
+int ListCommand(const ReplayOptions& options, std::FILE* out) {
+  const std::optional<RunSpec> spec = SpecOf(options, RunSpec::Selection::kNone);
+  return spec ? ListReadModels(*spec, out) : exit_code::kUsage;
 }
 
-int ReplayCommand(const ReplayOptions& o, const std::vector<std::string>& args,
-                  const std::atomic<bool>& stop, const std::atomic<int>& signal, std::FILE* out) {
-  Result<std::vector<std::unique_ptr<Projector>>> selected = Select(o);
-  if (!selected.ok()) return exit_code::kUsage;
-  if (o.dry_run) return DryRunCommand(o, std::move(*selected), out);
+int StatusCommand(const ReplayOptions& options, std::FILE* out) {
+  const std::optional<RunSpec> spec = SpecOf(options, RunSpec::Selection::kNone);
+  return spec ? ShowStatus(*spec, out) : exit_code::kUsage;
+}
 
-  ReplaySummary sum = Replay(o, std::move(*selected), stop);
+int VerifyNamedCommand(const ReplayOptions& options, std::FILE* out) {
+  const std::optional<RunSpec> spec = SpecOf(options, RunSpec::Selection::kAllIfNone);
+  return spec ? VerifyReadModels(*spec, spec->MakeSelected(), out) : exit_code::kUsage;
+}
+
+int ReplayCommand(const ReplayOptions& options, const std::vector<std::string>& args,
+                  const std::atomic<bool>& stop, const std::atomic<int>& signal, std::FILE* out) {
+  const std::optional<RunSpec> spec = SpecOf(options, RunSpec::Selection::kRequired);
+  if (!spec) return exit_code::kUsage;
+  const RunSpec& o = *spec;
+  if (o.dry_run) return DryRunCommand(o, o.MakeSelected(), out);
+
+  ReplaySummary sum = Replay(o, o.MakeSelected(), stop);
   if (!sum.projectors.empty() && (sum.swapped || sum.interrupted || sum.events_read > 0)) {
     fmt::print(out, "{}", sum.Text());
   }

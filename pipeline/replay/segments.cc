@@ -32,7 +32,7 @@ std::string Commands(const std::string& name, const std::vector<Segment>& missin
 // The holes the merged build watches: every segment's. A hole only some segments watch
 // is exact only while it is empty: an event there now was applied by the segments that
 // read it after it committed, and not by those that watch it.
-Status UnionOfGaps(Connection& c, const ReplayOptions& o, const Found& f, GapSet& out) {
+Status UnionOfGaps(Connection& c, const RunSpec& o, const Found& f, GapSet& out) {
   for (const auto& [s, cp] : f.segments) {
     for (const IdRange& r : cp.gaps.ranges()) out.Add(r);
   }
@@ -237,7 +237,7 @@ Status CheckComplete(const Found& f) {
       "nothing was changed", f.name, n, what, Commands(f.name, to_run)));
 }
 
-Status Merge(Connection& c, const ReplayOptions& o, const Projector& p, const MergeTarget& t,
+Status Merge(Connection& c, const RunSpec& o, const Projector& p, const MergeTarget& t,
              const std::string& lock_prefix) {
   Result<std::optional<Found>> found = Find(c, std::string(p.name()), p.table().name);
   if (!found.ok()) return found.status();
@@ -293,7 +293,7 @@ Status Discard(Connection& c, const std::string& name, const std::string& live, 
   return Status::Ok();
 }
 
-Status CatchUp(const ReplayOptions& o, const std::vector<std::unique_ptr<Projector>>& projectors,
+Status CatchUp(const RunSpec& o, const std::vector<std::unique_ptr<Projector>>& projectors,
                const std::atomic<bool>& stop) {
   if (o.connection.database.empty()) return Status::Ok();  // the build says so
   Result<std::unique_ptr<Connection>> conn = Connection::Open(o.connection);
@@ -326,18 +326,8 @@ Status CatchUp(const ReplayOptions& o, const std::vector<std::unique_ptr<Project
   for (const Found& f : all) {
     for (const auto& [seg, cp] : f.segments) {
       if (cp.last_event_id == *head) continue;
-      ReplayOptions one = o;
-      one.projectors = {f.name};
-      one.all = false;
-      one.build_only = true;
-      one.resume = true;
-      one.follow = false;
-      one.segment = seg;
-      one.until_id = *head;
-      one.progress = ProgressMode::kQuiet;
-      Result<std::vector<std::unique_ptr<Projector>>> ps = SelectProjectors(one);
-      if (!ps.ok()) return ps.status();
-      ReplaySummary sum = RunRebuild(one, std::move(*ps), stop, PlanFor(one));
+      const RunSpec one = o.ForSegment(f.name, seg, *head);
+      ReplaySummary sum = RunRebuild(one, one.MakeSelected(), stop, PlanFor(one));
       if (!sum.status.ok()) {
         return sum.status.With(fmt::format("catching up segment {} of {} to event {}", SegmentText(seg), f.name,
                                            IdText(*head)));

@@ -37,7 +37,7 @@
 #include <string>
 #include <vector>
 
-#include "config/options.h"
+#include "pipeline/engine/run_spec.h"
 #include "projectors/projector.h"
 #include "projectors/segment.h"
 #include "stages/db/checkpoint_store.h"
@@ -73,7 +73,7 @@ Status Discard(Connection& c, const std::string& name, const std::string& live, 
 
 // Step 1 of the merge (above), for the read models of a --resume swap; nothing for a read
 // model without segments. Returns the first refusal or error.
-Status CatchUp(const ReplayOptions& o, const std::vector<std::unique_ptr<Projector>>& projectors,
+Status CatchUp(const RunSpec& o, const std::vector<std::unique_ptr<Projector>>& projectors,
                const std::atomic<bool>& stop);
 
 // Step 2 of the merge (above) for `p` into `shadow` (made LIKE the live table when
@@ -86,7 +86,7 @@ struct MergeTarget {
   std::string fingerprint;
   std::function<std::string(const std::string&)> mismatch;
 };
-Status Merge(Connection& c, const ReplayOptions& o, const Projector& p, const MergeTarget& target,
+Status Merge(Connection& c, const RunSpec& o, const Projector& p, const MergeTarget& target,
              const std::string& lock_prefix);
 
 }  // namespace rw::segments

@@ -12,13 +12,13 @@
 
 namespace rw {
 
-VerifySummary Verify(const ReplayOptions& options,
+VerifySummary Verify(const RunSpec& options,
                      std::vector<std::unique_ptr<Projector>> projectors,
                      const std::atomic<bool>& stop) {
   VerifySummary v;
   std::vector<TableSpec> specs;
   for (const auto& p : projectors) specs.push_back(p->table());
-  ReplayOptions o = options;
+  RunSpec o = options;
   o.resume = false;
   o.follow = false;
   RunPlan plan;

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "config/options.h"
+#include "pipeline/engine/run_spec.h"
 #include "pipeline/engine/compare.h"
 #include "pipeline/engine/summary.h"
 #include "projectors/projector.h"
@@ -34,7 +34,7 @@ struct VerifySummary {
   }
 };
 
-VerifySummary Verify(const ReplayOptions& options,
+VerifySummary Verify(const RunSpec& spec,
                      std::vector<std::unique_ptr<Projector>> projectors,
                      const std::atomic<bool>& stop);
 

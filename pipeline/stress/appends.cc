@@ -244,7 +244,7 @@ class Appends : public Question {
     if (!plans.ok()) return plans.status();
     const ModelPlan& plan = (*plans)[0];
     if (Status s = Pipeline(h_, table, plan); !s.ok()) return s;  // records its tables; warms up
-    const ReplayOptions po = PipelineOptions(h_, table, plan);
+    const RunSpec po = PipelineSpec(h_, table);
     int rebuilds = 0;
     const auto rebuild = [&](const std::atomic<bool>& done) -> Status {
       do {  // at least one rebuild, then more for as long as the writers write

@@ -196,7 +196,7 @@ Status Harness::LoadStreams(const std::string& table, const OrderStreams& stream
   return flush();
 }
 
-Status Harness::RunPipeline(const ReplayOptions& po,
+Status Harness::RunPipeline(const RunSpec& po,
                             std::vector<std::unique_ptr<Projector>> projectors) {
   ReplaySummary sum = RunRebuild(po, std::move(projectors), stop_, PlanFor(po));
   if (!sum.status.ok()) return sum.status;

@@ -78,7 +78,7 @@ class Harness {
   Status LoadStreams(const std::string& table, const OrderStreams& streams);
   // rewind's pipeline alone (its tables already recorded as stress's own): it uses
   // connections of its own, never db(), so it may run on another thread.
-  Status RunPipeline(const ReplayOptions& po, std::vector<std::unique_ptr<Projector>> projectors);
+  Status RunPipeline(const RunSpec& po, std::vector<std::unique_ptr<Projector>> projectors);
 
   // A progress message on stderr.
   void Progress(const std::string& what) const;

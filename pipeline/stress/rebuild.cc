@@ -525,22 +525,21 @@ Status LoadRebuildEvents(Harness& h, const std::string& table, int64_t volume) {
 }
 
 Status Pipeline(Harness& h, const std::string& table, const ModelPlan& plan) {
-  ReplayOptions po = PipelineOptions(h, table, plan);
+  RunSpec po = PipelineSpec(h, table);
   std::vector<std::unique_ptr<Projector>> projectors;
   projectors.push_back(MakeDeclaredProjector(plan));
   if (Status s = h.OwnBuildTables(projectors[0]->table().name); !s.ok()) return s;
   return h.RunPipeline(po, std::move(projectors));
 }
 
-ReplayOptions PipelineOptions(const Harness& h, const std::string& table, const ModelPlan& plan) {
-  ReplayOptions po;
+RunSpec PipelineSpec(const Harness& h, const std::string& table) {
+  RunSpec po;
   po.connection = h.connection();
   po.events.table = table;
   po.events.id_column = "position";
   po.events.type_column = "type";
   po.events.payload_column = "payload";
   po.events.time_column = "created_at";
-  po.projectors = {plan.name};
   po.progress = ProgressMode::kQuiet;
   return po;
 }

@@ -20,8 +20,8 @@ Result<std::vector<ModelPlan>> OrderSummaryModels();
 // An event store whose events table is `table`, recorded and created, holding `volume`
 // generated events in orders of 100 events (three in four confirmed), analyzed.
 Status LoadRebuildEvents(Harness& h, const std::string& table, int64_t volume);
-// The options of rewind's pipeline over the stress event table `table`, with `plan`.
-ReplayOptions PipelineOptions(const Harness& h, const std::string& table, const ModelPlan& plan);
+// The run spec of rewind's pipeline over the stress event table `table` (its read models are the caller's).
+RunSpec PipelineSpec(const Harness& h, const std::string& table);
 // rewind's own pipeline over `table`, with `plan`, its tables recorded as stress's own.
 Status Pipeline(Harness& h, const std::string& table, const ModelPlan& plan);
 

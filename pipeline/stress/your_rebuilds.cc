@@ -271,7 +271,7 @@ class SampleRebuilds {
   // read no event of the sample); `failures` gets the events the models could not apply.
   Status YourPipeline(const std::string& table, const std::vector<ModelPlan>& plans,
                       uint64_t& failures) {
-    ReplayOptions po;
+    RunSpec po;
     po.connection = h_.connection();
     po.events = h_.options().events;
     po.events.table = table;
@@ -279,7 +279,6 @@ class SampleRebuilds {
     po.allow_empty = true;
     std::vector<std::unique_ptr<Projector>> projectors;
     for (const ModelPlan& plan : plans) {
-      po.projectors.push_back(plan.name);
       projectors.push_back(MakeDeclaredProjector(plan));
       if (Status s = h_.OwnBuildTables(projectors.back()->table().name); !s.ok()) return s;
     }
