@@ -20,9 +20,223 @@ std::string Lower(std::string s) {
   return s;
 }
 
-class Parser {
+// Where a declaration's messages point: the file, and the line of the node they are about.
+class Located {
+ protected:
+  explicit Located(std::string file) : file_(std::move(file)) {}
+  Status Fail(const toml::node& at, const std::string& what) const {
+    return Status::InvalidInput(fmt::format("{}:{}: {}", file_, at.source().begin.line, what));
+  }
+  const std::string file_;
+};
+
+// The types of a declaration: rewind's own and the SQL types narrower than them, a text
+// column's collation, the type a key or a value takes, and whether its bucket or its
+// constant fits it.
+class Types : protected Located {
  public:
-  Parser(std::string file, std::string events_table) : file_(std::move(file)), events_table_(std::move(events_table)) {}
+  explicit Types(std::string file) : Located(std::move(file)) {}
+
+  struct Type {
+    ValueType type;
+    uint8_t precision = 0, scale = 0;
+    Storage storage = {};
+  };
+  // A declared SQL type narrower than rewind's (issue 38, part 2): varchar(N), char(N),
+  // binary(N), varbinary(N) (text), tinyint, smallint, mediumint, int (or integer), each
+  // optionally unsigned, and bigint unsigned (integers up to 2^63 - 1).
+  static std::optional<Type> SqlTypeOf(const std::string& text) {
+    struct Sized { const char* name; const char* sql; uint32_t most; bool bytes; };
+    static constexpr Sized kSized[] = {{"varchar", "VARCHAR", 16383, false}, {"char", "CHAR", 255, false},
+                                       {"binary", "BINARY", 255, true}, {"varbinary", "VARBINARY", 65532, true}};
+    for (const Sized& t : kSized) {
+      unsigned n = 0;
+      char close = 0;
+      const std::string pattern = std::string(t.name) + "(%u%c";
+      if (text.rfind(std::string(t.name) + "(", 0) == 0 && std::sscanf(text.c_str(), pattern.c_str(), &n, &close) == 2 &&
+          close == ')' && text.back() == ')' && text == fmt::format("{}({})", t.name, n) && n >= 1 && n <= t.most) {
+        Type type{ValueType::kText};
+        type.storage.sql = fmt::format("{}({})", t.sql, n);
+        type.storage.length = n;
+        type.storage.bytes = t.bytes;
+        return type;
+      }
+    }
+    // Times with fractional seconds (issue 51): datetime(N) and timestamp(N), N from 0 to 6
+    // digits, and timestamp. Their values keep the microseconds they were written with.
+    for (const char* name : {"datetime", "timestamp"}) {
+      const std::string upper = name == std::string("datetime") ? "DATETIME" : "TIMESTAMP";
+      if (text == "timestamp" && upper == "TIMESTAMP") {
+        Type type{ValueType::kDateTime};
+        type.storage.sql = upper;
+        return type;
+      }
+      for (unsigned n = 0; n <= 6; ++n) {
+        if (text != fmt::format("{}({})", name, n)) continue;
+        Type type{ValueType::kDateTime};
+        type.storage.sql = fmt::format("{}({})", upper, n);
+        return type;
+      }
+    }
+    struct Int { const char* name; const char* sql; int64_t min, max; };
+    static constexpr Int kInts[] = {{"tinyint", "TINYINT", -128, 127},
+                                    {"smallint", "SMALLINT", -32768, 32767},
+                                    {"mediumint", "MEDIUMINT", -8388608, 8388607},
+                                    {"int", "INT", INT32_MIN, INT32_MAX},
+                                    {"integer", "INT", INT32_MIN, INT32_MAX},
+                                    {"bigint", "BIGINT", INT64_MIN, INT64_MAX}};
+    for (const Int& t : kInts) {
+      for (const bool is_unsigned : {false, true}) {
+        if (text != std::string(t.name) + (is_unsigned ? " unsigned" : "")) continue;
+        if (!is_unsigned && std::string(t.name) == "bigint") return std::nullopt;  // rewind's own
+        Type type{ValueType::kBigInt};
+        type.storage.sql = std::string(t.sql) + (is_unsigned ? " UNSIGNED" : "");
+        type.storage.min = is_unsigned ? 0 : t.min;
+        type.storage.max = is_unsigned ? (t.max == INT64_MAX ? INT64_MAX : 2 * t.max + 1) : t.max;
+        return type;
+      }
+    }
+    return std::nullopt;
+  }
+
+  // A declared `type`: one of rewind's types or an SQL type of its own, named by a string
+  // (so that once it is taken, a caller's message quotes the node's string as it is).
+  Result<Type> TypeOf(const toml::node& n) const {
+    const auto* ts = n.as_string();
+    if (ts == nullptr) return Fail(n, "'type' must be a string");
+    const std::string& text = ts->get();
+    if (std::optional<Type> sql = SqlTypeOf(text)) return *sql;
+    if (text == "bigint") return Type{ValueType::kBigInt};
+    if (text == "double") return Type{ValueType::kDouble};
+    if (text == "text") return Type{ValueType::kText};
+    if (text == "date") return Type{ValueType::kDate};
+    if (text == "datetime") return Type{ValueType::kDateTime};
+    unsigned p = 0, s = 0;
+    char close = 0;
+    if (text.rfind("decimal(", 0) == 0 && std::sscanf(text.c_str(), "decimal(%u,%u%c", &p, &s, &close) == 3 &&
+        close == ')' && text.back() == ')') {
+      if (p < 1 || p > 38 || s > p) {
+        return Fail(n, fmt::format("type '{}': rewind sums decimals exactly up to 38 digits: decimal(p,s) "
+                                   "with 1 <= p <= 38 and s <= p", text));
+      }
+      return Type{ValueType::kDecimal, static_cast<uint8_t>(p), static_cast<uint8_t>(s)};
+    }
+    return Fail(n, fmt::format("unknown type '{}' (bigint, decimal(p,s), double, text, date or datetime; for a "
+                               "column of its own type: varchar(N), char(N), binary(N), varbinary(N), tinyint, "
+                               "smallint, mediumint, int, each integer optionally unsigned, datetime(N) or "
+                               "timestamp(N) with N from 0 to 6 fractional digits, timestamp)", text));
+  }
+
+  // A text column's declared `collation` (varchar and char only): a name the server checks.
+  Status CollationOf(const toml::table& t, const std::string& column, Storage& storage) const {
+    const toml::node* cn = t.get("collation");
+    if (cn == nullptr) return Status::Ok();
+    const auto* cs = cn->as_string();
+    if (cs == nullptr) return Fail(*cn, "'collation' must be a string");
+    if (storage.sql.rfind("VARCHAR", 0) != 0 && storage.sql.rfind("CHAR", 0) != 0) {
+      return Fail(*cn, fmt::format("column '{}': a collation is declared with type = \"varchar(N)\" or \"char(N)\"",
+                                   column));
+    }
+    if (!IsPlainIdentifier(cs->get())) return Fail(*cn, fmt::format("collation '{}' is not a plain name", cs->get()));
+    storage.collation = cs->get();
+    return Status::Ok();
+  }
+
+  // A key's type: its bucket's, or the declared one, which a key can hold.
+  Status KeyTypeOf(const toml::table& k, KeyPlan& key) const {
+    key.type = DefaultKeyType(key.bucket);
+    const toml::node* tn = k.get("type");
+    if (tn == nullptr) return Status::Ok();
+    Result<Type> type = TypeOf(*tn);
+    if (!type.ok()) return type.status();
+    if (type->type != ValueType::kText && type->type != ValueType::kBigInt && type->type != ValueType::kDate &&
+        type->type != ValueType::kDateTime) {
+      return Fail(*tn, fmt::format("a key's type is text, bigint, date, datetime or a text or integer SQL "
+                                   "type (varchar(N), int, ...), not '{}'", tn->as_string()->get()));
+    }
+    key.type = type->type;
+    key.storage = type->storage;
+    return Status::Ok();
+  }
+
+  // A bucketed key holds a time, precise enough for its bucket.
+  Status BucketFits(const toml::table& k, const KeyPlan& key) const {
+    if (key.bucket == Bucket::kNone) return Status::Ok();
+    if (key.type == ValueType::kText || key.type == ValueType::kBigInt) {
+      return Fail(k, fmt::format("key '{}' has a bucket, so its type is date or datetime", key.column));
+    }
+    if (key.type == ValueType::kDate && (key.bucket == Bucket::kMinute || key.bucket == Bucket::kHour)) {
+      return Fail(k, fmt::format("key '{}': a {} bucket needs type datetime", key.column, BucketName(key.bucket)));
+    }
+    return Status::Ok();
+  }
+
+  // Types: fixed before any event is read, by the op or declared.
+  Status ValueTypeOf(const toml::table& v, ValuePlan& value) const {
+    switch (value.op) {
+      case Op::kCount: value.type = ValueType::kBigInt; break;
+      case Op::kSum:
+      case Op::kSubtract:
+      case Op::kMin:
+      case Op::kMax:
+        value.type = ValueType::kDecimal;
+        value.precision = 38;
+        value.scale = 10;
+        break;
+      case Op::kFirst:
+      case Op::kLast: value.type = ValueType::kText; break;
+    }
+    const toml::node* tn = v.get("type");
+    if (tn == nullptr) return Status::Ok();
+    Result<Type> type = TypeOf(*tn);
+    if (!type.ok()) return type.status();
+    const bool numeric = type->type == ValueType::kBigInt || type->type == ValueType::kDecimal ||
+                         type->type == ValueType::kDouble;
+    if ((value.op == Op::kCount || value.op == Op::kSum || value.op == Op::kSubtract) && !numeric) {
+      return Fail(*tn, fmt::format("value '{}': a {} is bigint, decimal(p,s) or double, not '{}'", value.column,
+                                   OpName(value.op), tn->as_string()->get()));
+    }
+    value.type = type->type;
+    value.precision = type->precision;
+    value.scale = type->scale;
+    value.storage = type->storage;
+    return Status::Ok();
+  }
+
+  // A constant is a value of its column's type, and fits its declared SQL type.
+  Status ConstantFits(const toml::table& v, const ValuePlan& value) const {
+    if (!value.has_constant) return Status::Ok();
+    if (value.type == ValueType::kDecimal || value.type == ValueType::kBigInt) {
+      __int128 ignored;
+      const bool fits = value.type == ValueType::kDecimal
+                            ? ParseScaled(value.constant, value.precision, value.scale, ignored)
+                            : ParseScaled(value.constant, 19, 0, ignored);
+      if (!fits) {
+        return Fail(*v.get("value"), fmt::format("value '{}': the constant '{}' is not a {}", value.column,
+                                                 value.constant, ValueTypeName(value.type, value.precision, value.scale)));
+      }
+    }
+    if (!value.storage.declared()) return Status::Ok();
+    std::string why;
+    int64_t n = 0;
+    if (value.type == ValueType::kText) {
+      why = FitsStorage(value.storage, value.constant);
+    } else if (value.type == ValueType::kBigInt &&
+               std::from_chars(value.constant.data(), value.constant.data() + value.constant.size(), n).ec ==
+                   std::errc{}) {
+      why = FitsStorage(value.storage, n);
+    }
+    if (!why.empty()) {
+      return Fail(*v.get("value"), fmt::format("value '{}': the constant '{}' {}", value.column, value.constant, why));
+    }
+    return Status::Ok();
+  }
+};
+
+class Parser : protected Located {
+ public:
+  Parser(std::string file, std::string events_table)
+      : Located(file), types_(std::move(file)), events_table_(std::move(events_table)) {}
 
   Result<std::vector<ModelPlan>> Parse(std::string_view text) {
     toml::table root;
@@ -55,10 +269,6 @@ class Parser {
   }
 
  private:
-  Status Fail(const toml::node& at, const std::string& what) const {
-    return Status::InvalidInput(fmt::format("{}:{}: {}", file_, at.source().begin.line, what));
-  }
-
   Status Unknown(const toml::table& t, std::initializer_list<std::string_view> allowed, const char* where) const {
     for (auto&& [k, node] : t) {
       if (std::find(allowed.begin(), allowed.end(), k.str()) == allowed.end()) {
@@ -171,110 +381,6 @@ class Parser {
       if (*b == name) return bucket;
     }
     return Fail(*t.get("bucket"), fmt::format("unknown bucket '{}' (minute, hour, day, week, month or year)", *b));
-  }
-
-  struct Type {
-    ValueType type;
-    uint8_t precision = 0, scale = 0;
-    Storage storage = {};
-  };
-  // A declared SQL type narrower than rewind's (issue 38, part 2): varchar(N), char(N),
-  // binary(N), varbinary(N) (text), tinyint, smallint, mediumint, int (or integer), each
-  // optionally unsigned, and bigint unsigned (integers up to 2^63 - 1).
-  static std::optional<Type> SqlTypeOf(const std::string& text) {
-    struct Sized { const char* name; const char* sql; uint32_t most; bool bytes; };
-    static constexpr Sized kSized[] = {{"varchar", "VARCHAR", 16383, false}, {"char", "CHAR", 255, false},
-                                       {"binary", "BINARY", 255, true}, {"varbinary", "VARBINARY", 65532, true}};
-    for (const Sized& t : kSized) {
-      unsigned n = 0;
-      char close = 0;
-      const std::string pattern = std::string(t.name) + "(%u%c";
-      if (text.rfind(std::string(t.name) + "(", 0) == 0 && std::sscanf(text.c_str(), pattern.c_str(), &n, &close) == 2 &&
-          close == ')' && text.back() == ')' && text == fmt::format("{}({})", t.name, n) && n >= 1 && n <= t.most) {
-        Type type{ValueType::kText};
-        type.storage.sql = fmt::format("{}({})", t.sql, n);
-        type.storage.length = n;
-        type.storage.bytes = t.bytes;
-        return type;
-      }
-    }
-    // Times with fractional seconds (issue 51): datetime(N) and timestamp(N), N from 0 to 6
-    // digits, and timestamp. Their values keep the microseconds they were written with.
-    for (const char* name : {"datetime", "timestamp"}) {
-      const std::string upper = name == std::string("datetime") ? "DATETIME" : "TIMESTAMP";
-      if (text == "timestamp" && upper == "TIMESTAMP") {
-        Type type{ValueType::kDateTime};
-        type.storage.sql = upper;
-        return type;
-      }
-      for (unsigned n = 0; n <= 6; ++n) {
-        if (text != fmt::format("{}({})", name, n)) continue;
-        Type type{ValueType::kDateTime};
-        type.storage.sql = fmt::format("{}({})", upper, n);
-        return type;
-      }
-    }
-    struct Int { const char* name; const char* sql; int64_t min, max; };
-    static constexpr Int kInts[] = {{"tinyint", "TINYINT", -128, 127},
-                                    {"smallint", "SMALLINT", -32768, 32767},
-                                    {"mediumint", "MEDIUMINT", -8388608, 8388607},
-                                    {"int", "INT", INT32_MIN, INT32_MAX},
-                                    {"integer", "INT", INT32_MIN, INT32_MAX},
-                                    {"bigint", "BIGINT", INT64_MIN, INT64_MAX}};
-    for (const Int& t : kInts) {
-      for (const bool is_unsigned : {false, true}) {
-        if (text != std::string(t.name) + (is_unsigned ? " unsigned" : "")) continue;
-        if (!is_unsigned && std::string(t.name) == "bigint") return std::nullopt;  // rewind's own
-        Type type{ValueType::kBigInt};
-        type.storage.sql = std::string(t.sql) + (is_unsigned ? " UNSIGNED" : "");
-        type.storage.min = is_unsigned ? 0 : t.min;
-        type.storage.max = is_unsigned ? (t.max == INT64_MAX ? INT64_MAX : 2 * t.max + 1) : t.max;
-        return type;
-      }
-    }
-    return std::nullopt;
-  }
-  // A declared `type`: one of rewind's types or an SQL type of its own, named by a string
-  // (so that once it is taken, a caller's message quotes the node's string as it is).
-  Result<Type> TypeOf(const toml::node& n) const {
-    const auto* ts = n.as_string();
-    if (ts == nullptr) return Fail(n, "'type' must be a string");
-    const std::string& text = ts->get();
-    if (std::optional<Type> sql = SqlTypeOf(text)) return *sql;
-    if (text == "bigint") return Type{ValueType::kBigInt};
-    if (text == "double") return Type{ValueType::kDouble};
-    if (text == "text") return Type{ValueType::kText};
-    if (text == "date") return Type{ValueType::kDate};
-    if (text == "datetime") return Type{ValueType::kDateTime};
-    unsigned p = 0, s = 0;
-    char close = 0;
-    if (text.rfind("decimal(", 0) == 0 && std::sscanf(text.c_str(), "decimal(%u,%u%c", &p, &s, &close) == 3 &&
-        close == ')' && text.back() == ')') {
-      if (p < 1 || p > 38 || s > p) {
-        return Fail(n, fmt::format("type '{}': rewind sums decimals exactly up to 38 digits: decimal(p,s) "
-                                   "with 1 <= p <= 38 and s <= p", text));
-      }
-      return Type{ValueType::kDecimal, static_cast<uint8_t>(p), static_cast<uint8_t>(s)};
-    }
-    return Fail(n, fmt::format("unknown type '{}' (bigint, decimal(p,s), double, text, date or datetime; for a "
-                               "column of its own type: varchar(N), char(N), binary(N), varbinary(N), tinyint, "
-                               "smallint, mediumint, int, each integer optionally unsigned, datetime(N) or "
-                               "timestamp(N) with N from 0 to 6 fractional digits, timestamp)", text));
-  }
-
-  // A text column's declared `collation` (varchar and char only): a name the server checks.
-  Status CollationOf(const toml::table& t, const std::string& column, Storage& storage) const {
-    const toml::node* cn = t.get("collation");
-    if (cn == nullptr) return Status::Ok();
-    const auto* cs = cn->as_string();
-    if (cs == nullptr) return Fail(*cn, "'collation' must be a string");
-    if (storage.sql.rfind("VARCHAR", 0) != 0 && storage.sql.rfind("CHAR", 0) != 0) {
-      return Fail(*cn, fmt::format("column '{}': a collation is declared with type = \"varchar(N)\" or \"char(N)\"",
-                                   column));
-    }
-    if (!IsPlainIdentifier(cs->get())) return Fail(*cn, fmt::format("collation '{}' is not a plain name", cs->get()));
-    storage.collation = cs->get();
-    return Status::Ok();
   }
 
   Status Column(const toml::table& t, const std::string& name, std::vector<std::string>& seen) const {
@@ -396,45 +502,16 @@ class Parser {
     Result<Bucket> bucket = BucketOf(*k);
     if (!bucket.ok()) return bucket.status();
     key.bucket = *bucket;
-    if (Status s = KeyTypeOf(*k, key); !s.ok()) return s;
-    if (Status s = CollationOf(*k, key.column, key.storage); !s.ok()) return s;
+    if (Status s = types_.KeyTypeOf(*k, key); !s.ok()) return s;
+    if (Status s = types_.CollationOf(*k, key.column, key.storage); !s.ok()) return s;
     if (const toml::node* sn = k->get("strict")) {
       const auto* b = sn->as_boolean();
       if (b == nullptr) return Fail(*sn, "'strict' must be true or false");
       if (key.type != ValueType::kText) return Fail(*sn, "'strict' applies to text keys only");
       key.strict = b->get();
     }
-    if (Status s = BucketFits(*k, key); !s.ok()) return s;
+    if (Status s = types_.BucketFits(*k, key); !s.ok()) return s;
     return key;
-  }
-
-  // A key's type: its bucket's, or the declared one, which a key can hold.
-  Status KeyTypeOf(const toml::table& k, KeyPlan& key) const {
-    key.type = DefaultKeyType(key.bucket);
-    const toml::node* tn = k.get("type");
-    if (tn == nullptr) return Status::Ok();
-    Result<Type> type = TypeOf(*tn);
-    if (!type.ok()) return type.status();
-    if (type->type != ValueType::kText && type->type != ValueType::kBigInt && type->type != ValueType::kDate &&
-        type->type != ValueType::kDateTime) {
-      return Fail(*tn, fmt::format("a key's type is text, bigint, date, datetime or a text or integer SQL "
-                                   "type (varchar(N), int, ...), not '{}'", tn->as_string()->get()));
-    }
-    key.type = type->type;
-    key.storage = type->storage;
-    return Status::Ok();
-  }
-
-  // A bucketed key holds a time, precise enough for its bucket.
-  Status BucketFits(const toml::table& k, const KeyPlan& key) const {
-    if (key.bucket == Bucket::kNone) return Status::Ok();
-    if (key.type == ValueType::kText || key.type == ValueType::kBigInt) {
-      return Fail(k, fmt::format("key '{}' has a bucket, so its type is date or datetime", key.column));
-    }
-    if (key.type == ValueType::kDate && (key.bucket == Bucket::kMinute || key.bucket == Bucket::kHour)) {
-      return Fail(k, fmt::format("key '{}': a {} bucket needs type datetime", key.column, BucketName(key.bucket)));
-    }
-    return Status::Ok();
   }
 
   Status Values(const toml::table& t, ModelPlan& plan, std::vector<std::string>& columns) const {
@@ -516,9 +593,9 @@ class Parser {
     value.op = *op;
     if (Status s = InputOf(v, value); !s.ok()) return s;
     if (Status s = OnOf(v, plan, value); !s.ok()) return s;
-    if (Status s = ValueTypeOf(v, value); !s.ok()) return s;
-    if (Status s = CollationOf(v, value.column, value.storage); !s.ok()) return s;
-    if (Status s = ConstantFits(v, value); !s.ok()) return s;
+    if (Status s = types_.ValueTypeOf(v, value); !s.ok()) return s;
+    if (Status s = types_.CollationOf(v, value.column, value.storage); !s.ok()) return s;
+    if (Status s = types_.ConstantFits(v, value); !s.ok()) return s;
     if (earlier != nullptr) {
       if (Status s = Contributes(v, *earlier, value); !s.ok()) return s;
       value.column = earlier->column;  // one column, spelled as first declared
@@ -626,67 +703,6 @@ class Parser {
     return Status::Ok();
   }
 
-  // Types: fixed before any event is read, by the op or declared.
-  Status ValueTypeOf(const toml::table& v, ValuePlan& value) const {
-    switch (value.op) {
-      case Op::kCount: value.type = ValueType::kBigInt; break;
-      case Op::kSum:
-      case Op::kSubtract:
-      case Op::kMin:
-      case Op::kMax:
-        value.type = ValueType::kDecimal;
-        value.precision = 38;
-        value.scale = 10;
-        break;
-      case Op::kFirst:
-      case Op::kLast: value.type = ValueType::kText; break;
-    }
-    const toml::node* tn = v.get("type");
-    if (tn == nullptr) return Status::Ok();
-    Result<Type> type = TypeOf(*tn);
-    if (!type.ok()) return type.status();
-    const bool numeric = type->type == ValueType::kBigInt || type->type == ValueType::kDecimal ||
-                         type->type == ValueType::kDouble;
-    if ((value.op == Op::kCount || value.op == Op::kSum || value.op == Op::kSubtract) && !numeric) {
-      return Fail(*tn, fmt::format("value '{}': a {} is bigint, decimal(p,s) or double, not '{}'", value.column,
-                                   OpName(value.op), tn->as_string()->get()));
-    }
-    value.type = type->type;
-    value.precision = type->precision;
-    value.scale = type->scale;
-    value.storage = type->storage;
-    return Status::Ok();
-  }
-
-  // A constant is a value of its column's type, and fits its declared SQL type.
-  Status ConstantFits(const toml::table& v, const ValuePlan& value) const {
-    if (!value.has_constant) return Status::Ok();
-    if (value.type == ValueType::kDecimal || value.type == ValueType::kBigInt) {
-      __int128 ignored;
-      const bool fits = value.type == ValueType::kDecimal
-                            ? ParseScaled(value.constant, value.precision, value.scale, ignored)
-                            : ParseScaled(value.constant, 19, 0, ignored);
-      if (!fits) {
-        return Fail(*v.get("value"), fmt::format("value '{}': the constant '{}' is not a {}", value.column,
-                                                 value.constant, ValueTypeName(value.type, value.precision, value.scale)));
-      }
-    }
-    if (!value.storage.declared()) return Status::Ok();
-    std::string why;
-    int64_t n = 0;
-    if (value.type == ValueType::kText) {
-      why = FitsStorage(value.storage, value.constant);
-    } else if (value.type == ValueType::kBigInt &&
-               std::from_chars(value.constant.data(), value.constant.data() + value.constant.size(), n).ec ==
-                   std::errc{}) {
-      why = FitsStorage(value.storage, n);
-    }
-    if (!why.empty()) {
-      return Fail(*v.get("value"), fmt::format("value '{}': the constant '{}' {}", value.column, value.constant, why));
-    }
-    return Status::Ok();
-  }
-
   // Every contribution to one column adds into it (sums and subtractions), or sets it by
   // the event's id (all last, or all first); of one type.
   Status Contributes(const toml::table& v, const ValuePlan& earlier, const ValuePlan& value) const {
@@ -706,7 +722,7 @@ class Parser {
     return Status::Ok();
   }
 
-  const std::string file_;
+  const Types types_;
   const std::string events_table_;
 };
 
