@@ -400,10 +400,58 @@ struct Acc {
   EventId id = 0;  // first and last: the event whose value it holds
 };
 
+class DeclaredProjector;
+
+// The counting fast path of a declared read model whose values are all counts, keyed by at
+// most one text and one other key (CountsOnFastPath): counts in a BucketCounts (no text
+// key), a vector by text id (the text alone) or a FlatMap of (date, text id), each distinct
+// text interned once per batch in its read model's keys_ (by the decoder's batch id). Its
+// rows are the general path's, in the same order. A part of its read model (its friend).
+class CountingPath {
+ public:
+  explicit CountingPath(DeclaredProjector& p);
+  // The key that is a text, in the plan's keys, or -1.
+  int64_t text_key() const { return text_key_; }
+  void Apply(const EventRecords& records, std::vector<EventFailure>& failures);
+  size_t pending_rows() const;
+  void Flush(RowSink& sink);
+
+ private:
+  // The distance between neighbouring values of a key on the fast path (BucketCounts).
+  static int64_t StrideOf(const KeyPlan& k) {
+    const bool date = k.type == ValueType::kDate;
+    switch (k.bucket) {
+      case Bucket::kMinute: return 60;
+      case Bucket::kHour: return 3600;
+      case Bucket::kDay: return date ? 1 : 86400;
+      case Bucket::kWeek: return date ? 7 : 7 * 86400;
+      case Bucket::kMonth:
+      case Bucket::kYear: return date ? 1 : 86400;
+      case Bucket::kNone: return 1;
+    }
+    return 1;
+  }
+
+  DeclaredProjector& p_;
+  int64_t text_key_ = -1, other_key_ = -1;  // in the plan's keys, or -1
+  bool by_day_ = false;                     // the other key is a date
+  std::unique_ptr<BucketCounts> by_key_;    // no text key: count by the other key
+  std::vector<int64_t> by_text_;            // the text key alone: count by text id
+  FlatMap<int64_t> by_pair_;                // (ordered date << 32 | text id) -> count
+  std::vector<uint32_t> ids_of_batch_;      // by the decoder's text id in this batch: text id + 1, or 0
+  int64_t last_key_ = 0;
+  int64_t* last_ = nullptr;  // (*by_key_)[last_key_], or null
+  bool last_day_ok_ = false;  // last_day_ is the day of an event whose date key is last_date_
+  int32_t last_day_ = 0;
+  int64_t last_date_ = 0;
+};
+
 class DeclaredProjector final : public Projector {
+  friend class CountingPath;
+
  public:
   explicit DeclaredProjector(ModelPlan plan)
-      : plan_(std::move(plan)), version_(PlanVersion(plan_)), fast_(CountsOnFastPath(plan_)) {
+      : plan_(std::move(plan)), version_(PlanVersion(plan_)) {
     table_.name = plan_.name;
     for (const KeyPlan& k : plan_.keys) {
       table_.columns.push_back({k.column, StoredType(k.type), Merge::kKey, 0, 0, k.storage});
@@ -437,16 +485,7 @@ class DeclaredProjector final : public Projector {
     text_keys_ = key_order_.size() - std::count_if(plan_.keys.begin(), plan_.keys.end(), [](const KeyPlan& k) {
                    return k.type != ValueType::kText;
                  });
-    if (fast_) {
-      for (size_t i = 0; i < plan_.keys.size(); ++i) {
-        (plan_.keys[i].type == ValueType::kText ? text_key_ : other_key_) = static_cast<int64_t>(i);
-      }
-      if (other_key_ >= 0) {
-        const KeyPlan& k = plan_.keys[static_cast<size_t>(other_key_)];
-        by_day_ = k.type == ValueType::kDate;
-        if (text_key_ < 0) by_key_ = std::make_unique<BucketCounts>(StrideOf(k));
-      }
-    }
+    if (CountsOnFastPath(plan_)) fast_ = std::make_unique<CountingPath>(*this);
   }
 
   std::string_view name() const override { return plan_.name; }
@@ -473,7 +512,7 @@ class DeclaredProjector final : public Projector {
       key_slots_.push_back(catalog.Slot(k.source));
       if (is_time(k.type)) catalog.WantTime(key_slots_.back());
     }
-    if (fast_ && text_key_ >= 0) catalog.WantText(key_slots_[static_cast<size_t>(text_key_)]);
+    if (fast_ && fast_->text_key() >= 0) catalog.WantText(key_slots_[static_cast<size_t>(fast_->text_key())]);
     value_slots_.clear();
     value_on_.assign(plan_.values.size(), {});
     for (size_t i = 0; i < plan_.values.size(); ++i) {
@@ -518,7 +557,7 @@ class DeclaredProjector final : public Projector {
   }
 
   void ApplyRecords(const EventRecords& records, std::vector<EventFailure>& failures) override {
-    if (fast_) return ApplyCounts(records, failures);
+    if (fast_) return fast_->Apply(records, failures);
     const size_t nvalues = plan_.values.size(), ncolumns = column_plan_.size();
     typed_.resize(nvalues);
     present_.resize(nvalues);
@@ -637,13 +676,11 @@ class DeclaredProjector final : public Projector {
   }
 
   size_t pending_rows() const override {
-    if (fast_ && text_key_ < 0) return by_key_->size();
-    if (fast_ && other_key_ >= 0) return by_pair_.size();
-    return keys_.size();
+    return fast_ ? fast_->pending_rows() : keys_.size();
   }
 
   void Flush(RowSink& sink) override {
-    if (fast_) return FlushCounts(sink);
+    if (fast_) return fast_->Flush(sink);
     std::vector<uint32_t> rows(keys_.size());
     for (uint32_t r = 0; r < rows.size(); ++r) rows[r] = r;
     // In the order of the stored key's leading non-text columns (text keys are stored by
@@ -719,121 +756,6 @@ class DeclaredProjector final : public Projector {
   }
 
  private:
-  // The distance between neighbouring values of a key on the fast path (BucketCounts).
-  static int64_t StrideOf(const KeyPlan& k) {
-    const bool date = k.type == ValueType::kDate;
-    switch (k.bucket) {
-      case Bucket::kMinute: return 60;
-      case Bucket::kHour: return 3600;
-      case Bucket::kDay: return date ? 1 : 86400;
-      case Bucket::kWeek: return date ? 7 : 7 * 86400;
-      case Bucket::kMonth:
-      case Bucket::kYear: return date ? 1 : 86400;
-      case Bucket::kNone: return 1;
-    }
-    return 1;
-  }
-
-  // The fast path's fold (CountsOnFastPath): the other key first, then the text, as the
-  // general path takes them (key_order_), so that a failure names the same key.
-  void ApplyCounts(const EventRecords& records, std::vector<EventFailure>& failures) {
-    std::string reason;
-    ids_of_batch_.clear();  // the batch's text ids are new with every batch
-    for (const EventRecord& e : records.events) {
-      if (!Usable(e) || !Selects(records, e)) continue;
-      int64_t other = 0;
-      if (other_key_ >= 0) {
-        const size_t k = static_cast<size_t>(other_key_);
-        const FieldValue& v = records.value(e, key_slots_[k]);
-        // A date key is a function of the time's day alone: on the last event's day, no
-        // calendar arithmetic.
-        if (by_day_ && last_day_ok_ && v.kind == ValueKind::kString && v.time_state == TimeState::kOk &&
-            v.time.days == last_day_) {
-          other = last_date_;
-        } else {
-          Typed t;
-          if (!KeyValue(k, v, t, reason)) {
-            failures.push_back({e.id, std::move(reason)});
-            reason.clear();
-            continue;
-          }
-          other = static_cast<int64_t>(t.n);
-          if (by_day_) {
-            last_day_ok_ = v.time_state == TimeState::kOk;
-            last_day_ = v.time.days;
-            last_date_ = other;
-          }
-        }
-      }
-      if (text_key_ < 0) {
-        // Neighbouring events mostly share a bucket: its count is kept at hand.
-        if (last_ == nullptr || other != last_key_) {
-          last_key_ = other;
-          last_ = &(*by_key_)[other];
-        }
-        ++*last_;
-        continue;
-      }
-      Typed t;
-      const FieldValue& text = records.value(e, key_slots_[static_cast<size_t>(text_key_)]);
-      if (!KeyValue(static_cast<size_t>(text_key_), text, t, reason)) {
-        failures.push_back({e.id, std::move(reason)});
-        reason.clear();
-        continue;
-      }
-      uint32_t id;
-      if (const uint32_t batch_id = text.text_id; batch_id != 0) {
-        // The decoder's id of the text in this batch: hashed and interned here once per batch.
-        if (batch_id >= ids_of_batch_.size()) {
-          ids_of_batch_.resize(std::max<size_t>(batch_id + 1, 2 * ids_of_batch_.size()), 0);
-        }
-        uint32_t& mine = ids_of_batch_[batch_id];
-        if (mine == 0) mine = keys_.Intern(t.s, {}, TextTable::HashOf(t.s, {}), &key_bytes_) + 1;
-        id = mine - 1;
-      } else {
-        id = keys_.Intern(t.s, {}, TextTable::HashOf(t.s, {}), &key_bytes_);
-      }
-      if (other_key_ < 0) {
-        if (id == by_text_.size()) by_text_.push_back(0);
-        ++by_text_[id];
-      } else {
-        ++by_pair_[(uint64_t{ToOrdered(static_cast<int32_t>(other))} << 32) | id];  // date, then text
-      }
-    }
-  }
-
-  // The fast path's rows: in the order of the other key (then the text's arrival), as the
-  // general path sorts them by its fixed prefix.
-  void FlushCounts(RowSink& sink) {
-    const auto row = [&](int64_t other, uint32_t text, int64_t count) {
-      for (size_t i = 0; i < plan_.keys.size(); ++i) {
-        if (static_cast<int64_t>(i) == text_key_) {
-          sink.Text(keys_.entry(text).a);
-        } else {
-          Typed t;
-          t.n = other;
-          Emit(sink, plan_.keys[i].type, 0, t);
-        }
-      }
-      sink.Int(count);
-      sink.EndRow();
-    };
-    if (text_key_ < 0) {
-      for (const auto& [key, count] : by_key_->TakeSorted()) row(key, 0, count);
-      last_ = nullptr;
-    } else if (other_key_ < 0) {
-      for (uint32_t id = 0; id < by_text_.size(); ++id) row(0, id, by_text_[id]);
-      std::vector<int64_t>().swap(by_text_);
-    } else {
-      for (const auto& e : by_pair_.TakeSorted()) {
-        row(FromOrdered<int32_t>(static_cast<uint32_t>(e.key >> 32)), static_cast<uint32_t>(e.key), e.value);
-      }
-    }
-    keys_.Clear();
-    key_bytes_.Clear();
-    ids_of_batch_.clear();
-  }
-
   // Key column i's value `v` as its type, in `t`: false, with the event's failure in
   // `reason`, when it has none. Both paths take their keys, and their failures, from here.
   bool KeyValue(size_t i, const FieldValue& v, Typed& t, std::string& reason) const {
@@ -1054,22 +976,129 @@ class DeclaredProjector final : public Projector {
   StringArena committed_bytes_;
   std::vector<__int128> committed_;
   std::vector<int64_t> pending_committed_;
-  // The counting fast path (CountsOnFastPath): keys_ and key_bytes_ intern its texts.
-  const bool fast_;
+  // The counting fast path (CountsOnFastPath), or null: keys_ and key_bytes_ intern its texts.
+  std::unique_ptr<CountingPath> fast_;
   // A key or value reads a path of the payload (false: the event table's columns alone).
   const bool reads_payload_ = ReadsPayload(plan_);
-  int64_t text_key_ = -1, other_key_ = -1;  // in plan_.keys, or -1
-  bool by_day_ = false;                     // the other key is a date
-  std::unique_ptr<BucketCounts> by_key_;    // no text key: count by the other key
-  std::vector<int64_t> by_text_;            // the text key alone: count by text id
-  FlatMap<int64_t> by_pair_;                // (ordered date << 32 | text id) -> count
-  std::vector<uint32_t> ids_of_batch_;      // by the decoder's text id in this batch: text id + 1, or 0
-  int64_t last_key_ = 0;
-  int64_t* last_ = nullptr;  // (*by_key_)[last_key_], or null
-  bool last_day_ok_ = false;  // last_day_ is the day of an event whose date key is last_date_
-  int32_t last_day_ = 0;
-  int64_t last_date_ = 0;
 };
+
+CountingPath::CountingPath(DeclaredProjector& p) : p_(p) {
+  const ModelPlan& plan = p.plan_;
+  for (size_t i = 0; i < plan.keys.size(); ++i) {
+    (plan.keys[i].type == ValueType::kText ? text_key_ : other_key_) = static_cast<int64_t>(i);
+  }
+  if (other_key_ >= 0) {
+    const KeyPlan& k = plan.keys[static_cast<size_t>(other_key_)];
+    by_day_ = k.type == ValueType::kDate;
+    if (text_key_ < 0) by_key_ = std::make_unique<BucketCounts>(StrideOf(k));
+  }
+}
+
+size_t CountingPath::pending_rows() const {
+  if (text_key_ < 0) return by_key_->size();
+  if (other_key_ >= 0) return by_pair_.size();
+  return p_.keys_.size();
+}
+
+// The fast path's fold (CountsOnFastPath): the other key first, then the text, as the
+// general path takes them (key_order_), so that a failure names the same key.
+void CountingPath::Apply(const EventRecords& records, std::vector<EventFailure>& failures) {
+  std::string reason;
+  ids_of_batch_.clear();  // the batch's text ids are new with every batch
+  for (const EventRecord& e : records.events) {
+    if (!p_.Usable(e) || !p_.Selects(records, e)) continue;
+    int64_t other = 0;
+    if (other_key_ >= 0) {
+      const size_t k = static_cast<size_t>(other_key_);
+      const FieldValue& v = records.value(e, p_.key_slots_[k]);
+      // A date key is a function of the time's day alone: on the last event's day, no
+      // calendar arithmetic.
+      if (by_day_ && last_day_ok_ && v.kind == ValueKind::kString && v.time_state == TimeState::kOk &&
+          v.time.days == last_day_) {
+        other = last_date_;
+      } else {
+        Typed t;
+        if (!p_.KeyValue(k, v, t, reason)) {
+          failures.push_back({e.id, std::move(reason)});
+          reason.clear();
+          continue;
+        }
+        other = static_cast<int64_t>(t.n);
+        if (by_day_) {
+          last_day_ok_ = v.time_state == TimeState::kOk;
+          last_day_ = v.time.days;
+          last_date_ = other;
+        }
+      }
+    }
+    if (text_key_ < 0) {
+      // Neighbouring events mostly share a bucket: its count is kept at hand.
+      if (last_ == nullptr || other != last_key_) {
+        last_key_ = other;
+        last_ = &(*by_key_)[other];
+      }
+      ++*last_;
+      continue;
+    }
+    Typed t;
+    const FieldValue& text = records.value(e, p_.key_slots_[static_cast<size_t>(text_key_)]);
+    if (!p_.KeyValue(static_cast<size_t>(text_key_), text, t, reason)) {
+      failures.push_back({e.id, std::move(reason)});
+      reason.clear();
+      continue;
+    }
+    uint32_t id;
+    if (const uint32_t batch_id = text.text_id; batch_id != 0) {
+      // The decoder's id of the text in this batch: hashed and interned here once per batch.
+      if (batch_id >= ids_of_batch_.size()) {
+        ids_of_batch_.resize(std::max<size_t>(batch_id + 1, 2 * ids_of_batch_.size()), 0);
+      }
+      uint32_t& mine = ids_of_batch_[batch_id];
+      if (mine == 0) mine = p_.keys_.Intern(t.s, {}, TextTable::HashOf(t.s, {}), &p_.key_bytes_) + 1;
+      id = mine - 1;
+    } else {
+      id = p_.keys_.Intern(t.s, {}, TextTable::HashOf(t.s, {}), &p_.key_bytes_);
+    }
+    if (other_key_ < 0) {
+      if (id == by_text_.size()) by_text_.push_back(0);
+      ++by_text_[id];
+    } else {
+      ++by_pair_[(uint64_t{ToOrdered(static_cast<int32_t>(other))} << 32) | id];  // date, then text
+    }
+  }
+}
+
+// The fast path's rows: in the order of the other key (then the text's arrival), as the
+// general path sorts them by its fixed prefix.
+void CountingPath::Flush(RowSink& sink) {
+  const auto row = [&](int64_t other, uint32_t text, int64_t count) {
+    for (size_t i = 0; i < p_.plan_.keys.size(); ++i) {
+      if (static_cast<int64_t>(i) == text_key_) {
+        sink.Text(p_.keys_.entry(text).a);
+      } else {
+        Typed t;
+        t.n = other;
+        p_.Emit(sink, p_.plan_.keys[i].type, 0, t);
+      }
+    }
+    sink.Int(count);
+    sink.EndRow();
+  };
+  if (text_key_ < 0) {
+    for (const auto& [key, count] : by_key_->TakeSorted()) row(key, 0, count);
+    last_ = nullptr;
+  } else if (other_key_ < 0) {
+    for (uint32_t id = 0; id < by_text_.size(); ++id) row(0, id, by_text_[id]);
+    std::vector<int64_t>().swap(by_text_);
+  } else {
+    for (const auto& e : by_pair_.TakeSorted()) {
+      row(FromOrdered<int32_t>(static_cast<uint32_t>(e.key >> 32)), static_cast<uint32_t>(e.key), e.value);
+    }
+  }
+  p_.keys_.Clear();
+  p_.key_bytes_.Clear();
+  ids_of_batch_.clear();
+}
 
 }  // namespace
 
