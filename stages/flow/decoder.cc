@@ -373,6 +373,49 @@ std::string DecodeRecord(simdjson::ondemand::parser& parser, const char* data, s
   return TrailingBytes(doc, data, length);
 }
 
+// Appends the EventRecord of `raw` (of a class a declared read model reads) and its values:
+// the payload's wanted paths (none parsed when no read model reads one), the event table's
+// columns, the times parsed and the texts given batch ids, once here rather than once per
+// read model. Returns whether its payload failed (the failure is in the batch).
+bool AppendRecord(simdjson::ondemand::parser& parser, Batch& batch, const RawEvent& raw, size_t width,
+                  const Decoder::PathNode& paths, const std::vector<std::pair<uint32_t, size_t>>& column_slots,
+                  const std::vector<uint32_t>& time_slots, const std::vector<uint32_t>& text_slots,
+                  TextTable& record_texts, StringArena& record_text_bytes) {
+  EventRecord record{raw.id, raw.event_class, false, static_cast<uint32_t>(batch.values.size())};
+  batch.values.resize(batch.values.size() + width);
+  FieldValue* values = &batch.values[record.first_value];
+  const size_t total = batch.payloads.size();
+  std::string reason = paths.children.empty()
+                           ? std::string()
+                           : DecodeRecord(parser, batch.payloads.data() + raw.offset, raw.length, total - raw.offset,
+                                          paths, batch.strings, values);
+  record.decoded = reason.empty();
+  for (const auto& [slot, index] : column_slots) {
+    const RawColumn& col = batch.raw_columns[raw.columns + index];
+    FieldValue& v = values[slot];
+    v.kind = col.null ? ValueKind::kNull : ValueKind::kString;
+    if (!col.null) v.text = std::string_view(batch.payloads.data() + col.offset, col.length);
+  }
+  for (uint32_t slot : time_slots) {
+    FieldValue& v = values[slot];
+    if (v.kind != ValueKind::kString) continue;
+    const std::optional<CivilTime> t = ParseDateOrTimestamp(v.text);
+    v.time_state = t ? TimeState::kOk : TimeState::kBad;
+    if (t) v.time = *t;
+  }
+  for (uint32_t slot : text_slots) {  // hashed here, while the bytes are warm
+    FieldValue& v = values[slot];
+    if (v.kind == ValueKind::kString || v.kind == ValueKind::kNumber) {
+      v.text_id = record_texts.Intern(v.text, {}, TextTable::HashOf(v.text, {}), &record_text_bytes) + 1;
+    }
+  }
+  batch.records.push_back(record);
+  if (reason.empty()) return false;
+  batch.failures.push_back(Failure{raw.id, "decoder", std::move(reason),
+                                   std::string(batch.payloads.data() + raw.offset, std::min<size_t>(raw.length, 255))});
+  return true;
+}
+
 }  // namespace
 
 Decoder::Decoder(uint32_t fields, std::optional<uint16_t> page_class, EventCatalog catalog)
@@ -422,41 +465,8 @@ void Decoder::Decode(Batch& batch) const {
   for (const RawEvent& raw : batch.raw) {
     bool failed = false;
     if (catalog_.wants_records(raw.event_class)) {
-      EventRecord record{raw.id, raw.event_class, false, static_cast<uint32_t>(batch.values.size())};
-      batch.values.resize(batch.values.size() + width);
-      FieldValue* values = &batch.values[record.first_value];
-      // No read model of the run reads a path of the payload: it is not parsed, nor judged.
-      std::string reason = paths_.children.empty()
-                               ? std::string()
-                               : DecodeRecord(parser, batch.payloads.data() + raw.offset, raw.length,
-                                              total - raw.offset, paths_, batch.strings, values);
-      record.decoded = reason.empty();
-      for (const auto& [slot, index] : column_slots_) {
-        const RawColumn& col = batch.raw_columns[raw.columns + index];
-        FieldValue& v = values[slot];
-        v.kind = col.null ? ValueKind::kNull : ValueKind::kString;
-        if (!col.null) v.text = std::string_view(batch.payloads.data() + col.offset, col.length);
-      }
-      for (uint32_t slot : time_slots_) {  // once here, not once per read model
-        FieldValue& v = values[slot];
-        if (v.kind != ValueKind::kString) continue;
-        const std::optional<CivilTime> t = ParseDateOrTimestamp(v.text);
-        v.time_state = t ? TimeState::kOk : TimeState::kBad;
-        if (t) v.time = *t;
-      }
-      for (uint32_t slot : text_slots_) {  // hashed here, while the bytes are warm, not once per read model
-        FieldValue& v = values[slot];
-        if (v.kind == ValueKind::kString || v.kind == ValueKind::kNumber) {
-          v.text_id = record_texts.Intern(v.text, {}, TextTable::HashOf(v.text, {}), &record_text_bytes) + 1;
-        }
-      }
-      batch.records.push_back(record);
-      if (!reason.empty()) {
-        failed = true;
-        batch.failures.push_back(Failure{
-            raw.id, "decoder", std::move(reason),
-            std::string(batch.payloads.data() + raw.offset, std::min<size_t>(raw.length, 255))});
-      }
+      failed = AppendRecord(parser, batch, raw, width, paths_, column_slots_, time_slots_, text_slots_, record_texts,
+                            record_text_bytes);
     }
     if (!page_class_ || raw.event_class != *page_class_) continue;
     PageVisit visit;
