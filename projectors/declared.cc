@@ -446,7 +446,7 @@ class CountingPath {
   int64_t last_date_ = 0;
 };
 
-class DeclaredProjector final : public Projector {
+class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsCommitted {
   friend class CountingPath;
 
  public:
@@ -496,6 +496,9 @@ class DeclaredProjector final : public Projector {
   std::string version() const override { return version_; }
   std::string origin() const override { return plan_.origin; }
   std::string hand_over() const override { return plan_.hand_over; }
+  Segmentable* segmentable() override { return this; }
+  const HandsOver* hands_over() const override { return this; }
+  KeepsCommitted* keeps_committed() override { return this; }
 
   void Bind(EventCatalog& catalog) override {
     model_classes_.clear();
@@ -542,9 +545,8 @@ class DeclaredProjector final : public Projector {
 
   // Every declared read model folds per key (all of a key's events in one segment, in id
   // order), so first and last stay exact: any of them splits.
-  bool SetSegment(const Segment& segment) override {
+  void SetSegment(const Segment& segment) override {
     segment_ = segment.count > 1 ? std::optional<Segment>(segment) : std::nullopt;
-    return true;
   }
   bool CountsUnkeyed() const override { return !segment_ || segment_->index == 0; }
 

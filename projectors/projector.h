@@ -104,6 +104,45 @@ struct TableSpec {
   bool bare = false;
 };
 
+// Capabilities a read model may have beyond the core below, each an interface of its own:
+// the stages that need one ask the projector for it (Projector::segmentable(), ...), and a
+// read model without it answers nullptr.
+
+// Builds the keys of one segment only (projectors/segment.h): it then leaves out every
+// event of another segment's key. A compiled read model has not this capability: its rows
+// depend on the order of events across keys.
+class Segmentable {
+ public:
+  virtual ~Segmentable() = default;
+  virtual void SetSegment(const Segment& segment) = 0;
+  // Whether it counts an event whose key cannot be known (a payload that did not decode) as
+  // failed: of the N segments of a read model only segment 0 does, so that together they
+  // count it once.
+  virtual bool CountsUnkeyed() const = 0;
+};
+
+// Hands the position back to the application at the swap: its statement (a declared
+// `hand_over`, e.g. "UPDATE bookmarks SET position = ? WHERE bookmark = 'balances'"), run in
+// one transaction with the others, its `?` bound to the last event id applied. "": none.
+class HandsOver {
+ public:
+  virtual ~HandsOver() = default;
+  virtual std::string hand_over() const = 0;
+};
+
+// Keeps the committed values of columns bounded by their type that events add to (declared
+// sums of decimals and bigints), and refuses, in id order, each event that would take its
+// key's value out of the type, counted from the value the key has in the table. When a run
+// starts on a table that already has rows (a resume), the runner reads them once, before the
+// first event: the key columns, then committed_columns(), one row per call to
+// LoadCommitted(), which returns "" or why the row cannot be read (the run stops then).
+class KeepsCommitted {
+ public:
+  virtual ~KeepsCommitted() = default;
+  virtual std::vector<std::string> committed_columns() const = 0;
+  virtual std::string LoadCommitted(std::span<const std::string_view> row) = 0;
+};
+
 class Projector {
  public:
   virtual ~Projector() = default;
@@ -152,14 +191,10 @@ class Projector {
   virtual bool Selects(const EventRecords& /*records*/, const EventRecord& record) const {
     return reads_class(record.event_class);
   }
-  // Builds only the keys of `segment` (projectors/segment.h): Selects then leaves out every
-  // event of another segment's key. False, changing nothing, for a read model whose rows
-  // cannot be split by key: a compiled one's rows depend on the order of events across keys.
-  virtual bool SetSegment(const Segment& /*segment*/) { return false; }
-  // Whether it counts an event whose key cannot be known (a payload that did not decode) as
-  // failed: every read model does, of a segmented one only segment 0, so that the N
-  // segments together count it once.
-  virtual bool CountsUnkeyed() const { return true; }
+  // Its capabilities (above), or nullptr.
+  virtual Segmentable* segmentable() { return nullptr; }
+  virtual const HandsOver* hands_over() const { return nullptr; }
+  virtual KeepsCommitted* keeps_committed() { return nullptr; }
   // That filter, all of which must hold (empty: none), for the reader to send to the server.
   virtual std::vector<ColumnIn> where() const { return {}; }
   // What, besides its table, makes one build of it differ from another (a declaration's
@@ -167,20 +202,6 @@ class Projector {
   virtual std::string version() const { return {}; }
   // Where it was declared ("" when compiled).
   virtual std::string origin() const { return {}; }
-  // The application's statement that takes over from the rebuild (a declared `hand_over`,
-  // e.g. "UPDATE bookmarks SET position = ? WHERE bookmark = 'balances'"): run at the swap,
-  // in one transaction with the others, its `?` bound to the last event id applied. "": none.
-  virtual std::string hand_over() const { return {}; }
-
-  // Read models with values bounded by their type that events add to (declared sums of
-  // decimals and bigints) refuse, in id order, each event that would take its key's value
-  // out of the type, counted from the value the key has in the table. They keep the
-  // committed values of those columns in memory (Flush() adds its deltas to them); when a
-  // run starts on a table that already has rows (a resume), the runner reads them once,
-  // before the first event: the key columns, then committed_columns(), one row per call to
-  // LoadCommitted(), which returns "" or why the row cannot be read (the run stops then).
-  virtual std::vector<std::string> committed_columns() const { return {}; }
-  virtual std::string LoadCommitted(std::span<const std::string_view> /*row*/) { return {}; }
 };
 
 // What `rewind list` shows and the factory that builds a fresh instance.

@@ -282,7 +282,7 @@ values = [
 )toml", "m.toml", "stored_events");
   ASSERT_TRUE(plans.ok()) << plans.status().message();
   std::unique_ptr<Projector> p = MakeDeclaredProjector((*plans)[0]);
-  EXPECT_EQ(p->committed_columns(), (std::vector<std::string>{"s", "c"}));
+  EXPECT_EQ(p->keeps_committed()->committed_columns(), (std::vector<std::string>{"s", "c"}));
   EventCatalog catalog;
   p->Bind(catalog);
   const uint16_t a = catalog.ClassIndex("A"), b = catalog.ClassIndex("B");
@@ -308,7 +308,7 @@ values = [
     return failures;
   };
   const std::string_view committed[] = {"x", "99.0", "998"};
-  EXPECT_EQ(p->LoadCommitted(committed), "");
+  EXPECT_EQ(p->keeps_committed()->LoadCommitted(committed), "");
   add(10, a, {{"k", "x"}, {"x", "0.5"}});  // 99.5
   add(11, a, {{"k", "x"}, {"x", "0.5"}});  // 100.0: leaves decimal(3,1)
   add(12, b, {{"k", "x"}});                // 999
@@ -337,7 +337,7 @@ values = [
   EXPECT_EQ(sink.rows, (std::vector<std::string>{"'x'|0.4|0|NULL|NULL|NULL|NULL"}));
   // A committed row that is not of its types is refused, with the column.
   const std::string_view bad[] = {"z", "12.34", "1"};
-  EXPECT_NE(p->LoadCommitted(bad).find("value 's'"), std::string::npos);
+  EXPECT_NE(p->keeps_committed()->LoadCommitted(bad).find("value 's'"), std::string::npos);
 }
 
 }  // namespace

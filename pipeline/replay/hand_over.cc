@@ -104,7 +104,7 @@ Result<std::vector<Step>> Prepare(Connection& c, const std::vector<const Project
                                   bool swaps, const std::string& events_table) {
   std::vector<Step> steps;
   for (const Projector* p : projectors) {
-    const std::string sql = p->hand_over();
+    const std::string sql = p->hands_over() != nullptr ? p->hands_over()->hand_over() : std::string();
     if (sql.empty()) continue;
     const std::string name(p->name());
     if (follow) {

@@ -134,7 +134,7 @@ Status CheckMergeable(Connection& c, const Found& f, const MergeTarget& t, Check
 
 Status Split(std::vector<std::unique_ptr<Projector>>& projectors, const Segment& segment) {
   for (auto& p : projectors) {
-    if (!p->SetSegment(segment)) {
+    if (p->segmentable() == nullptr) {
       return Status::InvalidInput(fmt::format(
           "--segment {}: {} is a compiled read model, and its rows depend on the order of events across keys: "
           "it cannot be split by key; build it whole (without --segment, in a run of its own). Only declared "
@@ -142,6 +142,7 @@ Status Split(std::vector<std::unique_ptr<Projector>>& projectors, const Segment&
           SegmentText(segment), p->name()));
     }
   }
+  for (auto& p : projectors) p->segmentable()->SetSegment(segment);  // every one can: none before
   return Status::Ok();
 }
 

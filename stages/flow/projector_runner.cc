@@ -57,7 +57,9 @@ std::unique_ptr<ProjectorRunner> ProjectorRunner::InMemory(std::unique_ptr<Proje
 }
 
 Status ProjectorRunner::LoadCommitted() {
-  const std::vector<std::string> values = projector_->committed_columns();
+  KeepsCommitted* keeps = projector_->keeps_committed();
+  if (keeps == nullptr) return Status::Ok();
+  const std::vector<std::string> values = keeps->committed_columns();
   if (values.empty()) return Status::Ok();
   std::string columns;
   size_t width = 0;
@@ -81,7 +83,7 @@ Status ProjectorRunner::LoadCommitted() {
           }
           row[i] = std::string_view(v[i], len[i]);
         }
-        why = projector_->LoadCommitted(row);
+        why = keeps->LoadCommitted(row);
         ++rows;
       });
   if (!s.ok()) return s.With(fmt::format("projector {}: reading the committed values of {}", projector_->name(),
@@ -135,7 +137,8 @@ uint64_t ProjectorRunner::ApplyChosen(const Batch& batch, std::span<const EventR
     const bool usable = projector_->Usable(r);
     // Its `where` (or, segmented, another segment's key) leaves it out; an undecoded one
     // counts once over a read model's segments.
-    if (usable ? !projector_->Selects(view, r) : !projector_->CountsUnkeyed()) continue;
+    const Segmentable* segmented = projector_->segmentable();
+    if (usable ? !projector_->Selects(view, r) : segmented != nullptr && !segmented->CountsUnkeyed()) continue;
     ++mine;
     undecoded += usable ? 0 : 1;
   }
