@@ -12,9 +12,43 @@
 
 #include "projectors/bucket_counts.h"
 #include "base/flat_map.h"
+#include "projectors/page_visit.h"
 #include "projectors/projector.h"
 
 namespace rw {
+
+// A compiled read model of the blog: it reads the page class's fields it names (PageFields)
+// and folds each usable record with Fold(); a record it cannot use counts as failed (the
+// decoder recorded why, once for the event).
+template <typename Derived>
+class PageVisitModel : public Projector {
+ public:
+  explicit PageVisitModel(uint32_t fields) : wanted_(fields) {}
+  void Bind(EventCatalog& catalog) override { page_.Bind(catalog, wanted_); }
+  bool reads_class(uint16_t c) const override { return page_.reads_class(c); }
+  bool Usable(const EventRecord& e) const override { return page_.Usable(e); }
+  Folded Apply(const EventRecords& records, std::vector<EventFailure>& /*failures*/) override {
+    Folded folded;
+    auto& self = static_cast<Derived&>(*this);
+    for (const EventRecord& e : records.events) {
+      if (e.event_class != page_.page_class()) continue;
+      ++folded.events;
+      if (!page_.Usable(e)) {
+        ++folded.unusable;
+        continue;
+      }
+      self.Fold(records, e);
+    }
+    return folded;
+  }
+
+ protected:
+  const PageFields& page() const { return page_; }
+
+ private:
+  const uint32_t wanted_;
+  PageFields page_;
+};
 
 enum class BucketType { kDate, kDateTime };
 
@@ -32,10 +66,10 @@ constexpr int64_t BucketStride() {
 // 1970-01-01 for kDate, epoch seconds for kDateTime; its kStride, when it has one, is the
 // distance between neighbouring buckets (60 for minutes), which keeps their counts dense.
 template <typename Bucket>
-class TimeBucketCounter final : public Projector {
+class TimeBucketCounter final : public PageVisitModel<TimeBucketCounter<Bucket>> {
  public:
   TimeBucketCounter(std::string name, std::string column, BucketType type)
-      : name_(std::move(name)), type_(type) {
+      : PageVisitModel<TimeBucketCounter<Bucket>>(kFieldVisitedAt), name_(std::move(name)), type_(type) {
     table_ = TableSpec{name_,
                        {{column, type == BucketType::kDate ? ColumnType::kDate : ColumnType::kDateTime},
                         {"count", ColumnType::kUInt64, Merge::kAdd}}};
@@ -43,28 +77,25 @@ class TimeBucketCounter final : public Projector {
 
   std::string_view name() const override { return name_; }
   const TableSpec& table() const override { return table_; }
-  uint32_t fields() const override { return kFieldVisitedAt; }
 
-  void Apply(std::span<const PageVisit> visits) override {
-    // Neighbouring events mostly share a bucket (a month, a day): the last bucket's counter
-    // is kept at hand, and the map is searched only when the bucket changes (a new key may
-    // move the map's slots, and it only ever comes with a new bucket).
-    // A DATE bucket is a function of the day alone: on the same day as the last event,
-    // not even the bucket is computed (a month's or a year's costs calendar arithmetic).
-    const bool by_day = type_ == BucketType::kDate;
-    for (const PageVisit& v : visits) {
-      if (by_day && last_ != nullptr && v.visited_at.days == last_days_) {
-        ++*last_;
-        continue;
-      }
-      const int64_t bucket = Bucket{}(v.visited_at);
-      if (last_ == nullptr || bucket != last_bucket_) {
-        last_bucket_ = bucket;
-        last_ = &counts_[bucket];
-      }
-      last_days_ = v.visited_at.days;
+  // Neighbouring events mostly share a bucket (a month, a day): the last bucket's counter
+  // is kept at hand, and the map is searched only when the bucket changes (a new key may
+  // move the map's slots, and it only ever comes with a new bucket).
+  // A DATE bucket is a function of the day alone: on the same day as the last event,
+  // not even the bucket is computed (a month's or a year's costs calendar arithmetic).
+  void Fold(const EventRecords& records, const EventRecord& e) {
+    const CivilTime& t = records.value(e, this->page().at()).time;
+    if (type_ == BucketType::kDate && last_ != nullptr && t.days == last_days_) {
       ++*last_;
+      return;
     }
+    const int64_t bucket = Bucket{}(t);
+    if (last_ == nullptr || bucket != last_bucket_) {
+      last_bucket_ = bucket;
+      last_ = &counts_[bucket];
+    }
+    last_days_ = t.days;
+    ++*last_;
   }
   size_t pending_rows() const override { return counts_.size(); }
   void Flush(RowSink& sink) override {
@@ -91,11 +122,12 @@ class TimeBucketCounter final : public Projector {
 };
 
 // Counts events per (url, day bucket). URLs are compared byte for byte (by the decoder's
-// dense ids, PageVisit::url_id) and stored byte for byte.
+// run-wide dense ids, PageFields::url) and stored byte for byte.
 template <typename DayBucket>
-class UrlDayCounter final : public Projector {
+class UrlDayCounter final : public PageVisitModel<UrlDayCounter<DayBucket>> {
  public:
-  explicit UrlDayCounter(std::string name) : name_(std::move(name)) {
+  explicit UrlDayCounter(std::string name)
+      : PageVisitModel<UrlDayCounter<DayBucket>>(kFieldVisitedAt | kFieldUrl), name_(std::move(name)) {
     // The key (uri, date): URLs can be thousands of bytes, so the writer stores the key
     // as (date, SHA-256 of uri) (stages/db/table_schema.h), as the blog's own table does.
     table_ = TableSpec{name_,
@@ -106,21 +138,20 @@ class UrlDayCounter final : public Projector {
 
   std::string_view name() const override { return name_; }
   const TableSpec& table() const override { return table_; }
-  uint32_t fields() const override { return kFieldVisitedAt | kFieldUrl; }
 
-  void Apply(std::span<const PageVisit> visits) override {
-    for (const PageVisit& v : visits) {
-      const uint32_t id = v.url_id;
-      if (id >= known_.size()) {
-        known_.resize(std::max<size_t>(id + 1, known_.size() * 2), 0);
-        urls_.resize(known_.size());
-      }
-      if (!known_[id]) {  // the first visit of this URL: its text is kept for the writes
-        urls_[id] = std::string(v.url);
-        known_[id] = 1;
-      }
-      ++counts_[(uint64_t{ToOrdered(int32_t{DayBucket{}(v.visited_at)})} << 32) | id];  // day, then URL
+  void Fold(const EventRecords& records, const EventRecord& e) {
+    const FieldValue& url = records.value(e, this->page().url());
+    const uint32_t id = url.text_id - 1;
+    if (id >= known_.size()) {
+      known_.resize(std::max<size_t>(size_t{id} + 1, known_.size() * 2), 0);
+      urls_.resize(known_.size());
     }
+    if (!known_[id]) {  // the first visit of this URL: its text is kept for the writes
+      urls_[id] = std::string(url.text);
+      known_[id] = 1;
+    }
+    const CivilTime& t = records.value(e, this->page().at()).time;
+    ++counts_[(uint64_t{ToOrdered(int32_t{DayBucket{}(t)})} << 32) | id];  // day, then URL
   }
   size_t pending_rows() const override { return counts_.size(); }
   void Flush(RowSink& sink) override {

@@ -412,7 +412,7 @@ class CountingPath {
   explicit CountingPath(DeclaredProjector& p);
   // The key that is a text, in the plan's keys, or -1.
   int64_t text_key() const { return text_key_; }
-  void Apply(const EventRecords& records, std::vector<EventFailure>& failures);
+  Folded Apply(const EventRecords& records, std::vector<EventFailure>& failures);
   size_t pending_rows() const;
   void Flush(RowSink& sink);
 
@@ -490,9 +490,6 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
 
   std::string_view name() const override { return plan_.name; }
   const TableSpec& table() const override { return table_; }
-  uint32_t fields() const override { return 0; }
-  bool reads_records() const override { return true; }
-  void Apply(std::span<const PageVisit>) override {}  // reads records, never visits
   std::string version() const override { return version_; }
   std::string origin() const override { return plan_.origin; }
   std::string hand_over() const override { return plan_.hand_over; }
@@ -550,22 +547,40 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
   }
   bool CountsUnkeyed() const override { return !segment_ || segment_->index == 0; }
 
-  uint64_t ApplyRecordsUnordered(const EventRecords& records, std::vector<EventFailure>& failures) override {
+  Folded ApplyUnordered(const EventRecords& records, std::vector<EventFailure>& failures,
+                        uint64_t& unplaced) override {
     unordered_ = true;
     unplaced_ = 0;
-    ApplyRecords(records, failures);
+    const Folded folded = Apply(records, failures);
     unordered_ = false;
-    return unplaced_;
+    unplaced = unplaced_;
+    return folded;
   }
 
-  void ApplyRecords(const EventRecords& records, std::vector<EventFailure>& failures) override {
+  // Whether it applies `e`, counting it in `folded` when it is one of its events: of its
+  // classes and selected, or unusable (counted once over a read model's segments).
+  bool Take(const EventRecords& records, const EventRecord& e, Folded& folded) const {
+    if (!reads_class(e.event_class)) return false;
+    if (!Usable(e)) {
+      if (!CountsUnkeyed()) return false;
+      ++folded.events;
+      ++folded.unusable;
+      return false;
+    }
+    if (!Selects(records, e)) return false;
+    ++folded.events;
+    return true;
+  }
+
+  Folded Apply(const EventRecords& records, std::vector<EventFailure>& failures) override {
     if (fast_) return fast_->Apply(records, failures);
+    Folded folded;
     const size_t nvalues = plan_.values.size(), ncolumns = column_plan_.size();
     typed_.resize(nvalues);
     present_.resize(nvalues);
     sums_.resize(ncolumns);
     for (const EventRecord& e : records.events) {
-      if (!Usable(e) || !Selects(records, e)) continue;
+      if (!Take(records, e, folded)) continue;
       // The key.
       key_.clear();
       std::string reason;
@@ -675,6 +690,7 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
       }
       unplaced_ += unplaced ? 1 : 0;
     }
+    return folded;
   }
 
   size_t pending_rows() const override {
@@ -1004,11 +1020,12 @@ size_t CountingPath::pending_rows() const {
 
 // The fast path's fold (CountsOnFastPath): the other key first, then the text, as the
 // general path takes them (key_order_), so that a failure names the same key.
-void CountingPath::Apply(const EventRecords& records, std::vector<EventFailure>& failures) {
+Folded CountingPath::Apply(const EventRecords& records, std::vector<EventFailure>& failures) {
+  Folded folded;
   std::string reason;
   ids_of_batch_.clear();  // the batch's text ids are new with every batch
   for (const EventRecord& e : records.events) {
-    if (!p_.Usable(e) || !p_.Selects(records, e)) continue;
+    if (!p_.Take(records, e, folded)) continue;
     int64_t other = 0;
     if (other_key_ >= 0) {
       const size_t k = static_cast<size_t>(other_key_);
@@ -1068,6 +1085,7 @@ void CountingPath::Apply(const EventRecords& records, std::vector<EventFailure>&
       ++by_pair_[(uint64_t{ToOrdered(static_cast<int32_t>(other))} << 32) | id];  // date, then text
     }
   }
+  return folded;
 }
 
 // The fast path's rows: in the order of the other key (then the text's arrival), as the

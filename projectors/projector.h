@@ -1,10 +1,11 @@
-// The projector interface: one read model, rebuilt from PageVisit events.
+// The projector interface: one read model, rebuilt from events of any class.
 //
-// A projector knows its table, the fields it needs, how to fold events into in-memory
-// state, and how to turn that state into rows. It never sees threads, connections or
-// transactions: the projector runner (stages/) owns those, calls Apply() with events
-// in increasing id order, and calls Flush() inside the transaction that also writes
-// the checkpoint.
+// A projector knows its table, the classes and fields it reads, how to fold a batch's
+// records into in-memory state, and how to turn that state into rows. It never sees
+// threads, connections or transactions: the projector runner (stages/) owns those, calls
+// Apply() with records in increasing id order, and calls Flush() inside the transaction
+// that also writes the checkpoint. The blog's compiled read models and the declared ones
+// are the same kind: they differ in what they bind and how they fold.
 //
 // Thread safety: none. A projector instance is used by one runner, serially.
 #pragma once
@@ -18,7 +19,6 @@
 #include <vector>
 
 #include "projectors/event_record.h"
-#include "projectors/page_visit.h"
 #include "projectors/segment.h"
 
 namespace rw {
@@ -143,54 +143,59 @@ class KeepsCommitted {
   virtual std::string LoadCommitted(std::span<const std::string_view> row) = 0;
 };
 
+// What a fold took of a batch's records: its events (of its classes, passing its filters),
+// and of those the ones it could not use (a payload that did not decode, a field that failed
+// the decoder's checks): counted as failed, their failure already recorded by the decoder.
+struct Folded {
+  uint64_t events = 0;
+  uint64_t unusable = 0;
+};
+
 class Projector {
  public:
   virtual ~Projector() = default;
 
   virtual std::string_view name() const = 0;
   virtual const TableSpec& table() const = 0;
-  // Bitwise OR of Field values this projector reads.
-  virtual uint32_t fields() const = 0;
-  // True when the result depends on the order of events (Apply must see id order).
-  virtual bool order_dependent() const { return false; }
-
-  // Folds events into the in-memory state. REQUIRES: ids increase across calls.
-  virtual void Apply(std::span<const PageVisit> visits) = 0;
+  // What it reads: registers its classes and fields in the run's catalog, once, before the
+  // run (the decoder decodes what the catalog holds).
+  virtual void Bind(EventCatalog& catalog) = 0;
+  // The classes it reads (after Bind), for the runner's filter.
+  virtual bool reads_class(uint16_t event_class) const = 0;
+  // Folds the records of its classes into the in-memory state, in id order, adding to
+  // `failures` the events it cannot apply (counted nowhere in the read model).
+  // REQUIRES: ids increase across calls.
+  virtual Folded Apply(const EventRecords& records, std::vector<EventFailure>& failures) = 0;
   // Rows that the next Flush() would write.
   virtual size_t pending_rows() const = 0;
   // Emits the pending deltas (in key order where cheap) and forgets them. The runner
   // keeps what they became until its transaction commits, and redoes that on retries.
   virtual void Flush(RowSink& sink) = 0;
 
-  // Read models of any event class (declared ones) read EventRecords instead of visits:
-  // Bind() registers their classes and fields once, before the run, and ApplyRecords()
-  // folds the records of their classes (in id order), adding to `failures` the events it
-  // cannot apply (counted nowhere in the read model).
-  virtual bool reads_records() const { return false; }
-  virtual void Bind(EventCatalog& /*catalog*/) {}
-  virtual void ApplyRecords(const EventRecords& /*records*/, std::vector<EventFailure>& /*failures*/) {}
-  // Late events below values already written into a table that keeps no event ids: what
-  // commutes (counts, sums, min, max) is folded as ApplyRecords does; first and last values
-  // cannot be placed and are left out. Returns how many events had such a value.
-  // The longest text value a row may hold (the server's max_allowed_packet bounds a
-  // statement): a longer one is its event's failure, not a flush the server refuses.
-  virtual void LimitValueBytes(size_t /*bytes*/) {}
-  virtual uint64_t ApplyRecordsUnordered(const EventRecords& records, std::vector<EventFailure>& failures) {
-    ApplyRecords(records, failures);
-    return 0;
-  }
-  // The classes it reads (after Bind), for the runner's filter.
-  virtual bool reads_class(uint16_t /*event_class*/) const { return false; }
-  // Whether it reads the payload (false: the event table's columns alone); one that does
-  // not also applies a record whose payload is no JSON object (EventRecord::decoded).
-  virtual bool reads_payload() const { return true; }
-  // Whether it can apply `record`: decoded, or read without its payload.
-  bool Usable(const EventRecord& record) const { return record.decoded || !reads_payload(); }
+  // True when the result depends on the order of events across keys (Apply must see id
+  // order: the runner holds events above a hole still open).
+  virtual bool order_dependent() const { return false; }
+  // Whether it can apply `record` (of its classes): decoded, or read without its payload.
+  virtual bool Usable(const EventRecord& record) const { return record.decoded || !reads_payload(); }
   // Whether it applies `record` (of `records`): its class, and any filter of its own on the
   // event table's columns (a declared `where`).
   virtual bool Selects(const EventRecords& /*records*/, const EventRecord& record) const {
     return reads_class(record.event_class);
   }
+  // Late events below values already written into a table that keeps no event ids: what
+  // commutes (counts, sums, min, max) is folded as Apply does; first and last values
+  // cannot be placed and are left out. `unplaced`: how many events had such a value.
+  virtual Folded ApplyUnordered(const EventRecords& records, std::vector<EventFailure>& failures,
+                                uint64_t& unplaced) {
+    unplaced = 0;
+    return Apply(records, failures);
+  }
+  // The longest text value a row may hold (the server's max_allowed_packet bounds a
+  // statement): a longer one is its event's failure, not a flush the server refuses.
+  virtual void LimitValueBytes(size_t /*bytes*/) {}
+  // Whether it reads the payload (false: the event table's columns alone); one that does
+  // not also applies a record whose payload is no JSON object (EventRecord::decoded).
+  virtual bool reads_payload() const { return true; }
   // Its capabilities (above), or nullptr.
   virtual Segmentable* segmentable() { return nullptr; }
   virtual const HandsOver* hands_over() const { return nullptr; }

@@ -11,37 +11,36 @@
 #include <vector>
 #include <unordered_map>
 
-#include "projectors/projector.h"
+#include "projectors/counters.h"
 
 namespace rw {
 namespace {
 
 constexpr int64_t kSessionGapSeconds = 30 * 60;
 
-class SessionsPerDay final : public Projector {
+class SessionsPerDay final : public PageVisitModel<SessionsPerDay> {
  public:
   SessionsPerDay()
-      : table_{"sessions_per_day",
+      : PageVisitModel(kFieldVisitedAt | kFieldIp | kFieldUserAgent),
+        table_{"sessions_per_day",
                {{"date", ColumnType::kDate}, {"count", ColumnType::kUInt64, Merge::kAdd}}} {}
 
   std::string_view name() const override { return table_.name; }
   const TableSpec& table() const override { return table_; }
-  uint32_t fields() const override { return kFieldVisitedAt | kFieldIp | kFieldUserAgent; }
   bool order_dependent() const override { return true; }
 
-  void Apply(std::span<const PageVisit> visits) override {
-    for (const PageVisit& v : visits) {
-      // The visitor is (ip, userAgent) compared byte for byte: the decoder's dense id of the
-      // pair (PageVisit::visitor_id), so no two pairs share one whatever bytes they hold.
-      const uint32_t visitor = v.visitor_id;
-      if (visitor >= last_seen_.size()) {
-        last_seen_.resize(std::max<size_t>(visitor + 1, last_seen_.size() * 2), kNever);
-      }
-      const int64_t t = v.visited_at.epoch_seconds();
-      int64_t& last = last_seen_[visitor];
-      if (last == kNever || t - last > kSessionGapSeconds) ++started_per_day_[v.visited_at.days];
-      if (last == kNever || t > last) last = t;
+  void Fold(const EventRecords& records, const EventRecord& e) {
+    // The visitor is (ip, userAgent) compared byte for byte: the decoder's run-wide id of
+    // the pair (PageFields::visitor), so no two pairs share one whatever bytes they hold.
+    const uint32_t visitor = records.value(e, page().visitor()).text_id - 1;
+    if (visitor >= last_seen_.size()) {
+      last_seen_.resize(std::max<size_t>(size_t{visitor} + 1, last_seen_.size() * 2), kNever);
     }
+    const CivilTime& at = records.value(e, page().at()).time;
+    const int64_t t = at.epoch_seconds();
+    int64_t& last = last_seen_[visitor];
+    if (last == kNever || t - last > kSessionGapSeconds) ++started_per_day_[at.days];
+    if (last == kNever || t > last) last = t;
   }
 
   size_t pending_rows() const override { return started_per_day_.size(); }

@@ -1,5 +1,6 @@
 // The decoder on both payload encodings and on every kind of bad payload.
 #include "stages/flow/decoder.h"
+#include "tests/page_decoder.h"
 
 #include <gtest/gtest.h>
 #include <simdjson.h>
@@ -29,10 +30,10 @@ constexpr uint32_t kAll = kFieldVisitedAt | kFieldUrl | kFieldIp | kFieldUserAge
 TEST(Decoder, ReadsTheLiteralUtf8Encoding) {
   auto b = MakeBatch({R"({"uuid":"u","url":"/blog/Café/🎉","visitedAt":"2024-01-19T12:34:56+00:00",)"
                       R"("ip":"10.0.0.1","userAgent":"Mozilla/5.0 [X11]","raw":"GET / \"q\"","uri":"/blog"})"});
-  Decoder(kAll).Decode(*b);
-  ASSERT_EQ(b->visits.size(), 1u);
+  const std::vector<PageVisit> b_visits = PageDecoder(kAll).Decode(*b);
+  ASSERT_EQ(b_visits.size(), 1u);
   ASSERT_TRUE(b->failures.empty());
-  const PageVisit& v = b->visits[0];
+  const PageVisit& v = b_visits[0];
   EXPECT_EQ(v.id, 1);
   EXPECT_EQ(v.url, "/blog/Café/🎉");
   EXPECT_EQ(v.ip, "10.0.0.1");
@@ -47,29 +48,29 @@ TEST(Decoder, ReadsTheLiteralUtf8Encoding) {
 TEST(Decoder, ReadsTheOldEscapedEncoding) {
   auto b = MakeBatch({R"({"url":"\/blog\/Caf\u00e9\/\ud83c\udf89","visitedAt":"2024-01-19T12:34:56+00:00",)"
                       R"("ip":"10.0.0.1","userAgent":"Mozilla\/5.0 \"quoted\" back\\slash"})"});
-  Decoder(kAll).Decode(*b);
-  ASSERT_EQ(b->visits.size(), 1u) << (b->failures.empty() ? "" : b->failures[0].reason);
-  EXPECT_EQ(b->visits[0].url, "/blog/Café/🎉");
-  EXPECT_EQ(b->visits[0].user_agent, "Mozilla/5.0 \"quoted\" back\\slash");
+  const std::vector<PageVisit> b_visits = PageDecoder(kAll).Decode(*b);
+  ASSERT_EQ(b_visits.size(), 1u) << (b->failures.empty() ? "" : b->failures[0].reason);
+  EXPECT_EQ(b_visits[0].url, "/blog/Café/🎉");
+  EXPECT_EQ(b_visits[0].user_agent, "Mozilla/5.0 \"quoted\" back\\slash");
 }
 
 TEST(Decoder, ReadsEscapedKeys) {
   // "visit\u0065dAt" is the key "visitedAt"; "ur\u006c" is "url": JSON says they are equal.
   auto b = MakeBatch({R"({"ur\u006c":"/a","visit\u0065dAt":"2024-01-19T12:34:56Z","ip":"i","userAgent":"u"})"});
-  Decoder(kAll).Decode(*b);
-  ASSERT_EQ(b->visits.size(), 1u) << (b->failures.empty() ? "" : b->failures[0].reason);
-  EXPECT_EQ(b->visits[0].url, "/a");
-  EXPECT_EQ(b->visits[0].visited_at.days, DaysFromCivil(2024, 1, 19));
+  const std::vector<PageVisit> b_visits = PageDecoder(kAll).Decode(*b);
+  ASSERT_EQ(b_visits.size(), 1u) << (b->failures.empty() ? "" : b->failures[0].reason);
+  EXPECT_EQ(b_visits[0].url, "/a");
+  EXPECT_EQ(b_visits[0].visited_at.days, DaysFromCivil(2024, 1, 19));
 }
 
 TEST(Decoder, KeepsLongUrlsWhole) {
   const std::string url = "/long/" + std::string(2000, 'x');
   auto b = MakeBatch({R"({"url":")" + url + R"(","visitedAt":"2024-01-19T12:34:56Z","ip":"i","userAgent":"u"})",
                       R"({"url":"\/)" + std::string(3000, 'y') + R"(","visitedAt":"2024-01-19T12:34:56Z","ip":"i","userAgent":"u"})"});
-  Decoder(kAll).Decode(*b);
-  ASSERT_EQ(b->visits.size(), 2u);
-  EXPECT_EQ(b->visits[0].url, url);
-  EXPECT_EQ(b->visits[1].url, "/" + std::string(3000, 'y'));
+  const std::vector<PageVisit> b_visits = PageDecoder(kAll).Decode(*b);
+  ASSERT_EQ(b_visits.size(), 2u);
+  EXPECT_EQ(b_visits[0].url, url);
+  EXPECT_EQ(b_visits[1].url, "/" + std::string(3000, 'y'));
 }
 
 // Read models key on PageVisit::url_id and visitor_id: equal bytes must get equal ids
@@ -89,7 +90,7 @@ TEST(Decoder, GivesEqualTextsOneIdForTheWholeRun) {
   batches[1].push_back(R"({"url":"/","visitedAt":"2024-01-19T12:34:56Z","ip":"1.11","userAgent":".1A"})");
   std::vector<std::unique_ptr<Batch>> decoded;
   for (const auto& payloads : batches) decoded.push_back(MakeBatch(payloads));
-  const Decoder decoder(kAll);
+  const PageDecoder decoder(kAll);
   std::vector<std::thread> threads;
   for (auto& b : decoded) threads.emplace_back([&decoder, &b] { decoder.Decode(*b); });
   for (auto& t : threads) t.join();
@@ -101,7 +102,7 @@ TEST(Decoder, GivesEqualTextsOneIdForTheWholeRun) {
   size_t visits = 0;
   for (const auto& b : decoded) {
     ASSERT_TRUE(b->failures.empty()) << b->failures[0].reason;
-    for (const PageVisit& v : b->visits) {
+    for (const PageVisit& v : decoder.Visits(*b)) {
       ++visits;
       const std::string url(v.url);
       const std::pair<std::string, std::string> visitor{std::string(v.ip), std::string(v.user_agent)};
@@ -130,7 +131,7 @@ TEST(Decoder, GivesEqualRecordTextsOneIdPerBatch) {
   auto batch = MakeBatch({R"({"k":"x","o":"x"})", R"({"k":"\u0078"})", R"({"k":"y"})", R"({"k":7})", R"({"k":"7"})",
                           R"({"k":null})", R"({"o":"y"})", R"({"k":{"x":1}})"});
   for (RawEvent& r : batch->raw) r.event_class = a;
-  const Decoder decoder(0, std::nullopt, catalog);
+  const Decoder decoder(catalog);
   decoder.Decode(*batch);
   ASSERT_EQ(batch->records.size(), 8u);
   std::vector<uint32_t> ids;
@@ -178,21 +179,20 @@ TEST(Decoder, EveryBadPayloadBecomesAFailureWithAReason) {
   // Whitespace after the object is not an error.
   payloads.push_back("{\"url\":\"/ok\",\"visitedAt\":\"2023-01-01T00:00:00Z\",\"ip\":\"1\",\"userAgent\":\"u\"} \n\t ");
   auto b = MakeBatch(payloads);
-  Decoder(kAll).Decode(*b);
+  const std::vector<PageVisit> b_visits = PageDecoder(kAll).Decode(*b);
   ASSERT_EQ(b->failures.size(), cases.size());
   // Events with a bad url or ip stay, marked, for the projectors that need neither.
-  ASSERT_EQ(b->visits.size(), 5u);
-  EXPECT_TRUE(b->has_partial);
+  ASSERT_EQ(b_visits.size(), 5u);
   std::vector<int64_t> partial;
-  for (const PageVisit& v : b->visits) {
+  for (const PageVisit& v : b_visits) {
     EXPECT_TRUE(v.fields_ok & kFieldVisitedAt);
     if (v.fields_ok != kAll) partial.push_back(v.id);
   }
   // No url, url 12345, ip null, a lone surrogate in url. (Invalid UTF-8 anywhere makes
   // the whole payload invalid: simdjson validates the document first.)
   EXPECT_EQ(partial, (std::vector<int64_t>{4, 5, 10, 12}));
-  EXPECT_EQ(b->visits.back().url, "/ok");
-  EXPECT_EQ(b->visits.back().fields_ok, kAll);
+  EXPECT_EQ(b_visits.back().url, "/ok");
+  EXPECT_EQ(b_visits.back().fields_ok, kAll);
   for (size_t i = 0; i < cases.size(); ++i) {
     EXPECT_EQ(b->failures[i].event_id, static_cast<int64_t>(i + 1));
     EXPECT_EQ(b->failures[i].stage, "decoder");
@@ -202,8 +202,8 @@ TEST(Decoder, EveryBadPayloadBecomesAFailureWithAReason) {
 }
 
 // The same escaped text repeated in a batch, good and bad: each event is judged on its own
-// bytes, a bad text is bad every time it comes, and the reasons follow the payload's field
-// order (whichever events came before).
+// bytes, a bad text is bad every time it comes, and the reasons come in the same order
+// (whichever events came before).
 TEST(Decoder, JudgesEveryRepeatOfAnEscapedTextOnItsOwn) {
   const std::string at = R"("visitedAt":"2024-01-19T12:34:56Z")";
   const std::string good = R"({"url":"\/a",)" + at + R"(,"ip":"1","userAgent":"Mo\/z"})";
@@ -213,7 +213,7 @@ TEST(Decoder, JudgesEveryRepeatOfAnEscapedTextOnItsOwn) {
                                R"(,"ip":"\/1","userAgent":"Mo\/z"})";
   auto b = MakeBatch({good, bad, bad, good, bad_reversed, too_long, too_long,
                       R"({"url":"/a",)" + at + R"(,"ip":"1","userAgent":"Mo/z"})"});
-  Decoder(kAll).Decode(*b);
+  const std::vector<PageVisit> b_visits = PageDecoder(kAll).Decode(*b);
   ASSERT_EQ(b->failures.size(), 5u);
   const std::vector<int64_t> failed = {2, 3, 5, 6, 7};
   for (size_t i = 0; i < failed.size(); ++i) EXPECT_EQ(b->failures[i].event_id, failed[i]);
@@ -222,46 +222,48 @@ TEST(Decoder, JudgesEveryRepeatOfAnEscapedTextOnItsOwn) {
     EXPECT_NE(r.find("field 'url' is not a valid string"), std::string::npos) << r;
     EXPECT_LT(r.find("field 'url'"), r.find("field 'userAgent' is not a valid string")) << r;
   }
+  // The reasons come in the order of the fields' checks (url, then ip, then userAgent),
+  // whatever the payload's order.
   const std::string& reversed = b->failures[2].reason;
-  EXPECT_LT(reversed.find("field 'userAgent' is not a valid string"), reversed.find("field 'url'")) << reversed;
+  EXPECT_LT(reversed.find("field 'url'"), reversed.find("field 'userAgent' is not a valid string")) << reversed;
   for (size_t i : {3, 4}) EXPECT_NE(b->failures[i].reason.find("more than the"), std::string::npos);
 
-  ASSERT_EQ(b->visits.size(), 8u);  // every event has its visitedAt: none is dropped
-  const PageVisit& first = b->visits[0];
+  ASSERT_EQ(b_visits.size(), 8u);  // every event has its visitedAt: none is dropped
+  const PageVisit& first = b_visits[0];
   EXPECT_EQ(first.url, "/a");
   EXPECT_EQ(first.user_agent, "Mo/z");
   for (size_t i : {0, 3, 7}) {  // escaped or not, the same texts and the same ids
-    EXPECT_EQ(b->visits[i].fields_ok, kAll) << i;
-    EXPECT_EQ(b->visits[i].url, "/a");
-    EXPECT_EQ(b->visits[i].user_agent, "Mo/z");
-    EXPECT_EQ(b->visits[i].url_id, first.url_id);
-    EXPECT_EQ(b->visits[i].visitor_id, first.visitor_id);
+    EXPECT_EQ(b_visits[i].fields_ok, kAll) << i;
+    EXPECT_EQ(b_visits[i].url, "/a");
+    EXPECT_EQ(b_visits[i].user_agent, "Mo/z");
+    EXPECT_EQ(b_visits[i].url_id, first.url_id);
+    EXPECT_EQ(b_visits[i].visitor_id, first.visitor_id);
   }
-  for (size_t i : {1, 2, 4}) EXPECT_EQ(b->visits[i].fields_ok, kFieldVisitedAt | kFieldIp) << i;
+  for (size_t i : {1, 2, 4}) EXPECT_EQ(b_visits[i].fields_ok, kFieldVisitedAt | kFieldIp) << i;
   for (size_t i : {5, 6}) {  // the URL is refused; the visitor ("/1", "Mo/z") is a new one
-    EXPECT_EQ(b->visits[i].fields_ok, kAll & ~kFieldUrl) << i;
-    EXPECT_EQ(b->visits[i].ip, "/1");
-    EXPECT_NE(b->visits[i].visitor_id, first.visitor_id);
+    EXPECT_EQ(b_visits[i].fields_ok, kAll & ~kFieldUrl) << i;
+    EXPECT_EQ(b_visits[i].ip, "/1");
+    EXPECT_NE(b_visits[i].visitor_id, first.visitor_id);
   }
-  EXPECT_EQ(b->visits[5].visitor_id, b->visits[6].visitor_id);
+  EXPECT_EQ(b_visits[5].visitor_id, b_visits[6].visitor_id);
 }
 
 TEST(Decoder, ReadsOnlyTheFieldsItIsAskedFor) {
   // visits_per_day alone needs visitedAt only: a missing url does not fail it.
   auto b = MakeBatch({R"({"visitedAt":"2023-01-01T00:00:00Z","raw":{"nested":[1,2,3]}})"});
-  Decoder(kFieldVisitedAt).Decode(*b);
-  ASSERT_EQ(b->visits.size(), 1u);
-  EXPECT_TRUE(b->visits[0].url.empty());
+  const std::vector<PageVisit> b_visits = PageDecoder(kFieldVisitedAt).Decode(*b);
+  ASSERT_EQ(b_visits.size(), 1u);
+  EXPECT_TRUE(b_visits[0].url.empty());
   auto c = MakeBatch({R"({"visitedAt":"2023-01-01T00:00:00Z"})"});
-  Decoder(kFieldVisitedAt | kFieldUrl).Decode(*c);
+  const std::vector<PageVisit> c_visits = PageDecoder(kFieldVisitedAt | kFieldUrl).Decode(*c);
   EXPECT_EQ(c->failures.size(), 1u);
-  ASSERT_EQ(c->visits.size(), 1u);
-  EXPECT_EQ(c->visits[0].fields_ok, kFieldVisitedAt);
+  ASSERT_EQ(c_visits.size(), 1u);
+  EXPECT_EQ(c_visits[0].fields_ok, kFieldVisitedAt);
   // A payload that breaks off after visitedAt is unusable for everyone.
   auto d = MakeBatch({R"({"visitedAt":"2023-01-01T00:00:00Z","url":"/x","ip":)"});
-  Decoder(kFieldVisitedAt).Decode(*d);
+  const std::vector<PageVisit> d_visits = PageDecoder(kFieldVisitedAt).Decode(*d);
   EXPECT_EQ(d->failures.size(), 1u);
-  EXPECT_TRUE(d->visits.empty());
+  EXPECT_TRUE(d_visits.empty());
 }
 
 }  // namespace

@@ -37,7 +37,7 @@ class Replay {
       if (info.name == "visits_per_day" || info.name == "sessions_per_day") projectors.push_back(info.make());
     }
     plan_ = PlanReads(EventTableOptions{}, projectors);
-    decoder_ = std::make_unique<Decoder>(plan_.page_fields, plan_.page_class, plan_.catalog);
+    decoder_ = std::make_unique<Decoder>(plan_.catalog);
     for (auto& p : projectors) {
       names_.emplace_back(p->name());
       ProjectorRunner* runner = runners_.emplace_back(ProjectorRunner::InMemory(std::move(p))).get();

@@ -221,7 +221,7 @@ values = [
   std::vector<EventRecord> events;
   std::vector<FieldValue> values;
   auto add = [&](EventId id, uint16_t cls, std::map<std::string, FieldValue> fields) {
-    events.push_back({id, cls, true, static_cast<uint32_t>(values.size())});
+    events.push_back({id, cls, true, 0, static_cast<uint32_t>(values.size())});
     values.resize(values.size() + width);
     for (const auto& [path, v] : fields) values[events.back().first_value + slot(path.c_str())] = v;
   };
@@ -243,7 +243,7 @@ values = [
   add(7, other, {{"k", F(K::kString, "x")}, {"t", F(K::kString, "2024-01-04")}});                 // not its class
   add(8, a, {{"k", F(K::kString, "x")}, {"t", F(K::kString, "2024-01-05")}, {"x", F(K::kNull, "")}, {"s", F(K::kNumber, "3")}});
   std::vector<EventFailure> failures;
-  p->ApplyRecords(EventRecords{events, values, width}, failures);
+  p->Apply(EventRecords{events, values, width}, failures);
   ASSERT_EQ(failures.size(), 3u);
   EXPECT_EQ(failures[0].id, 4);
   EXPECT_NE(failures[0].reason.find("key 'k': path 'k' is missing"), std::string::npos) << failures[0].reason;
@@ -292,7 +292,7 @@ values = [
   std::vector<FieldValue> values;
   std::deque<std::string> texts;  // the bytes the values point into
   auto add = [&](EventId id, uint16_t cls, std::map<std::string, std::string> fields) {
-    events.push_back({id, cls, true, static_cast<uint32_t>(values.size())});
+    events.push_back({id, cls, true, 0, static_cast<uint32_t>(values.size())});
     values.resize(values.size() + width);
     for (const auto& [path, text] : fields) {
       FieldValue& v = values[events.back().first_value + slot(path.c_str())];
@@ -302,7 +302,7 @@ values = [
   };
   auto apply = [&] {
     std::vector<EventFailure> failures;
-    p->ApplyRecords(EventRecords{events, values, width}, failures);
+    p->Apply(EventRecords{events, values, width}, failures);
     events.clear();
     values.clear();
     return failures;
@@ -356,12 +356,12 @@ TEST(DeclaredProjector, AReadModelOfKeysAloneHasOneRowPerKey) {
   std::vector<EventRecord> events;
   std::vector<FieldValue> values(3);
   for (uint32_t i = 0; i < 3; ++i) {
-    events.push_back({i + 1, catalog.ClassIndex("A"), true, i});
+    events.push_back({i + 1, catalog.ClassIndex("A"), true, 0, i});
     values[i].kind = ValueKind::kString;
     values[i].text = i == 1 ? "mug" : "pen";
   }
   std::vector<EventFailure> failures;
-  p->ApplyRecords(EventRecords{events, values, 1}, failures);
+  p->Apply(EventRecords{events, values, 1}, failures);
   EXPECT_TRUE(failures.empty());
   TextSink sink(/*quote_text=*/true);
   p->Flush(sink);
@@ -489,7 +489,7 @@ TEST(DeclaredProjector, AddsOnSomeEventsAndSubtractsOnOthersInOneColumn) {
   };
   // The texts are literals: they outlive the records.
   auto add = [&](EventId id, uint16_t cls, const char* account, std::string_view amount, std::string_view fee_text) {
-    events.push_back({id, cls, true, static_cast<uint32_t>(values.size())});
+    events.push_back({id, cls, true, 0, static_cast<uint32_t>(values.size())});
     values.resize(values.size() + width);
     FieldValue* v = &values[events.back().first_value];
     v[slot("account")] = field(ValueKind::kString, account);
@@ -504,7 +504,7 @@ TEST(DeclaredProjector, AddsOnSomeEventsAndSubtractsOnOthersInOneColumn) {
   add(6, dep, "b", "20.01", "");      // 10000.00 leaves decimal(6,2): a failure, b unchanged
   add(7, wd, "c", "9999.99", "0.01"); // -10000.00 leaves it below: a failure, no row for c
   std::vector<EventFailure> failures;
-  p->ApplyRecords(EventRecords{events, values, width}, failures);
+  p->Apply(EventRecords{events, values, width}, failures);
   ASSERT_EQ(failures.size(), 2u);
   EXPECT_EQ(failures[0].id, 6);
   EXPECT_NE(failures[0].reason.find("the sum leaves decimal(6,2)"), std::string::npos) << failures[0].reason;

@@ -3,6 +3,7 @@
 // the run cleanly, and a flush that meets a lock wait timeout is retried and commits once.
 #include <fmt/core.h>
 #include <gtest/gtest.h>
+#include <simdjson.h>
 
 #include <atomic>
 #include <chrono>
@@ -12,7 +13,9 @@
 #include <thread>
 
 #include "pipeline/replay/replay.h"
+#include "projectors/page_visit.h"
 #include "stages/flow/batch.h"
+#include "stages/flow/decoder.h"
 #include "stages/flow/projector_runner.h"
 #include "tests/test_db.h"
 
@@ -37,17 +40,29 @@ class ProbeProjector final : public Projector {
   std::string_view name() const override { return table_.name; }
   const TableSpec& table() const override { return table_; }
   // Every field, so that the events it accepts are exactly the reference's valid ones.
-  uint32_t fields() const override { return kFieldVisitedAt | kFieldUrl | kFieldIp | kFieldUserAgent; }
-  void Apply(std::span<const PageVisit> visits) override {
+  void Bind(EventCatalog& catalog) override {
+    page_.Bind(catalog, kFieldVisitedAt | kFieldUrl | kFieldIp | kFieldUserAgent);
+  }
+  bool reads_class(uint16_t c) const override { return page_.reads_class(c); }
+  bool Usable(const EventRecord& e) const override { return page_.Usable(e); }
+  Folded Apply(const EventRecords& records, std::vector<EventFailure>& /*failures*/) override {
     if (behaviour_.before_first_batch && !held_) {
       held_ = true;
       behaviour_.before_first_batch();
     }
-    for (const PageVisit& v : visits) {
-      if (v.id == behaviour_.throw_at_id) throw std::runtime_error("probe refuses this event");
-      if (seen_) seen_->push_back(v.id);
-      ++counts_[v.visited_at.days];
+    Folded folded;
+    for (const EventRecord& e : records.events) {
+      if (!page_.reads_class(e.event_class)) continue;
+      ++folded.events;
+      if (!page_.Usable(e)) {
+        ++folded.unusable;
+        continue;
+      }
+      if (e.id == behaviour_.throw_at_id) throw std::runtime_error("probe refuses this event");
+      if (seen_) seen_->push_back(e.id);
+      ++counts_[records.value(e, page_.at()).time.days];
     }
+    return folded;
   }
   size_t pending_rows() const override { return counts_.size(); }
   void Flush(RowSink& sink) override {
@@ -64,6 +79,7 @@ class ProbeProjector final : public Projector {
   std::vector<int64_t>* seen_;
   const Behaviour behaviour_;
   bool held_ = false;
+  PageFields page_;
   std::map<int32_t, int64_t> counts_;
 };
 
@@ -178,19 +194,23 @@ TEST_F(PipelineTest, AFlushThatWaitsForALockIsRetriedAndCommitsOnce) {
   const unsigned long flusher = (*rc)->thread_id();
   RunnerOptions ro;
   ro.target_table = "lock_probe";
-  auto runner = ProjectorRunner::Make(
-      std::make_unique<ProbeProjector>("lock_probe", nullptr, ProbeProjector::Behaviour{}),
-      std::move(*rc), ro);
+  auto probe = std::make_unique<ProbeProjector>("lock_probe", nullptr, ProbeProjector::Behaviour{});
+  EventCatalog catalog;
+  probe->Bind(catalog);
+  auto runner = ProjectorRunner::Make(std::move(probe), std::move(*rc), ro);
   ASSERT_TRUE(runner.ok()) << runner.status().message();
   Batch batch;
   batch.last_id = 3;
-  for (int64_t id = 1; id <= 3; ++id) {
-    PageVisit v;
-    v.id = id;
-    v.visited_at = CivilTime{19000 + static_cast<int32_t>(id % 2), 0};
-    v.fields_ok = kFieldVisitedAt | kFieldUrl | kFieldIp | kFieldUserAgent;
-    batch.visits.push_back(v);
+  for (int64_t id = 1; id <= 3; ++id) {  // on two days
+    const std::string payload = fmt::format(
+        R"({{"url":"/","visitedAt":"2022-01-0{}T00:00:00Z","ip":"1","userAgent":"u"}})", 1 + id % 2);
+    batch.raw.push_back(RawEvent{id, static_cast<uint32_t>(batch.payloads.size()),
+                                 static_cast<uint32_t>(payload.size())});
+    batch.payloads += payload;
   }
+  batch.payloads.append(simdjson::SIMDJSON_PADDING, '\0');
+  Decoder(catalog).Decode(batch);
+  ASSERT_TRUE(batch.failures.empty()) << batch.failures[0].reason;
   ASSERT_TRUE((*runner)->Consume(batch).ok());
 
   // Another session holds the checkpoint row, as a long transaction would: the flush's

@@ -6,12 +6,14 @@
 #include <vector>
 
 #include <fmt/core.h>
+#include <simdjson.h>
 
 #include <algorithm>
 
 #include "projectors/bucket_counts.h"
 #include "base/flat_map.h"
 #include "projectors/projector.h"
+#include "stages/flow/decoder.h"
 #include "text_sink.h"
 #include "base/sha256.h"
 #include "base/text_table.h"
@@ -29,26 +31,43 @@ std::unique_ptr<Projector> Make(const std::string& name) {
   return nullptr;
 }
 
-PageVisit Visit(int64_t id, const char* when, std::string_view url, std::string_view ip = "1.1.1.1",
-                std::string_view ua = "ua") {
-  PageVisit v;
-  v.id = id;
-  v.visited_at = *ParseIsoTimestamp(when);
-  v.url = url;
-  v.ip = ip;
-  v.user_agent = ua;
-  // Dense ids as the decoder gives them: the same bytes, the same id.
-  static std::map<std::string, uint32_t> urls;
-  static std::map<std::pair<std::string, std::string>, uint32_t> visitors;
-  v.url_id = urls.try_emplace(std::string(url), static_cast<uint32_t>(urls.size())).first->second;
-  v.visitor_id = visitors.try_emplace({std::string(ip), std::string(ua)}, static_cast<uint32_t>(visitors.size()))
-                     .first->second;
-  return v;
+// A PageVisited event as the application writes it.
+struct Visit {
+  int64_t id;
+  const char* when;
+  std::string_view url;
+  std::string_view ip = "1.1.1.1";
+  std::string_view ua = "ua";
+  Visit(int64_t i, const char* w, std::string_view u, std::string_view p = "1.1.1.1", std::string_view a = "ua")
+      : id(i), when(w), url(u), ip(p), ua(a) {}
+};
+
+// Folds `visits` into `p` as a run does: their payloads decoded by a decoder of what `p`
+// binds, the records handed to its Apply.
+void Apply(Projector& p, const std::vector<Visit>& visits) {
+  EventCatalog catalog;
+  p.Bind(catalog);
+  Batch batch;
+  for (const Visit& v : visits) {
+    const std::string payload = fmt::format(R"({{"url":"{}","visitedAt":"{}","ip":"{}","userAgent":"{}"}})", v.url,
+                                            v.when, v.ip, v.ua);
+    batch.raw.push_back(RawEvent{v.id, static_cast<uint32_t>(batch.payloads.size()),
+                                 static_cast<uint32_t>(payload.size())});
+    batch.payloads += payload;
+  }
+  batch.payloads.append(simdjson::SIMDJSON_PADDING, '\0');
+  Decoder(catalog).Decode(batch);
+  ASSERT_TRUE(batch.failures.empty()) << batch.failures[0].reason;
+  std::vector<EventFailure> failures;
+  const Folded folded = p.Apply(EventRecords{batch.records, batch.values, batch.width}, failures);
+  EXPECT_EQ(folded.events, visits.size());
+  EXPECT_EQ(folded.unusable, 0u);
+  EXPECT_TRUE(failures.empty());
 }
 
-std::vector<std::string> Rows(const std::string& name, const std::vector<PageVisit>& visits) {
+std::vector<std::string> Rows(const std::string& name, const std::vector<Visit>& visits) {
   auto p = Make(name);
-  p->Apply(visits);
+  Apply(*p, visits);
   TextSink sink;
   p->Flush(sink);
   EXPECT_EQ(p->pending_rows(), 0u);
@@ -56,7 +75,7 @@ std::vector<std::string> Rows(const std::string& name, const std::vector<PageVis
 }
 
 const std::string kLong(2000, 'x');
-const std::vector<PageVisit> kVisits = {
+const std::vector<Visit> kVisits = {
     Visit(1, "2024-12-30T23:59:59+00:00", "/a"),
     Visit(2, "2024-12-31T00:00:00-05:00", "/a"),  // offset ignored: still Dec 31
     Visit(3, "2024-12-31T00:00:30+00:00", "/Café"),
@@ -90,7 +109,7 @@ TEST(Projectors, VisitsPerDayMonthYear) {
 
 // A URL table's rows as sorted "uri|date|count" strings, after checking that rows come
 // in date order (the stored key starts with the date).
-std::vector<std::string> UrlRows(const std::string& name, const std::vector<PageVisit>& visits) {
+std::vector<std::string> UrlRows(const std::string& name, const std::vector<Visit>& visits) {
   std::vector<std::string> out;
   std::string last_date;
   for (const std::string& row : Rows(name, visits)) {
@@ -233,7 +252,7 @@ TEST(TextTable, CopiesPairsWithAnEmptyOrNullHalf) {
 }
 
 TEST(Projectors, SessionsPerDayFollowsEventOrder) {
-  const std::vector<PageVisit> visits = {
+  const std::vector<Visit> visits = {
       Visit(1, "2024-01-01T10:00:00Z", "/", "1.1.1.1", "A"),  // new session (day 1)
       Visit(2, "2024-01-01T10:20:00Z", "/", "1.1.1.1", "A"),  // same
       Visit(3, "2024-01-01T10:50:00Z", "/", "1.1.1.1", "A"),  // 30 min after 10:20: same
@@ -251,7 +270,7 @@ TEST(Projectors, SessionsPerDayFollowsEventOrder) {
             (std::vector<std::string>{"2024-01-01|4", "2024-01-02|3"}));
   // Another order of the same events gives another answer: the read model is
   // order-dependent, which is what the pipeline tests rely on.
-  const PageVisit a = Visit(1, "2024-01-01T10:00:00Z", "/"), b = Visit(2, "2024-01-01T10:25:00Z", "/"),
+  const Visit a = Visit(1, "2024-01-01T10:00:00Z", "/"), b = Visit(2, "2024-01-01T10:25:00Z", "/"),
                   c = Visit(3, "2024-01-01T10:50:00Z", "/");
   EXPECT_EQ(Rows("sessions_per_day", {a, b, c}), (std::vector<std::string>{"2024-01-01|1"}));
   EXPECT_EQ(Rows("sessions_per_day", {a, c, b}), (std::vector<std::string>{"2024-01-01|2"}));
@@ -259,10 +278,10 @@ TEST(Projectors, SessionsPerDayFollowsEventOrder) {
 
 TEST(Projectors, FlushEmitsDeltasAndForgetsThem) {
   auto p = Make("visits_per_day");
-  p->Apply(std::vector<PageVisit>{kVisits[0], kVisits[1]});
+  Apply(*p, {kVisits[0], kVisits[1]});
   TextSink first;
   p->Flush(first);
-  p->Apply(std::vector<PageVisit>{kVisits[2]});
+  Apply(*p, {kVisits[2]});
   TextSink second;
   p->Flush(second);
   EXPECT_EQ(first.rows, (std::vector<std::string>{"2024-12-30|1", "2024-12-31|1"}));
@@ -278,7 +297,10 @@ TEST(Projectors, RegistryIsCompleteAndConsistent) {
     EXPECT_EQ(p->table().columns.back().name, "count");
     EXPECT_EQ(p->table().columns.back().merge, Merge::kAdd);
     EXPECT_TRUE(p->table().columns.front().key());
-    EXPECT_TRUE(p->fields() & kFieldVisitedAt);
+    EventCatalog catalog;  // every one reads the PageVisited class's visitedAt
+    p->Bind(catalog);
+    EXPECT_EQ(catalog.classes(), std::vector<std::string>{catalog.default_class()});
+    EXPECT_EQ(catalog.fields().front().name, "visitedAt");
     tables[info.name] = p->table().name;
   }
   EXPECT_EQ(tables.size(), AllProjectors().size());  // names are unique

@@ -14,7 +14,11 @@
 #include <string>
 #include <vector>
 
+#include <fmt/core.h>
+#include <simdjson.h>
+
 #include "stages/db/checkpoint_store.h"
+#include "stages/flow/decoder.h"
 #include "stages/db/table_schema.h"
 #include "stages/flow/flush_builder.h"
 #include "stages/flow/flush_writer.h"
@@ -126,15 +130,23 @@ TEST_F(RunnerPartsTest, ALostConnectionIsReconnectedAndTheFlushRedoneOnce) {
 
 // visits_per_day's rows, by a fold of visits on the given days (day numbers).
 void Fold(Projector& p, const std::vector<int32_t>& days, EventId& next_id) {
-  std::vector<PageVisit> visits;
+  EventCatalog catalog;
+  p.Bind(catalog);
+  Batch batch;
   for (int32_t d : days) {
-    PageVisit v;
-    v.id = next_id++;
-    v.visited_at = CivilTime{d, 3600};
-    v.fields_ok = kFieldVisitedAt;
-    visits.push_back(v);
+    char date[16];
+    date[FormatDate(d, date)] = '\0';
+    const std::string payload = fmt::format(R"({{"visitedAt":"{}T01:00:00Z"}})", date);
+    batch.raw.push_back(RawEvent{next_id++, static_cast<uint32_t>(batch.payloads.size()),
+                                 static_cast<uint32_t>(payload.size())});
+    batch.payloads += payload;
   }
-  p.Apply(visits);
+  batch.payloads.append(simdjson::SIMDJSON_PADDING, '\0');
+  Decoder(catalog).Decode(batch);
+  ASSERT_TRUE(batch.failures.empty()) << batch.failures[0].reason;
+  std::vector<EventFailure> failures;
+  const Folded folded = p.Apply(EventRecords{batch.records, batch.values, batch.width}, failures);
+  EXPECT_EQ(folded.events, days.size());
 }
 
 TEST_F(RunnerPartsTest, TheBuilderLoadsTheKeysANewTableCannotHoldAndUpsertsTheOthers) {

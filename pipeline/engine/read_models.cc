@@ -10,16 +10,8 @@
 namespace rw {
 
 ReadPlan PlanReads(const EventTableOptions& events, std::vector<std::unique_ptr<Projector>>& projectors) {
-  ReadPlan plan;
-  for (const auto& p : projectors) {
-    if (!p->reads_records()) {
-      plan.page_class = plan.catalog.ClassIndex(events.page_visited_class);
-      plan.page_fields |= p->fields();
-    }
-  }
-  for (auto& p : projectors) {
-    if (p->reads_records()) p->Bind(plan.catalog);
-  }
+  ReadPlan plan{EventCatalog(events.page_visited_class), {}};
+  for (auto& p : projectors) p->Bind(plan.catalog);
   plan.scope.classes = plan.catalog.classes();
   // Per class, the read models' filters on columns (ReadScope::filters); a class that one
   // reads without a filter (the compiled ones read theirs so) is wanted whatever it holds.
@@ -28,9 +20,7 @@ ReadPlan PlanReads(const EventTableOptions& events, std::vector<std::unique_ptr<
   plan.scope.filters.assign(n, {});
   for (const auto& p : projectors) {
     for (size_t c = 0; c < n; ++c) {
-      const bool reads = p->reads_records() ? p->reads_class(static_cast<uint16_t>(c))
-                                            : plan.page_class && c == *plan.page_class;
-      if (!reads) continue;
+      if (!p->reads_class(static_cast<uint16_t>(c))) continue;
       std::vector<ColumnIn> where = p->where();
       if (where.empty()) {
         unfiltered[c] = true;

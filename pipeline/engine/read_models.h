@@ -18,13 +18,11 @@ namespace rw {
 // the source fingerprint its checkpoint keeps, which `status` compares.
 std::string ReadModelVersion(const Projector& p);
 
-// What the pipeline reads and decodes for a set of read models: the classes (the page
-// visit class first when a compiled read model is among them) and the fields declared
-// read models read. Binds each declared read model to the catalog.
+// What the pipeline reads and decodes for a set of read models: the classes and fields they
+// read (the blog's compiled ones read the class --event-class names). Binds each read model
+// to the catalog.
 struct ReadPlan {
   EventCatalog catalog;
-  std::optional<uint16_t> page_class;
-  uint32_t page_fields = 0;
   ReadScope scope;
 };
 ReadPlan PlanReads(const EventTableOptions& events, std::vector<std::unique_ptr<Projector>>& projectors);

@@ -165,7 +165,7 @@ void CountEvents(Connection& c, const RunSpec& o, EventId last, Findings& f) {
 // rows each read model held at about half the sample, for how fast its keys still grow.
 Result<std::vector<size_t>> Sample(const RunSpec& o, const ReadPlan& reads, EventSource& source, EventId last,
                                    std::vector<std::unique_ptr<ProjectorRunner>>& runners, Findings& f) {
-  const Decoder decoder(reads.page_fields, reads.page_class, reads.catalog);
+  const Decoder decoder(reads.catalog);
   const uint64_t sample_target =
       std::clamp<uint64_t>(f.events / 10, std::min<uint64_t>(o.batch_size, kSampleEvents), kSampleEvents);
   const auto started = std::chrono::steady_clock::now();

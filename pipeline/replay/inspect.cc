@@ -158,7 +158,7 @@ int ListReadModels(const RunSpec& o, std::FILE* out) {
       if (c.key()) key += (key.empty() ? "" : ", ") + c.name;
     }
     std::string classes = "PageVisited (--event-class)";
-    if (p->reads_records()) {
+    if (!p->origin().empty()) {  // declared: the classes it names
       EventCatalog catalog;
       p->Bind(catalog);
       classes.clear();

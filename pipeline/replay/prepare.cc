@@ -536,7 +536,7 @@ Status Build::StartRecorder() {
   if (!recorder_conn.ok()) return recorder_conn.status();
   recorder_ = std::make_unique<FailureRecorder>(std::move(*recorder_conn), sum_.run_id, o_.stop_on_failure,
                                                 o_.events.id_form);
-  decoder_ = std::make_unique<Decoder>(read_plan_.page_fields, read_plan_.page_class, read_plan_.catalog);
+  decoder_ = std::make_unique<Decoder>(read_plan_.catalog);
   for (size_t i = 0; i < runners_.size(); ++i) {
     ProjectorRunner* runner = runners_[i].get();
     branches_.push_back(Branch{names_[i], [runner](const Batch& b) { return runner->Consume(b); }, true});

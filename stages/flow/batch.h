@@ -1,9 +1,9 @@
 // Batch: a contiguous range of events, the unit that flows through the pipeline.
 //
 // The reader fills the raw part (ids and payload bytes); the decoder fills the decoded
-// part (visits, failures); from then on the batch is immutable and shared as
+// part (records, failures); from then on the batch is immutable and shared as
 // std::shared_ptr<const Batch> by every projector. The batch owns every byte its
-// PageVisits point into, so a visit is valid exactly as long as its batch.
+// EventRecords' values point into, so a record is valid exactly as long as its batch.
 //
 // Thread safety: filled by one thread at a time (reader, then one decoder task); after
 // that only `consumers_left` changes, atomically.
@@ -20,47 +20,62 @@
 
 #include "projectors/event_record.h"
 #include "base/failure.h"
-#include "projectors/page_visit.h"
 #include "base/text_table.h"
 #include "base/gaps.h"
 
 namespace rw {
 
-// Keeps the payload buffers of finished batches for the next ones. A fresh 11 MB buffer
-// costs a page fault per 4 KB the first time it is written; recycled, it costs none
-// (perf/README.md: visits_per_day on 2M events, 27-29k page faults before, 15.6k after).
+// Keeps the buffers of finished batches for the next ones: the payloads, and the decoded
+// records and their values. A fresh 11 MB buffer costs a page fault per 4 KB the first time
+// it is written; recycled, it costs none (perf/README.md: visits_per_day on 2M events,
+// 27-29k page faults before, 15.6k after).
 // Thread-safe: batches end on any thread.
 class BufferPool {
  public:
   // An empty string, with the capacity of a recycled buffer when there is one.
-  std::string Take() {
-    std::lock_guard<std::mutex> lock(mu_);
-    keep_ = true;
-    if (free_.empty()) return {};
-    std::string s = std::move(free_.back());
-    free_.pop_back();
-    return s;
-  }
-  void Give(std::string s) {
-    s.clear();
-    std::lock_guard<std::mutex> lock(mu_);
-    if (keep_ && free_.size() < kMaxKept) free_.push_back(std::move(s));
-  }
+  std::string Take() { return TakeFrom(free_); }
+  std::vector<EventRecord> TakeRecords() { return TakeFrom(free_records_); }
+  std::vector<FieldValue> TakeValues() { return TakeFrom(free_values_); }
+  void Give(std::string s) { GiveTo(free_, std::move(s)); }
+  void GiveRecords(std::vector<EventRecord> v) { GiveTo(free_records_, std::move(v)); }
+  void GiveValues(std::vector<FieldValue> v) { GiveTo(free_values_, std::move(v)); }
   // Reading is done for now: the buffers kept and those still in flight are freed (the
   // final flushes reuse the memory), until the next Take().
   void Drain() {
     std::vector<std::string> dropped;
+    std::vector<std::vector<EventRecord>> dropped_records;
+    std::vector<std::vector<FieldValue>> dropped_values;
     std::lock_guard<std::mutex> lock(mu_);
     keep_ = false;
     dropped.swap(free_);
+    dropped_records.swap(free_records_);
+    dropped_values.swap(free_values_);
   }
 
  private:
+  template <typename T>
+  T TakeFrom(std::vector<T>& free) {
+    std::lock_guard<std::mutex> lock(mu_);
+    keep_ = true;
+    if (free.empty()) return {};
+    T s = std::move(free.back());
+    free.pop_back();
+    return s;
+  }
+  template <typename T>
+  void GiveTo(std::vector<T>& free, T s) {
+    s.clear();
+    if (s.capacity() == 0) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (keep_ && free.size() < kMaxKept) free.push_back(std::move(s));
+  }
   // More than the batches alive at once (max_in_flight + read connections, 4 by default): a bound, not a target.
   static constexpr size_t kMaxKept = 16;
   std::mutex mu_;
   bool keep_ = true;
   std::vector<std::string> free_;
+  std::vector<std::vector<EventRecord>> free_records_;
+  std::vector<std::vector<FieldValue>> free_values_;
 };
 
 struct RawEvent {
@@ -81,7 +96,11 @@ struct RawColumn {
 struct Batch {
   Batch() { live_batches().fetch_add(1, std::memory_order_relaxed); }
   ~Batch() {
-    if (pool) pool->Give(std::move(payloads));
+    if (pool) {
+      pool->Give(std::move(payloads));
+      pool->GiveRecords(std::move(records));
+      pool->GiveValues(std::move(values));
+    }
     live_batches().fetch_sub(1, std::memory_order_relaxed);
   }
   Batch(const Batch&) = delete;
@@ -117,12 +136,8 @@ struct Batch {
   std::vector<RawColumn> raw_columns;
 
   // Decoded.
-  std::vector<PageVisit> visits;
   std::vector<Failure> failures;
-  std::vector<EventId> dropped;  // events no read model can use (no usable visitedAt)
-  // Some visits lack a requested field (each projector then skips those it cannot use).
-  bool has_partial = false;
-  // Events of the classes declared read models read, with the fields they read.
+  // Events of the classes the read models read, with the fields they read.
   std::vector<EventRecord> records;
   std::vector<FieldValue> values;
   size_t width = 0;  // values per record

@@ -91,7 +91,11 @@ simdjson::error_code ReadString(simdjson::ondemand::value& value, StringArena& a
   return simdjson::SUCCESS;
 }
 
-// One wanted text field's distinct texts in a batch, keyed by their JSON token (the bytes
+}  // namespace
+
+// In a named namespace: the decoder's per-thread scratch (Decoder::Scratch) holds them.
+namespace decoder_detail {
+// One run-wide text field's distinct texts in a batch, keyed by their JSON token (the bytes
 // between the quotes, escapes and all). A token is unescaped, checked and hashed the first
 // time the batch has it; every later event with the same token gets its id, text and hash
 // from that one lookup (the blog's URLs and user agents escape every '/', and repeat).
@@ -106,14 +110,22 @@ struct TokenTable {
   uint32_t last_id;
   void Clear();
 };
+}  // namespace decoder_detail
+using decoder_detail::TokenTable;
+
+namespace {
 
 constexpr uint32_t kNoId = ~uint32_t{0};
+
+}  // namespace
 
 void TokenTable::Clear() {
   ids.Clear();
   texts.clear();
   last_id = kNoId;
 }
+
+namespace {
 
 // A string value of a field kept in `table`: its text (viewed in place, or unescaped into
 // `arena`) and its batch id, or kNoId when the text is longer than `max_bytes` (not kept).
@@ -172,113 +184,8 @@ std::string OpenField(simdjson::simdjson_result<simdjson::ondemand::field>&& res
   return {};
 }
 
-struct Wanted {
-  std::string_view key;
-  uint32_t field;
-};
-constexpr Wanted kWanted[] = {{"visitedAt", kFieldVisitedAt},
-                              {"url", kFieldUrl},
-                              {"ip", kFieldIp},
-                              {"userAgent", kFieldUserAgent}};
-
-// kWanted's indexes, for the arrays kept in its order.
-constexpr size_t kVisitedAtIndex = 0, kUrlIndex = 1, kIpIndex = 2, kUserAgentIndex = 3;
-static_assert(kWanted[kVisitedAtIndex].key == "visitedAt" && kWanted[kUrlIndex].key == "url" &&
-                  kWanted[kIpIndex].key == "ip" && kWanted[kUserAgentIndex].key == "userAgent",
-              "WantedIndex below follows this order");
-
-// kWanted's index of a key, or -1: compared with constant-size compares (this runs for
-// every key of every payload).
-int WantedIndex(std::string_view key) {
-  switch (key.size()) {
-    case 2: return std::memcmp(key.data(), "ip", 2) == 0 ? 2 : -1;
-    case 3: return std::memcmp(key.data(), "url", 3) == 0 ? 1 : -1;
-    case 9:
-      if (std::memcmp(key.data(), "visitedAt", 9) == 0) return 0;
-      if (std::memcmp(key.data(), "userAgent", 9) == 0) return 3;
-      return -1;
-    default: return -1;
-  }
-}
-
-// Returns "" when the whole event is usable, else the reason. A bad field other than
-// visitedAt leaves the event usable for the projectors that do not need it: its bit stays
-// clear in out.fields_ok and the reason is still returned.
-// `tables` and `ids` are indexed as kWanted; visitedAt has no table.
-std::string DecodeOne(simdjson::ondemand::parser& parser, const char* data, size_t length,
-                      size_t capacity, uint32_t fields, StringArena& arena, TokenTable* tables,
-                      StringArena& keys, uint32_t* ids, PageVisit& out) {
-  out.fields_ok = 0;
-  simdjson::ondemand::document doc;
-  simdjson::ondemand::object obj;
-  if (std::string why = OpenObject(parser, data, length, capacity, doc, obj); !why.empty()) return why;
-  std::string_view values[4];
-  uint32_t seen = 0;
-  std::string field_errors;  // bad fields other than visitedAt
-  auto field_error = [&](size_t i, std::string reason) -> bool {
-    seen |= kWanted[i].field;  // present, but bad
-    if (kWanted[i].field == kFieldVisitedAt) return false;
-    field_errors += (field_errors.empty() ? "" : "; ") + reason;
-    return true;
-  };
-  for (auto field_result : obj) {
-    simdjson::ondemand::field field;
-    std::string_view key;
-    if (std::string why = OpenField(std::move(field_result), field, key); !why.empty()) return why;
-    {
-      const int i = WantedIndex(key);
-      if (i < 0 || !(fields & kWanted[i].field)) continue;
-      simdjson::ondemand::value value = field.value();
-      json_type type;
-      if (auto err = value.type().get(type)) {
-        return fmt::format("field '{}' is not valid JSON: {}", key, simdjson::error_message(err));
-      }
-      if (type != json_type::string) {
-        std::string reason =
-            fmt::format("field '{}' is {}, expected a string", kWanted[i].key, TypeName(type));
-        if (!field_error(i, reason)) return reason;
-        continue;
-      }
-      const size_t max_bytes = kWanted[i].field == kFieldUrl ? kMaxUrlBytes : SIZE_MAX;
-      if (auto err = i == kVisitedAtIndex ? ReadString(value, arena, values[i])
-                            : ReadText(value, tables[i], max_bytes, arena, keys, values[i], ids[i])) {
-        std::string reason = fmt::format("field '{}' is not a valid string: {}", kWanted[i].key,
-                                         simdjson::error_message(err));
-        if (!field_error(i, reason)) return reason;
-        continue;
-      }
-      if (kWanted[i].field == kFieldUrl && values[i].size() > kMaxUrlBytes) {
-        // Stored whole or not at all: never cut (two URLs would then share a row).
-        if (!field_error(i, fmt::format("field 'url' is {} bytes, more than the {} rewind stores",
-                                        values[i].size(), kMaxUrlBytes)))
-          return "url too long";
-        continue;
-      }
-      seen |= kWanted[i].field;
-      // visitedAt's bit is set last, once the whole payload has been read: a visit
-      // without it is unusable, whatever else it has.
-      if (kWanted[i].field != kFieldVisitedAt) out.fields_ok |= kWanted[i].field;
-    }
-  }
-  if (std::string why = TrailingBytes(doc, data, length); !why.empty()) return why;
-  for (size_t i = 0; i < std::size(kWanted); ++i) {
-    if ((fields & kWanted[i].field) && !(seen & kWanted[i].field)) {
-      std::string reason = fmt::format("missing field '{}'", kWanted[i].key);
-      if (!field_error(i, reason)) return reason;
-    }
-  }
-  const std::optional<CivilTime> t = ParseIsoTimestamp(values[0]);
-  if (!t) {
-    return fmt::format("unparseable visitedAt '{}' (rewind reads ISO-8601 times from year 0001 to 9999)",
-                       Excerpt(values[0]));
-  }
-  out.visited_at = *t;
-  out.url = values[1];
-  out.ip = values[2];
-  out.user_agent = values[3];
-  out.fields_ok |= kFieldVisitedAt;
-  return field_errors;
-}
+// A key size's bit in PathNode::sizes (63: any of 63 bytes or more).
+uint64_t SizeBit(size_t size) { return uint64_t{1} << std::min<size_t>(size, 63); }
 
 void AddPath(Decoder::PathNode& root, std::string_view path, int32_t slot) {
   Decoder::PathNode* node = &root;
@@ -291,6 +198,7 @@ void AddPath(Decoder::PathNode& root, std::string_view path, int32_t slot) {
     }
     if (next == nullptr) {
       node->children.push_back({std::string(part), -1, {}});
+      node->sizes |= SizeBit(part.size());
       next = &node->children.back();
     }
     node = next;
@@ -300,29 +208,80 @@ void AddPath(Decoder::PathNode& root, std::string_view path, int32_t slot) {
   node->slot = slot;
 }
 
+// The child of `node` named `key`, or nullptr: sizes first (this runs for every key of
+// every payload, and most are not wanted).
+const Decoder::PathNode* FindChild(const Decoder::PathNode& node, std::string_view key) {
+  if (!(node.sizes & SizeBit(key.size()))) return nullptr;
+  for (const auto& c : node.children) {
+    if (c.key.size() != key.size()) continue;
+    if (!key.empty() && (c.key.front() != key.front() || c.key.back() != key.back())) continue;
+    if (std::memcmp(c.key.data(), key.data(), key.size()) == 0) return &c;
+  }
+  return nullptr;
+}
+
 // Records the wanted values of one JSON object (a payload, or an object inside it).
+// A batch's scratch, one per decoding thread: the token tables of the run-wide slots, the
+// pairs' batch tables, the arenas.
+}  // namespace
+
+struct Decoder::Scratch {
+  simdjson::ondemand::parser parser;
+  std::vector<TokenTable> tokens;                       // by run-wide slot (Decoder::token_of_)
+  std::vector<FlatMap<uint32_t>> pair_ids;              // by pair: (a id, b id) -> pair's batch id + 1
+  std::vector<std::vector<TextTable::Entry>> pairs;     // by pair: its texts, by batch id
+  // The tokens, copied the first time the batch has them: the events that repeat one
+  // compare with these few warm bytes instead of the first event's, far back in the batch.
+  StringArena keys;
+  // The batch's texts of the batch-keyed slots, copied the first time (as `keys` above).
+  TextTable record_texts;
+  StringArena record_text_bytes;
+  std::vector<std::vector<uint32_t>> run_ids;  // by token slot, then by pair: batch id -> run id
+  std::vector<std::pair<uint32_t, const std::vector<uint32_t>*>> resolved;  // (slot, its run ids)
+  // The current event's strings that could not be read, of checked slots: (slot, why). The
+  // check names them; the rest of the payload is still read.
+  std::vector<std::pair<uint32_t, std::string>> bad_strings;
+};
+
+namespace {
+
+// Records the wanted values of one JSON object (a payload, or an object inside it).
+// A string of a run-wide slot is read through its token table (`token_of[slot]` >= 0): its
+// FieldValue::text_id is then its batch id + 1 (0: longer than its check allows).
 std::string WalkObject(simdjson::ondemand::object obj, const Decoder::PathNode& node, StringArena& arena,
-                       FieldValue* values) {
+                       const std::vector<Decoder::SlotRead>& reads, Decoder::Scratch& scratch, FieldValue* values) {
+  FieldValue unslotted;  // an object on the way to wanted paths, itself not wanted
   for (auto field_result : obj) {
     simdjson::ondemand::field field;
     std::string_view key;
     if (std::string why = OpenField(std::move(field_result), field, key); !why.empty()) return why;
-    const Decoder::PathNode* child = nullptr;
-    for (const auto& c : node.children) {
-      if (c.key == key) child = &c;
-    }
+    const Decoder::PathNode* child = FindChild(node, key);
     if (child == nullptr) continue;
     simdjson::ondemand::value value = field.value();
     json_type type;
     if (auto err = value.type().get(type)) {
       return fmt::format("field '{}' is not valid JSON: {}", key, simdjson::error_message(err));
     }
-    FieldValue v;
+    FieldValue& v = child->slot >= 0 ? values[child->slot] : unslotted;
     switch (type) {
       case json_type::string: {
         v.kind = ValueKind::kString;
-        if (auto err = ReadString(value, arena, v.text)) {
-          return fmt::format("field '{}' is not a valid string: {}", key, simdjson::error_message(err));
+        const Decoder::SlotRead* read = child->slot >= 0 ? &reads[static_cast<size_t>(child->slot)] : nullptr;
+        simdjson::error_code err;
+        if (read != nullptr && read->token >= 0) {
+          uint32_t id = kNoId;
+          err = ReadText(value, scratch.tokens[static_cast<size_t>(read->token)], read->max_bytes, arena,
+                         scratch.keys, v.text, id);
+          v.text_id = id == kNoId ? 0 : id + 1;
+        } else {
+          err = ReadString(value, arena, v.text);
+        }
+        if (err) {
+          std::string why = fmt::format("field '{}' is not a valid string: {}", key, simdjson::error_message(err));
+          if (read == nullptr || !read->checked) return why;
+          scratch.bad_strings.emplace_back(static_cast<uint32_t>(child->slot), std::move(why));
+          v = FieldValue{};
+          continue;  // its check fails, naming why; the other fields are still read
         }
         break;
       }
@@ -353,162 +312,244 @@ std::string WalkObject(simdjson::ondemand::object obj, const Decoder::PathNode& 
           if (auto err = value.get_object().get(inner)) {
             return fmt::format("field '{}' is not a valid object: {}", key, simdjson::error_message(err));
           }
-          if (std::string why = WalkObject(inner, *child, arena, values); !why.empty()) return why;
+          if (std::string why = WalkObject(inner, *child, arena, reads, scratch, values); !why.empty()) return why;
         }
         break;
       }
     }
-    if (child->slot >= 0) values[child->slot] = v;
   }
   return {};
 }
 
 // Decodes one payload into a record's values. "" when it is a JSON object, else why not.
 std::string DecodeRecord(simdjson::ondemand::parser& parser, const char* data, size_t length, size_t capacity,
-                         const Decoder::PathNode& paths, StringArena& arena, FieldValue* values) {
+                         const Decoder::PathNode& paths, StringArena& arena,
+                         const std::vector<Decoder::SlotRead>& reads, Decoder::Scratch& scratch, FieldValue* values) {
   simdjson::ondemand::document doc;
   simdjson::ondemand::object obj;
   if (std::string why = OpenObject(parser, data, length, capacity, doc, obj); !why.empty()) return why;
-  if (std::string why = WalkObject(obj, paths, arena, values); !why.empty()) return why;
+  if (std::string why = WalkObject(obj, paths, arena, reads, scratch, values); !why.empty()) return why;
   return TrailingBytes(doc, data, length);
 }
 
-// Appends the EventRecord of `raw` (of a class a declared read model reads) and its values:
-// the payload's wanted paths (none parsed when no read model reads one), the event table's
-// columns, the times parsed and the texts given batch ids, once here rather than once per
-// read model. Returns whether its payload failed (the failure is in the batch).
-bool AppendRecord(simdjson::ondemand::parser& parser, Batch& batch, const RawEvent& raw, size_t width,
-                  const Decoder::PathNode& paths, const std::vector<std::pair<uint32_t, size_t>>& column_slots,
-                  const std::vector<uint32_t>& time_slots, const std::vector<uint32_t>& text_slots,
-                  TextTable& record_texts, StringArena& record_text_bytes) {
-  EventRecord record{raw.id, raw.event_class, false, static_cast<uint32_t>(batch.values.size())};
+const char* KindName(ValueKind k) {
+  switch (k) {
+    case ValueKind::kNull: return "null";
+    case ValueKind::kFalse:
+    case ValueKind::kTrue: return "a boolean";
+    case ValueKind::kNumber: return "a number";
+    case ValueKind::kString: return "a string";
+    case ValueKind::kObject: return "an object";
+    case ValueKind::kArray: return "an array";
+    case ValueKind::kMissing: break;
+  }
+  return "missing";
+}
+
+// Whether `v` passes `check` (the common case, without building a reason); an ISO time
+// passing it is parsed into `v`.
+inline bool Passes(const FieldCheck& check, FieldValue& v) {
+  if (v.kind != ValueKind::kString || v.text.size() > check.max_bytes) return false;
+  if (!check.iso_time) return true;
+  const std::optional<CivilTime> t = ParseIsoTimestamp(v.text);
+  if (!t) return false;
+  v.time = *t;
+  v.time_state = TimeState::kOk;
+  return true;
+}
+
+// Why `v`, the value of `field`, fails `check` ("" when it passes); an ISO time passing it is
+// parsed into `v`.
+std::string FailedCheck(const FieldSource& field, const FieldCheck& check, FieldValue& v, uint32_t slot,
+                        const Decoder::Scratch& scratch) {
+  for (const auto& [bad, why] : scratch.bad_strings) {
+    if (bad == slot) return why;
+  }
+  if (v.kind == ValueKind::kMissing) return fmt::format("missing field '{}'", field.name);
+  if (v.kind != ValueKind::kString) return fmt::format("field '{}' is {}, expected a string", field.name, KindName(v.kind));
+  if (v.text.size() > check.max_bytes) {
+    // Stored whole or not at all: never cut (two URLs would then share a row).
+    return fmt::format("field '{}' is {} bytes, more than the {} rewind stores", field.name, v.text.size(),
+                       check.max_bytes);
+  }
+  if (!check.iso_time) return {};
+  const std::optional<CivilTime> t = ParseIsoTimestamp(v.text);
+  if (!t) {
+    return fmt::format("unparseable {} '{}' (rewind reads ISO-8601 times from year 0001 to 9999)", field.name,
+                       Excerpt(v.text));
+  }
+  v.time = *t;
+  v.time_state = TimeState::kOk;
+  return {};
+}
+
+}  // namespace
+
+// Appends the EventRecord of `raw` (of a class a read model reads) and its values: the
+// payload's wanted paths (none parsed when no read model reads one), the event table's
+// columns, the times parsed, the texts given batch ids, the pairs made, the checks made,
+// once here rather than once per read model. A failure (a payload that is no JSON object,
+// a failed check) is recorded in the batch, once for the event.
+void Decoder::AppendRecord(Batch& batch, const RawEvent& raw, Scratch& scratch) const {
+  const size_t width = reads_.size();
+  EventRecord record{raw.id, raw.event_class, false, 0, static_cast<uint32_t>(batch.values.size())};
   batch.values.resize(batch.values.size() + width);
   FieldValue* values = &batch.values[record.first_value];
   const size_t total = batch.payloads.size();
-  std::string reason = paths.children.empty()
-                           ? std::string()
-                           : DecodeRecord(parser, batch.payloads.data() + raw.offset, raw.length, total - raw.offset,
-                                          paths, batch.strings, values);
+  scratch.bad_strings.clear();
+  std::string reason =
+      paths_.children.empty()
+          ? std::string()
+          : DecodeRecord(scratch.parser, batch.payloads.data() + raw.offset, raw.length, total - raw.offset, paths_,
+                         batch.strings, reads_, scratch, values);
+  for (const auto& [slot, why] : scratch.bad_strings) {
+    // A string that could not be read is a failed check where its class checks it, and
+    // elsewhere a payload that could not be read, as any other field's.
+    const bool checked = std::any_of(checks_.begin(), checks_.end(), [&](const EventCatalog::ClassCheck& c) {
+      return c.event_class == raw.event_class && c.slot == slot;
+    });
+    if (!checked && reason.empty()) reason = why;
+  }
   record.decoded = reason.empty();
-  for (const auto& [slot, index] : column_slots) {
+  for (const auto& [slot, index] : column_slots_) {
     const RawColumn& col = batch.raw_columns[raw.columns + index];
     FieldValue& v = values[slot];
     v.kind = col.null ? ValueKind::kNull : ValueKind::kString;
     if (!col.null) v.text = std::string_view(batch.payloads.data() + col.offset, col.length);
   }
-  for (uint32_t slot : time_slots) {
+  for (uint32_t slot : time_slots_) {
     FieldValue& v = values[slot];
     if (v.kind != ValueKind::kString) continue;
     const std::optional<CivilTime> t = ParseDateOrTimestamp(v.text);
     v.time_state = t ? TimeState::kOk : TimeState::kBad;
     if (t) v.time = *t;
   }
-  for (uint32_t slot : text_slots) {  // hashed here, while the bytes are warm
+  for (uint32_t slot : text_slots_) {  // hashed here, while the bytes are warm
     FieldValue& v = values[slot];
     if (v.kind == ValueKind::kString || v.kind == ValueKind::kNumber) {
-      v.text_id = record_texts.Intern(v.text, {}, TextTable::HashOf(v.text, {}), &record_text_bytes) + 1;
+      v.text_id = scratch.record_texts.Intern(v.text, {}, TextTable::HashOf(v.text, {}), &scratch.record_text_bytes) + 1;
+    }
+  }
+  for (size_t p = 0; p < pairs_.size(); ++p) {
+    const Pair& pair = pairs_[p];
+    const FieldValue& a = values[pair.a];
+    const FieldValue& b = values[pair.b];
+    if (a.kind != ValueKind::kString || b.kind != ValueKind::kString || a.text_id == 0 || b.text_id == 0) continue;
+    uint32_t& id = scratch.pair_ids[p][(uint64_t{a.text_id} << 32) | b.text_id];
+    if (id == 0) {
+      const TextTable::Entry& ta = scratch.tokens[static_cast<size_t>(reads_[pair.a].token)].texts[a.text_id - 1];
+      const TextTable::Entry& tb = scratch.tokens[static_cast<size_t>(reads_[pair.b].token)].texts[b.text_id - 1];
+      scratch.pairs[p].push_back({ta.a, tb.a, TextTable::HashOfPair(ta.hash, ta.a.size(), tb.a, tb.hash)});
+      id = static_cast<uint32_t>(scratch.pairs[p].size());
+    }
+    values[pair.slot].kind = ValueKind::kString;
+    values[pair.slot].text_id = id;
+  }
+  if (record.decoded && !checks_.empty()) {
+    for (size_t i = 0; i < checks_.size(); ++i) {  // the reasons in the checks' order
+      const auto& [event_class, slot, check] = checks_[i];
+      if (event_class != raw.event_class || Passes(check, values[slot])) continue;
+      std::string why = FailedCheck(catalog_.fields()[slot], check, values[slot], slot, scratch);
+      if (why.empty()) continue;
+      record.failed_checks |= static_cast<uint8_t>(1u << i);
+      if (check.required) {  // the event is no event of its class: this reason alone
+        reason = std::move(why);
+        break;
+      }
+      reason += (reason.empty() ? "" : "; ") + why;
     }
   }
   batch.records.push_back(record);
-  if (reason.empty()) return false;
+  if (reason.empty()) return;
   batch.failures.push_back(Failure{raw.id, "decoder", std::move(reason),
                                    std::string(batch.payloads.data() + raw.offset, std::min<size_t>(raw.length, 255))});
-  return true;
 }
 
-}  // namespace
-
-Decoder::Decoder(uint32_t fields, std::optional<uint16_t> page_class, EventCatalog catalog)
-    : fields_(fields | kFieldVisitedAt), page_class_(page_class), catalog_(std::move(catalog)) {
+Decoder::Decoder(EventCatalog catalog) : catalog_(std::move(catalog)) {
   size_t column = 0;
-  for (size_t i = 0; i < catalog_.fields().size(); ++i) {
-    if (catalog_.wants_time(static_cast<uint32_t>(i))) time_slots_.push_back(static_cast<uint32_t>(i));
-    if (catalog_.wants_text(static_cast<uint32_t>(i))) text_slots_.push_back(static_cast<uint32_t>(i));
+  const size_t width = catalog_.fields().size();
+  reads_.assign(width, SlotRead{});
+  for (const EventCatalog::ClassCheck& c : catalog_.checks()) {
+    reads_[c.slot].max_bytes = std::min(reads_[c.slot].max_bytes, c.check.max_bytes);
+    reads_[c.slot].checked = true;
+  }
+  checks_ = catalog_.checks();
+  for (size_t i = 0; i < width; ++i) {
+    const uint32_t slot = static_cast<uint32_t>(i);
     const FieldSource& f = catalog_.fields()[i];
+    if (catalog_.wants_time(slot)) time_slots_.push_back(slot);
+    if (f.pair()) {
+      pairs_.push_back(Pair{slot, f.pair_a, f.pair_b});
+      pair_run_ids_.push_back(std::make_unique<Interner>());
+      continue;
+    }
+    const bool pair_part = std::any_of(catalog_.fields().begin(), catalog_.fields().end(), [&](const FieldSource& p) {
+      return p.pair() && (p.pair_a == slot || p.pair_b == slot);
+    });
+    if (catalog_.wants_run_wide(slot) || pair_part) {
+      reads_[i].token = static_cast<int32_t>(token_slots_.size());
+      token_slots_.push_back(slot);
+      run_ids_.push_back(catalog_.wants_run_wide(slot) ? std::make_unique<Interner>() : nullptr);
+    } else if (catalog_.wants_text(slot)) {
+      text_slots_.push_back(slot);
+    }
     if (f.column) {
-      column_slots_.push_back({static_cast<uint32_t>(i), column++});
+      column_slots_.push_back({slot, column++});
     } else {
       AddPath(paths_, f.name, static_cast<int32_t>(i));
     }
   }
 }
 
+Decoder::~Decoder() = default;
+
 void Decoder::Decode(Batch& batch) const {
-  thread_local simdjson::ondemand::parser parser;
-  // The batch's distinct URLs, ips and user agents (kWanted's order; none for visitedAt),
-  // and its distinct visitors: (ip id, user agent id) -> visitor's batch id + 1. They are
-  // made run-wide at the end.
-  thread_local TokenTable tables[std::size(kWanted)];
-  thread_local FlatMap<uint32_t> visitor_ids;
-  thread_local std::vector<TextTable::Entry> visitors;
-  // The tokens, copied the first time the batch has them: the events that repeat one
-  // compare with these few warm bytes instead of the first event's, far back in the batch.
-  thread_local StringArena keys;
-  thread_local std::vector<uint32_t> run_ids;
-  // The batch's texts of text_slots_, copied the first time (as `keys` above: repeats
-  // compare with warm bytes, not with the first event's far back in the batch).
-  thread_local TextTable record_texts;
-  thread_local StringArena record_text_bytes;
+  thread_local Scratch scratch;
   if (!text_slots_.empty()) {
-    record_texts.Clear();
-    record_text_bytes.Reuse();
+    scratch.record_texts.Clear();
+    scratch.record_text_bytes.Reuse();
   }
-  for (TokenTable& t : tables) t.Clear();
-  visitor_ids.Reset();
-  visitors.clear();
-  keys.Reuse();
-  constexpr uint32_t kVisitor = kFieldIp | kFieldUserAgent;
-  batch.visits.reserve(batch.raw.size());
-  const size_t total = batch.payloads.size();
-  const size_t width = catalog_.fields().size();
-  batch.width = width;
+  scratch.tokens.resize(token_slots_.size());
+  for (TokenTable& t : scratch.tokens) t.Clear();
+  scratch.pair_ids.resize(pairs_.size());
+  scratch.pairs.resize(pairs_.size());
+  for (auto& m : scratch.pair_ids) m.Reset();
+  for (auto& p : scratch.pairs) p.clear();
+  scratch.keys.Reuse();
+  batch.width = reads_.size();
+  if (batch.pool && batch.records.capacity() == 0) {  // recycled: warm, no page faults
+    batch.records = batch.pool->TakeRecords();
+    batch.values = batch.pool->TakeValues();
+  }
+  batch.records.reserve(batch.raw.size());
+  batch.values.reserve(batch.raw.size() * batch.width);
   for (const RawEvent& raw : batch.raw) {
-    bool failed = false;
-    if (catalog_.wants_records(raw.event_class)) {
-      failed = AppendRecord(parser, batch, raw, width, paths_, column_slots_, time_slots_, text_slots_, record_texts,
-                            record_text_bytes);
-    }
-    if (!page_class_ || raw.event_class != *page_class_) continue;
-    PageVisit visit;
-    visit.id = raw.id;
-    uint32_t ids[std::size(kWanted)];
-    std::string reason = DecodeOne(parser, batch.payloads.data() + raw.offset, raw.length, total - raw.offset,
-                                   fields_, batch.strings, tables, keys, ids, visit);
-    if (visit.fields_ok & kFieldVisitedAt) {  // usable, at least by some projectors
-      if (visit.fields_ok & kFieldUrl) visit.url_id = ids[kUrlIndex];
-      if ((visit.fields_ok & kVisitor) == kVisitor) {
-        uint32_t& id = visitor_ids[(uint64_t{ids[kIpIndex]} << 32) | ids[kUserAgentIndex]];
-        if (id == 0) {
-          const TextTable::Entry& ip = tables[kIpIndex].texts[ids[kIpIndex]];
-          const TextTable::Entry& user_agent = tables[kUserAgentIndex].texts[ids[kUserAgentIndex]];
-          visitors.push_back({ip.a, user_agent.a,
-                              TextTable::HashOfPair(ip.hash, ip.a.size(), user_agent.a, user_agent.hash)});
-          id = static_cast<uint32_t>(visitors.size());
-        }
-        visit.visitor_id = id - 1;
-      }
-      batch.visits.push_back(visit);
-      if ((visit.fields_ok & fields_) != fields_) batch.has_partial = true;
-    } else {
-      batch.dropped.push_back(raw.id);
-    }
-    if (!reason.empty() && !(failed && !(visit.fields_ok & kFieldVisitedAt))) {
-      batch.failures.push_back(Failure{
-          raw.id, "decoder", std::move(reason),
-          std::string(batch.payloads.data() + raw.offset, std::min<size_t>(raw.length, 255))});
+    if (catalog_.wants_records(raw.event_class)) AppendRecord(batch, raw, scratch);
+  }
+  // The batch's ids become the run's: one lock per batch and per run-wide slot, a lookup per
+  // distinct text, then one pass over the records.
+  scratch.run_ids.resize(token_slots_.size() + pairs_.size());
+  auto& resolved_ = scratch.resolved;
+  resolved_.clear();
+  for (size_t k = 0; k < token_slots_.size(); ++k) {
+    if (run_ids_[k] == nullptr || scratch.tokens[k].texts.empty()) continue;
+    run_ids_[k]->Resolve(scratch.tokens[k].texts, scratch.run_ids[k]);
+    resolved_.push_back({token_slots_[k], &scratch.run_ids[k]});
+  }
+  for (size_t p = 0; p < pairs_.size(); ++p) {
+    if (scratch.pairs[p].empty()) continue;
+    std::vector<uint32_t>& ids = scratch.run_ids[token_slots_.size() + p];
+    pair_run_ids_[p]->Resolve(scratch.pairs[p], ids);
+    resolved_.push_back({pairs_[p].slot, &ids});
+  }
+  if (resolved_.empty()) return;
+  for (const EventRecord& r : batch.records) {
+    FieldValue* values = &batch.values[r.first_value];
+    for (const auto& [slot, ids] : resolved_) {
+      uint32_t& id = values[slot].text_id;
+      if (id != 0) id = (*ids)[id - 1] + 1;
     }
   }
-  // The batch's ids become the run's: one lock per batch, a lookup per distinct text.
-  auto make_run_wide = [&](const std::vector<TextTable::Entry>& local, Interner& run, uint32_t needs,
-                           uint32_t PageVisit::*id) {
-    if (local.empty()) return;
-    run.Resolve(local, run_ids);
-    for (PageVisit& v : batch.visits) {
-      if ((v.fields_ok & needs) == needs) v.*id = run_ids[v.*id];
-    }
-  };
-  make_run_wide(tables[kUrlIndex].texts, *urls_, kFieldUrl, &PageVisit::url_id);
-  make_run_wide(visitors, *visitors_, kVisitor, &PageVisit::visitor_id);
 }
 
 }  // namespace rw

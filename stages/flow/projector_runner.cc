@@ -96,15 +96,6 @@ Status ProjectorRunner::LoadCommitted() {
   return Status::Ok();
 }
 
-void ProjectorRunner::Apply(std::span<const PageVisit> visits) {
-  if (visits.empty()) return;
-  const auto start = std::chrono::steady_clock::now();
-  projector_->Apply(visits);
-  stats_.events_applied += visits.size();
-  events_since_flush_ += visits.size();
-  stats_.apply_seconds += Seconds(start);
-}
-
 void ProjectorRunner::CountFailed(uint64_t events) {
   stats_.failed_events += events;
   failed_since_flush_ += events;
@@ -118,54 +109,45 @@ void ProjectorRunner::ApplyRecords(const Batch& batch, bool late) {
       if (gaps_.Contains(r.id)) records_.push_back(r);
     }
     records = records_;
-  } else if (batch.after_id < applied_id_) {
+  } else if (batch.after_id < applied_id_) {  // the batch straddles the checkpoint: skip the old part
     const auto first_new = std::partition_point(records.begin(), records.end(),
                                                 [&](const EventRecord& r) { return r.id <= applied_id_; });
     records = records.subspan(static_cast<size_t>(first_new - records.begin()));
   }
-  (void)ApplyChosen(batch, records, late, /*unordered=*/false);
+  if (projector_->order_dependent()) {
+    ApplyInOrder(batch, records, late);
+  } else {
+    (void)ApplyChosen(EventRecords{records, batch.values, batch.width}, &batch, late, /*unordered=*/false);
+  }
 }
 
-uint64_t ProjectorRunner::ApplyChosen(const Batch& batch, std::span<const EventRecord> records, bool late,
-                                      bool unordered) {
-  if (records.empty()) return 0;
+uint64_t ProjectorRunner::ApplyChosen(const EventRecords& view, const Batch* batch, bool late, bool unordered) {
+  if (view.events.empty()) return 0;
   const auto start = std::chrono::steady_clock::now();
-  uint64_t mine = 0, undecoded = 0;
-  const EventRecords view{records, batch.values, batch.width};
-  for (const EventRecord& r : records) {
-    if (!projector_->reads_class(r.event_class)) continue;
-    const bool usable = projector_->Usable(r);
-    // Its `where` (or, segmented, another segment's key) leaves it out; an undecoded one
-    // counts once over a read model's segments.
-    const Segmentable* segmented = projector_->segmentable();
-    if (usable ? !projector_->Selects(view, r) : segmented != nullptr && !segmented->CountsUnkeyed()) continue;
-    ++mine;
-    undecoded += usable ? 0 : 1;
-  }
   new_failures_.clear();
   uint64_t unplaced = 0;
-  if (unordered) {
-    unplaced = projector_->ApplyRecordsUnordered(view, new_failures_);
-  } else {
-    projector_->ApplyRecords(view, new_failures_);
-  }
+  const Folded folded = unordered ? projector_->ApplyUnordered(view, new_failures_, unplaced)
+                                  : projector_->Apply(view, new_failures_);
   for (EventFailure& f : new_failures_) {
     // The payload's first bytes, as the decoder's failures have them.
-    const auto raw = std::lower_bound(batch.raw.begin(), batch.raw.end(), f.id,
-                                      [](const RawEvent& r, EventId id) { return r.id < id; });
     std::string excerpt;
-    if (raw != batch.raw.end() && raw->id == f.id) {
-      excerpt.assign(batch.payloads.data() + raw->offset, std::min<size_t>(raw->length, 255));
+    if (batch != nullptr) {
+      const auto raw = std::lower_bound(batch->raw.begin(), batch->raw.end(), f.id,
+                                        [](const RawEvent& r, EventId id) { return r.id < id; });
+      if (raw != batch->raw.end() && raw->id == f.id) {
+        excerpt.assign(batch->payloads.data() + raw->offset, std::min<size_t>(raw->length, 255));
+      }
     }
     pending_failures_.push_back(Failure{f.id, std::string(projector_->name()), std::move(f.reason), std::move(excerpt)});
   }
-  const uint64_t failed = undecoded + new_failures_.size();
+  const uint64_t failed = folded.unusable + new_failures_.size();
   CountFailed(failed);
-  stats_.events_applied += mine - failed;
-  events_since_flush_ += mine;
+  // The checkpoint's events_applied counts what was applied; the failed ones count apart.
+  stats_.events_applied += folded.events - failed;
+  events_since_flush_ += folded.events - failed;
   if (late) {
-    stats_.late_applied += mine - failed;
-    late_since_flush_ += mine - failed;
+    stats_.late_applied += folded.events - failed;
+    late_since_flush_ += folded.events - failed;
   }
   stats_.apply_seconds += Seconds(start);
   return unplaced;
@@ -180,7 +162,8 @@ void ProjectorRunner::PlaceBelowCheckpoint(const Batch& batch) {
     below_.push_back(r);
   }
   // An event is never thrown away whole: its counts and sums are placed exactly.
-  const uint64_t missed = ApplyChosen(batch, below_, /*late=*/true, /*unordered=*/true);
+  const uint64_t missed =
+      ApplyChosen(EventRecords{below_, batch.values, batch.width}, &batch, /*late=*/true, /*unordered=*/true);
   stats_.missed_events += missed;
   missed_since_flush_ += missed;
   if (missed > 0) {
@@ -192,34 +175,12 @@ void ProjectorRunner::PlaceBelowCheckpoint(const Batch& batch) {
 }
 
 Status ProjectorRunner::ApplyLate(const Batch& batch) {
-  if (projector_->reads_records()) {
-    if (!ids_kept_) PlaceBelowCheckpoint(batch);
-    ApplyRecords(batch, /*late=*/true);
-    Settle(batch.settled);
-    return Status::Ok();
-  }
   // Only the ids still open for this runner: one it applied before a crash is not in its
-  // gaps any more (the checkpoint moved with it), so nothing counts twice.
-  const uint32_t needed = projector_->fields();
-  usable_.clear();
-  uint64_t failed = 0;
-  for (const PageVisit& v : batch.visits) {
-    if (!gaps_.Contains(v.id)) continue;
-    if ((v.fields_ok & needed) == needed) {
-      usable_.push_back(v);
-    } else {
-      ++failed;
-    }
-  }
-  for (EventId id : batch.dropped) failed += gaps_.Contains(id) ? 1 : 0;
-  CountFailed(failed);
-  stats_.late_applied += usable_.size();
-  late_since_flush_ += usable_.size();
-  if (projector_->order_dependent()) {
-    Hold(usable_);  // in its place in id order, among the events held above the hole
-  } else {
-    Apply(usable_);
-  }
+  // gaps any more (the checkpoint moved with it), so nothing counts twice. An
+  // order-dependent read model holds them in their places in id order, among the events
+  // held above the hole.
+  if (!ids_kept_) PlaceBelowCheckpoint(batch);
+  ApplyRecords(batch, /*late=*/true);
   Settle(batch.settled);
   if (projector_->order_dependent()) ReleaseHeld();
   return Status::Ok();
@@ -259,40 +220,71 @@ Status ProjectorRunner::ApplyReconciled(const Batch& batch) {
 }
 
 bool ProjectorRunner::Reads(const Batch& batch, EventId id) const {
-  if (projector_->reads_records()) {
-    const EventRecords view{batch.records, batch.values, batch.width};
-    return std::any_of(batch.records.begin(), batch.records.end(),
-                       [&](const EventRecord& r) { return r.id == id && projector_->Selects(view, r); });
-  }
-  return std::any_of(batch.visits.begin(), batch.visits.end(), [&](const PageVisit& v) { return v.id == id; }) ||
-         std::find(batch.dropped.begin(), batch.dropped.end(), id) != batch.dropped.end();
+  const EventRecords view{batch.records, batch.values, batch.width};
+  return std::any_of(batch.records.begin(), batch.records.end(),
+                     [&](const EventRecord& r) { return r.id == id && projector_->Selects(view, r); });
 }
 
-void ProjectorRunner::Hold(std::span<const PageVisit> visits) {
-  if (visits.empty()) return;
+void ProjectorRunner::Hold(const Batch& batch, std::span<const EventRecord> records, bool late) {
+  if (records.empty()) return;
   const size_t before = held_.size();
-  for (PageVisit v : visits) {
+  const EventRecords view{records, batch.values, batch.width};
+  uint64_t failed = 0, taken = 0;
+  held_width_ = batch.width;
+  for (const EventRecord& r : records) {
+    if (!projector_->reads_class(r.event_class)) continue;
+    if (!projector_->Usable(r)) {
+      ++failed;
+      continue;
+    }
+    if (!projector_->Selects(view, r)) continue;
     // The batch's strings die with it: the held copy keeps its own, in one buffer per
     // event (a map node: it never moves), freed when the event is applied.
-    std::string& text = held_text_[v.id];
-    text.reserve(v.url.size() + v.ip.size() + v.user_agent.size());
-    for (std::string_view* field : {&v.url, &v.ip, &v.user_agent}) {
+    Held held{r, std::vector<FieldValue>(batch.values.begin() + r.first_value,
+                                         batch.values.begin() + r.first_value + static_cast<long>(batch.width))};
+    std::string& text = held_text_[r.id];
+    size_t bytes = 0;
+    for (const FieldValue& v : held.values) bytes += v.text.size();
+    text.reserve(bytes);
+    for (FieldValue& v : held.values) {
       const size_t at = text.size();
-      text.append(*field);
-      *field = std::string_view(text).substr(at, field->size());
+      text.append(v.text);
+      v.text = std::string_view(text).substr(at, v.text.size());
     }
-    held_.push_back(v);
+    held_.push_back(std::move(held));
+    ++taken;
   }
-  if (before > 0 && held_[before - 1].id > held_[before].id) {  // late ones: into their places
+  CountFailed(failed);
+  if (late) {
+    stats_.late_applied += taken;
+    late_since_flush_ += taken;
+  }
+  if (before > 0 && before < held_.size() && held_[before - 1].record.id > held_[before].record.id) {
+    // late ones: into their places
     std::inplace_merge(held_.begin(), held_.begin() + static_cast<long>(before), held_.end(),
-                       [](const PageVisit& a, const PageVisit& b) { return a.id < b.id; });
+                       [](const Held& a, const Held& b) { return a.record.id < b.record.id; });
   }
+}
+
+void ProjectorRunner::ApplyHeld(size_t count) {
+  held_records_.clear();
+  held_values_.clear();
+  for (size_t i = 0; i < count; ++i) {
+    EventRecord r = held_[i].record;
+    r.first_value = static_cast<uint32_t>(held_values_.size());
+    held_records_.push_back(r);
+    held_values_.insert(held_values_.end(), held_[i].values.begin(), held_[i].values.end());
+  }
+  (void)ApplyChosen(EventRecords{held_records_, held_values_, held_width_}, nullptr, /*late=*/false,
+                    /*unordered=*/false);
+  for (size_t i = 0; i < count; ++i) held_text_.erase(held_[i].record.id);
+  held_.erase(held_.begin(), held_.begin() + static_cast<long>(count));
 }
 
 void ProjectorRunner::ReleaseHeld() {
   if (held_.empty()) return;
   const EventId open = gaps_.empty() ? GapSet::kMaxId : gaps_.lowest();
-  auto end = std::partition_point(held_.begin(), held_.end(), [&](const PageVisit& v) { return v.id < open; });
+  auto end = std::partition_point(held_.begin(), held_.end(), [&](const Held& h) { return h.record.id < open; });
   if (held_.size() - static_cast<size_t>(end - held_.begin()) > kMaxHeld) {
     // A hole that stays open this long is not one an application transaction holds (its
     // neighbours' times mislead): memory stays bounded, the oldest go on in id order.
@@ -304,27 +296,21 @@ void ProjectorRunner::ReleaseHeld() {
     end = held_.end() - static_cast<long>(kMaxHeld / 2);
   }
   if (end == held_.begin()) return;
-  Apply(std::span<const PageVisit>(held_.data(), static_cast<size_t>(end - held_.begin())));
-  for (auto it = held_.begin(); it != end; ++it) held_text_.erase(it->id);
-  held_.erase(held_.begin(), end);
+  ApplyHeld(static_cast<size_t>(end - held_.begin()));
 }
 
-void ProjectorRunner::ApplyInOrder(std::span<const PageVisit> visits) {
-  if (!projector_->order_dependent()) {
-    Apply(visits);
-    return;
-  }
+void ProjectorRunner::ApplyInOrder(const Batch& batch, std::span<const EventRecord> records, bool late) {
   // Below the lowest open hole (and nothing held before them): applied now; the rest held
   // until the holes below them settle.
   const EventId open = gaps_.empty() ? GapSet::kMaxId : gaps_.lowest();
   size_t now = 0;
   if (held_.empty()) {
-    now = static_cast<size_t>(std::partition_point(visits.begin(), visits.end(),
-                                                   [&](const PageVisit& v) { return v.id < open; }) -
-                              visits.begin());
-    Apply(visits.first(now));
+    now = static_cast<size_t>(std::partition_point(records.begin(), records.end(),
+                                                   [&](const EventRecord& r) { return r.id < open; }) -
+                              records.begin());
+    (void)ApplyChosen(EventRecords{records.first(now), batch.values, batch.width}, &batch, late, /*unordered=*/false);
   }
-  Hold(visits.subspan(now));
+  Hold(batch, records.subspan(now), late);
   ReleaseHeld();
 }
 
@@ -336,7 +322,7 @@ GapSet ProjectorRunner::CheckpointGaps() const {
 }
 
 EventId ProjectorRunner::CheckpointId() const {
-  return held_.empty() ? applied_id_ : std::min(applied_id_, held_.front().id - 1);
+  return held_.empty() ? applied_id_ : std::min(applied_id_, held_.front().record.id - 1);
 }
 
 void ProjectorRunner::Settle(const std::vector<IdRange>& settled) {
@@ -379,47 +365,22 @@ Result<bool> ProjectorRunner::Fold(const Batch& batch) {
     return false;
   }
 
-  std::span<const PageVisit> visits(batch.visits);
-  if (batch.after_id < applied_id_) {  // the batch straddles the checkpoint: skip the old part
-    const auto first_new = std::partition_point(
-        visits.begin(), visits.end(), [&](const PageVisit& v) { return v.id <= applied_id_; });
-    visits = visits.subspan(static_cast<size_t>(first_new - visits.begin()));
-  }
   for (const IdRange& g : batch.gaps) {  // this runner's part of the batch's gaps
     if (g.hi <= applied_id_) continue;
     gaps_.Add({std::max(g.lo, applied_id_ + 1), g.hi});
     gaps_changed_ = true;
   }
   Settle(batch.settled);  // holes final now (of earlier batches, or given up of this one)
-  if (projector_->reads_records()) {
-    ApplyRecords(batch, /*late=*/false);
-    if (options_.stop_on_failure && !pending_failures_.empty()) {
-      const Failure& f = pending_failures_.front();
-      return Status::InvalidInput(fmt::format("event {} failed in {}: {} (stopping because of --stop-on-failure)",
-                                              IdShown(options_.id_form, f.event_id), f.stage, f.reason));
-    }
-    applied_id_ = batch.last_id;
-    return events_since_flush_ >= options_.flush_every_events ||
-           projector_->pending_rows() >= options_.flush_max_rows ||
-           pending_failures_.size() >= kMaxPendingFailures;
+  ApplyRecords(batch, /*late=*/false);
+  if (options_.stop_on_failure && !pending_failures_.empty()) {
+    const Failure& f = pending_failures_.front();
+    return Status::InvalidInput(fmt::format("event {} failed in {}: {} (stopping because of --stop-on-failure)",
+                                            IdShown(options_.id_form, f.event_id), f.stage, f.reason));
   }
-  uint64_t failed = 0;
-  for (EventId id : batch.dropped) failed += id > applied_id_ ? 1 : 0;
-  if (batch.has_partial) {
-    // Some visits lack a field; this projector sees only those with every field it needs.
-    const uint32_t needed = projector_->fields();
-    usable_.clear();
-    for (const PageVisit& v : visits) {
-      if ((v.fields_ok & needed) == needed) usable_.push_back(v);
-    }
-    failed += visits.size() - usable_.size();
-    visits = usable_;
-  }
-  CountFailed(failed);
-  ApplyInOrder(visits);
   applied_id_ = batch.last_id;
   return events_since_flush_ >= options_.flush_every_events ||
-         projector_->pending_rows() >= options_.flush_max_rows;
+         projector_->pending_rows() >= options_.flush_max_rows ||
+         pending_failures_.size() >= kMaxPendingFailures;
 }
 
 Status ProjectorRunner::Flush() {

@@ -4,9 +4,9 @@
 // statements, stages/flow/flush_builder.h) and the writer (the transaction, its thread and
 // its retries, stages/flow/flush_writer.h).
 //
-// Compiled read models get the batch's PageVisits; declared ones (reads_records()) get
-// its EventRecords, and the events they cannot apply are written to rewind_failures in
-// the flush's transaction, under their read model's name.
+// Every read model folds the batch's EventRecords (Projector::Apply); the events it cannot
+// apply are written to rewind_failures in the flush's transaction, under its name, and those
+// it cannot use are counted as failed (the decoder recorded why, once for the event).
 //
 // It feeds batches to the projector in sequence order, and flushes the projector's
 // in-memory deltas as multi-row `INSERT ... ON DUPLICATE KEY UPDATE count = count + ...`
@@ -149,7 +149,7 @@ class ProjectorRunner {
   // Flush() returns an error (and so does Consume() once a flush is due).
   static std::unique_ptr<ProjectorRunner> InMemory(std::unique_ptr<Projector> projector);
 
-  // Applies the batch's visits newer than the checkpoint; flushes when a threshold is
+  // Applies the batch's events newer than the checkpoint; flushes when a threshold is
   // reached (with write_every_events, on the writer thread). Returns the error of a flush
   // the writer finished since. REQUIRES: batches arrive in increasing sequence order (checked).
   Status Consume(const Batch& batch);
@@ -167,9 +167,7 @@ class ProjectorRunner {
   // Order-dependent read models: applies, in id order, every event held above a hole still
   // open (a build that never cuts over ends with its holes open).
   void ReleaseAllHeld() {
-    Apply(held_);
-    held_.clear();
-    held_text_.clear();
+    if (!held_.empty()) ApplyHeld(held_.size());
   }
 
   // Writes into another table from now on, and keeps its checkpoint in that table's row
@@ -217,23 +215,24 @@ class ProjectorRunner {
   void PlaceBelowCheckpoint(const Batch& batch);
   // Removes ranges that are settled (found, or final) from the watched gaps.
   void Settle(const std::vector<IdRange>& settled);
-  // Order-dependent read models: applies in id order only, holding the visits above the
-  // lowest open hole (copies, in held_) until it settles.
-  void ApplyInOrder(std::span<const PageVisit> visits);
-  void Hold(std::span<const PageVisit> visits);
+  // Order-dependent read models: applies `records` of `batch` in id order only, holding
+  // those above the lowest open hole (copies, in held_) until it settles.
+  void ApplyInOrder(const Batch& batch, std::span<const EventRecord> records, bool late);
+  void Hold(const Batch& batch, std::span<const EventRecord> records, bool late);
   void ReleaseHeld();
+  // Applies the first `count` held events, in id order, and forgets them.
+  void ApplyHeld(size_t count);
   // What a flush commits as the checkpoint: the last id applied, but below the first
-  // held visit; and the gaps up to it.
+  // held event; and the gaps up to it.
   EventId CheckpointId() const;
   GapSet CheckpointGaps() const;
   void CountFailed(uint64_t events);
-  void Apply(std::span<const PageVisit> visits);
-  // Declared read models: the records of the batch with ids above the checkpoint, or (late)
-  // in this runner's gaps.
+  // The records of the batch with ids above the checkpoint, or (late) in this runner's gaps.
   void ApplyRecords(const Batch& batch, bool late);
-  // ApplyRecords' work on the chosen `records` of `batch`; `unordered`: ApplyRecordsUnordered.
-  // Returns the events whose first or last value was left out.
-  uint64_t ApplyChosen(const Batch& batch, std::span<const EventRecord> records, bool late, bool unordered);
+  // The fold of the chosen records `view` (of `batch`, whose payloads the failures quote;
+  // nullptr: held copies); `unordered`: Projector::ApplyUnordered. Returns the events whose
+  // first or last value was left out.
+  uint64_t ApplyChosen(const EventRecords& view, const Batch* batch, bool late, bool unordered);
 
   std::unique_ptr<Projector> projector_;
   std::unique_ptr<Connection> connection_;
@@ -252,9 +251,16 @@ class ProjectorRunner {
   uint64_t reconciled_since_flush_ = 0, missed_since_flush_ = 0;
   int64_t last_sequence_ = -1;
   uint64_t events_since_flush_ = 0;
-  std::vector<PageVisit> usable_;  // scratch for batches with partial visits
-  std::vector<PageVisit> held_;    // order-dependent: visits above an open hole, by id
+  // Order-dependent: the events above an open hole, by id, with copies of their values.
+  struct Held {
+    EventRecord record;
+    std::vector<FieldValue> values;  // their texts in held_text_
+  };
+  std::vector<Held> held_;
   std::map<EventId, std::string> held_text_;  // their strings, by event
+  size_t held_width_ = 0;                     // values per record
+  std::vector<EventRecord> held_records_;     // scratch: the held events applied
+  std::vector<FieldValue> held_values_;
   static constexpr size_t kMaxHeld = 200'000;  // events; beyond, the oldest are applied
   bool warned_held_ = false;
   std::vector<EventRecord> records_;  // scratch for late records
