@@ -147,7 +147,7 @@ class UrlDayCounter final : public PageVisitModel<UrlDayCounter<DayBucket>> {
       urls_.resize(known_.size());
     }
     if (!known_[id]) {  // the first visit of this URL: its text is kept for the writes
-      urls_[id] = std::string(url.text);
+      urls_[id] = std::string(url.text());
       known_[id] = 1;
     }
     const CivilTime& t = records.value(e, this->page().at()).time;

@@ -301,12 +301,12 @@ std::string Convert(const FieldValue& v, ValueType type, uint8_t precision, uint
   switch (type) {
     case ValueType::kText:
       if (!textual) return fmt::format("is {}, expected a string or a number", KindName(v.kind));
-      out.s = v.text;
+      out.s = v.text();
       return {};
     case ValueType::kBigInt: {
       int64_t i;
-      if (!textual || !ParseInt(v.text, i)) {
-        return textual ? fmt::format("'{}' is not an integer that fits a bigint", Short(v.text))
+      if (!textual || !ParseInt(v.text(), i)) {
+        return textual ? fmt::format("'{}' is not an integer that fits a bigint", Short(v.text()))
                        : fmt::format("is {}, expected an integer", KindName(v.kind));
       }
       out.n = i;
@@ -314,13 +314,13 @@ std::string Convert(const FieldValue& v, ValueType type, uint8_t precision, uint
     }
     case ValueType::kDecimal:
       if (!textual) return fmt::format("is {}, expected a number", KindName(v.kind));
-      if (!ParseScaled(v.text, precision, scale, out.n)) {
-        return fmt::format("'{}' is not a number that fits decimal({},{})", Short(v.text), precision, scale);
+      if (!ParseScaled(v.text(), precision, scale, out.n)) {
+        return fmt::format("'{}' is not a number that fits decimal({},{})", Short(v.text()), precision, scale);
       }
       return {};
     case ValueType::kDouble:
-      if (!textual || !ParseDouble(v.text, out.d)) {
-        return textual ? fmt::format("'{}' is not a number", Short(v.text))
+      if (!textual || !ParseDouble(v.text(), out.d)) {
+        return textual ? fmt::format("'{}' is not a number", Short(v.text()))
                        : fmt::format("is {}, expected a number", KindName(v.kind));
       }
       return {};
@@ -331,10 +331,10 @@ std::string Convert(const FieldValue& v, ValueType type, uint8_t precision, uint
       if (v.time_state == TimeState::kOk) {
         t = v.time;  // parsed once by the decoder
       } else if (v.time_state == TimeState::kNotParsed) {
-        t = ParseDateOrTimestamp(v.text);
+        t = ParseDateOrTimestamp(v.text());
       }
       if (!t) {
-        return fmt::format("'{}' is not an ISO-8601 date or time from year 0001 to 9999", Short(v.text));
+        return fmt::format("'{}' is not an ISO-8601 date or time from year 0001 to 9999", Short(v.text()));
       }
       int64_t seconds = t->epoch_seconds();
       int32_t days = t->days;
@@ -535,7 +535,7 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
       const FieldValue& v = records.value(e, where_slots_[i]);
       if (v.kind != ValueKind::kString && v.kind != ValueKind::kNumber) return false;
       const std::vector<std::string>& values = plan_.where[i].values;
-      if (std::find(values.begin(), values.end(), v.text) == values.end()) return false;
+      if (std::find(values.begin(), values.end(), v.text()) == values.end()) return false;
     }
     return !segment_ || InSegment(records, e);
   }
@@ -601,24 +601,24 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
         FieldValue v;
         if (p.has_constant) {
           v.kind = ValueKind::kString;
-          v.text = p.constant;
+          v.set_text(p.constant);
         } else {
           v = records.value(e, static_cast<size_t>(value_slots_[i]));
         }
         if (v.kind == ValueKind::kMissing || v.kind == ValueKind::kNull) continue;  // untouched
         if (!p.map.empty()) {
           const auto to = std::find_if(p.map.begin(), p.map.end(), [&](const auto& m) {
-            return (v.kind == ValueKind::kString || v.kind == ValueKind::kNumber) && m.first == v.text;
+            return (v.kind == ValueKind::kString || v.kind == ValueKind::kNumber) && m.first == v.text();
           });
           if (to == p.map.end()) {
             reason = fmt::format("value '{}' ({} '{}'): {} is not in its map", p.column,
                                  p.source.column ? "field" : "path", p.source.name,
                                  v.kind == ValueKind::kString || v.kind == ValueKind::kNumber
-                                     ? "'" + std::string(v.text.substr(0, 80)) + "'" : std::string("a non-text value"));
+                                     ? "'" + std::string(v.text().substr(0, 80)) + "'" : std::string("a non-text value"));
             break;
           }
           v.kind = ValueKind::kString;
-          v.text = to->second;
+          v.set_text(to->second);
         }
         if (std::string why = Convert(v, p.type, p.precision, p.scale, Bucket::kNone, typed_[i]); !why.empty()) {
           reason = fmt::format("value '{}' ({}) {}", p.column,
@@ -751,7 +751,7 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
     for (size_t i : key_order_) {
       FieldValue v;
       v.kind = ValueKind::kString;
-      v.text = row[i];
+      v.set_text(row[i]);
       Typed t;
       if (std::string why = Convert(v, plan_.keys[i].type, 0, 0, Bucket::kNone, t); !why.empty()) {
         return fmt::format("key '{}' {}", plan_.keys[i].column, why);

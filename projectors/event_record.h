@@ -22,18 +22,28 @@ enum class ValueKind : uint8_t { kMissing, kNull, kFalse, kTrue, kNumber, kStrin
 
 enum class TimeState : uint8_t { kNotParsed, kOk, kBad };
 
+// 32 bytes (a batch holds one per event and field read): the text is kept as a pointer and
+// a 32-bit length, not a string_view.
 struct FieldValue {
+  // kString: the unescaped bytes; kNumber: the literal as written ("1.50", "-3e2").
+  std::string_view text() const { return {text_data, text_size}; }
+  void set_text(std::string_view s) {
+    text_data = s.data();
+    text_size = static_cast<uint32_t>(s.size());
+  }
+
+  const char* text_data = nullptr;
+  uint32_t text_size = 0;  // a payload is at most 4 GiB (RawEvent::length)
+  // For the fields read models key by text (EventCatalog::WantText), kString and kNumber:
+  // the text's id within its batch + 1 (equal texts of one batch, equal ids); 0: none.
+  uint32_t text_id = 0;
+  CivilTime time{};
   ValueKind kind = ValueKind::kMissing;
   // For the fields read models read as times: parsed once by the decoder, not once per
   // read model (ParseDateOrTimestamp).
   TimeState time_state = TimeState::kNotParsed;
-  // For the fields read models key by text (EventCatalog::WantText), kString and kNumber:
-  // the text's id within its batch + 1 (equal texts of one batch, equal ids); 0: none.
-  uint32_t text_id = 0;
-  // kString: the unescaped bytes; kNumber: the literal as written ("1.50", "-3e2").
-  std::string_view text;
-  CivilTime time{};
 };
+static_assert(sizeof(FieldValue) == 32);
 
 struct EventRecord {
   EventId id = 0;

@@ -94,14 +94,14 @@ class PageFields {
     v.visited_at = records.value(e, at_).time;
     if (url_ != kNone && !(e.failed_checks & url_check_)) {
       v.fields_ok |= kFieldUrl;
-      v.url = records.value(e, url_).text;
+      v.url = records.value(e, url_).text();
       v.url_id = records.value(e, url_).text_id - 1;
     }
     if (ip_ != kNone) {
-      if (!(e.failed_checks & ip_check_)) v.fields_ok |= kFieldIp, v.ip = records.value(e, ip_).text;
+      if (!(e.failed_checks & ip_check_)) v.fields_ok |= kFieldIp, v.ip = records.value(e, ip_).text();
       if (!(e.failed_checks & user_agent_check_)) {
         v.fields_ok |= kFieldUserAgent;
-        v.user_agent = records.value(e, user_agent_).text;
+        v.user_agent = records.value(e, user_agent_).text();
       }
       if ((v.fields_ok & (kFieldIp | kFieldUserAgent)) == (kFieldIp | kFieldUserAgent)) {
         v.visitor_id = records.value(e, visitor_).text_id - 1;

@@ -229,7 +229,7 @@ values = [
   auto F = [](ValueKind kind, std::string_view text) {
     FieldValue v;
     v.kind = kind;
-    v.text = text;
+    v.set_text(text);
     return v;
   };
   add(1, a, {{"k", F(K::kString, "x")}, {"t", F(K::kString, "2024-01-03T10:00:00+02:00")}, {"x", F(K::kNumber, "0.1")},
@@ -297,7 +297,7 @@ values = [
     for (const auto& [path, text] : fields) {
       FieldValue& v = values[events.back().first_value + slot(path.c_str())];
       v.kind = ValueKind::kString;
-      v.text = texts.emplace_back(text);
+      v.set_text(texts.emplace_back(text));
     }
   };
   auto apply = [&] {
@@ -358,7 +358,7 @@ TEST(DeclaredProjector, AReadModelOfKeysAloneHasOneRowPerKey) {
   for (uint32_t i = 0; i < 3; ++i) {
     events.push_back({i + 1, catalog.ClassIndex("A"), true, 0, i});
     values[i].kind = ValueKind::kString;
-    values[i].text = i == 1 ? "mug" : "pen";
+    values[i].set_text(i == 1 ? "mug" : "pen");
   }
   std::vector<EventFailure> failures;
   p->Apply(EventRecords{events, values, 1}, failures);
@@ -484,7 +484,7 @@ TEST(DeclaredProjector, AddsOnSomeEventsAndSubtractsOnOthersInOneColumn) {
   auto field = [](ValueKind kind, std::string_view text) {
     FieldValue v;
     v.kind = kind;
-    v.text = text;
+    v.set_text(text);
     return v;
   };
   // The texts are literals: they outlive the records.

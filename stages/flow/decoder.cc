@@ -270,11 +270,15 @@ std::string WalkObject(simdjson::ondemand::object obj, const Decoder::PathNode& 
         simdjson::error_code err;
         if (read != nullptr && read->token >= 0) {
           uint32_t id = kNoId;
+          std::string_view text;
           err = ReadText(value, scratch.tokens[static_cast<size_t>(read->token)], read->max_bytes, arena,
-                         scratch.keys, v.text, id);
+                         scratch.keys, text, id);
+          v.set_text(text);
           v.text_id = id == kNoId ? 0 : id + 1;
         } else {
-          err = ReadString(value, arena, v.text);
+          std::string_view text;
+          err = ReadString(value, arena, text);
+          v.set_text(text);
         }
         if (err) {
           std::string why = fmt::format("field '{}' is not a valid string: {}", key, simdjson::error_message(err));
@@ -292,7 +296,7 @@ std::string WalkObject(simdjson::ondemand::object obj, const Decoder::PathNode& 
                                   token.back() == '\r')) {
           token.remove_suffix(1);
         }
-        v.text = token;
+        v.set_text(token);
         break;
       }
       case json_type::boolean: {
@@ -349,9 +353,9 @@ const char* KindName(ValueKind k) {
 // Whether `v` passes `check` (the common case, without building a reason); an ISO time
 // passing it is parsed into `v`.
 inline bool Passes(const FieldCheck& check, FieldValue& v) {
-  if (v.kind != ValueKind::kString || v.text.size() > check.max_bytes) return false;
+  if (v.kind != ValueKind::kString || v.text().size() > check.max_bytes) return false;
   if (!check.iso_time) return true;
-  const std::optional<CivilTime> t = ParseIsoTimestamp(v.text);
+  const std::optional<CivilTime> t = ParseIsoTimestamp(v.text());
   if (!t) return false;
   v.time = *t;
   v.time_state = TimeState::kOk;
@@ -367,16 +371,16 @@ std::string FailedCheck(const FieldSource& field, const FieldCheck& check, Field
   }
   if (v.kind == ValueKind::kMissing) return fmt::format("missing field '{}'", field.name);
   if (v.kind != ValueKind::kString) return fmt::format("field '{}' is {}, expected a string", field.name, KindName(v.kind));
-  if (v.text.size() > check.max_bytes) {
+  if (v.text().size() > check.max_bytes) {
     // Stored whole or not at all: never cut (two URLs would then share a row).
-    return fmt::format("field '{}' is {} bytes, more than the {} rewind stores", field.name, v.text.size(),
+    return fmt::format("field '{}' is {} bytes, more than the {} rewind stores", field.name, v.text().size(),
                        check.max_bytes);
   }
   if (!check.iso_time) return {};
-  const std::optional<CivilTime> t = ParseIsoTimestamp(v.text);
+  const std::optional<CivilTime> t = ParseIsoTimestamp(v.text());
   if (!t) {
     return fmt::format("unparseable {} '{}' (rewind reads ISO-8601 times from year 0001 to 9999)", field.name,
-                       Excerpt(v.text));
+                       Excerpt(v.text()));
   }
   v.time = *t;
   v.time_state = TimeState::kOk;
@@ -415,19 +419,19 @@ void Decoder::AppendRecord(Batch& batch, const RawEvent& raw, Scratch& scratch) 
     const RawColumn& col = batch.raw_columns[raw.columns + index];
     FieldValue& v = values[slot];
     v.kind = col.null ? ValueKind::kNull : ValueKind::kString;
-    if (!col.null) v.text = std::string_view(batch.payloads.data() + col.offset, col.length);
+    if (!col.null) v.set_text(std::string_view(batch.payloads.data() + col.offset, col.length));
   }
   for (uint32_t slot : time_slots_) {
     FieldValue& v = values[slot];
     if (v.kind != ValueKind::kString) continue;
-    const std::optional<CivilTime> t = ParseDateOrTimestamp(v.text);
+    const std::optional<CivilTime> t = ParseDateOrTimestamp(v.text());
     v.time_state = t ? TimeState::kOk : TimeState::kBad;
     if (t) v.time = *t;
   }
   for (uint32_t slot : text_slots_) {  // hashed here, while the bytes are warm
     FieldValue& v = values[slot];
     if (v.kind == ValueKind::kString || v.kind == ValueKind::kNumber) {
-      v.text_id = scratch.record_texts.Intern(v.text, {}, TextTable::HashOf(v.text, {}), &scratch.record_text_bytes) + 1;
+      v.text_id = scratch.record_texts.Intern(v.text(), {}, TextTable::HashOf(v.text(), {}), &scratch.record_text_bytes) + 1;
     }
   }
   for (size_t p = 0; p < pairs_.size(); ++p) {

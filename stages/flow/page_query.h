@@ -44,7 +44,7 @@ struct EventTableOptions {
   std::string payload_column = "payload";
   std::string time_column = "createdAt";  // read with --until-time; written by ingest
   std::string uuid_column = "uuid";       // written by ingest
-  // The event class that PageVisit projectors handle (compared byte for byte).
+  // The event class the blog's compiled read models read (compared byte for byte).
   std::string page_visited_class = "App\\Analytics\\PageVisited";
 };
 

@@ -244,12 +244,12 @@ void ProjectorRunner::Hold(const Batch& batch, std::span<const EventRecord> reco
                                          batch.values.begin() + r.first_value + static_cast<long>(batch.width))};
     std::string& text = held_text_[r.id];
     size_t bytes = 0;
-    for (const FieldValue& v : held.values) bytes += v.text.size();
+    for (const FieldValue& v : held.values) bytes += v.text().size();
     text.reserve(bytes);
     for (FieldValue& v : held.values) {
       const size_t at = text.size();
-      text.append(v.text);
-      v.text = std::string_view(text).substr(at, v.text.size());
+      text.append(v.text());
+      v.set_text(std::string_view(text).substr(at, v.text_size));
     }
     held_.push_back(std::move(held));
     ++taken;
