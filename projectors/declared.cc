@@ -241,6 +241,22 @@ bool CountsOnFastPath(const ModelPlan& p) {
   return texts == 1 && (p.keys[0].type == ValueType::kDate || p.keys[1].type == ValueType::kDate);
 }
 
+int64_t KeyBucketStride(const KeyPlan& k) {
+  // A date's values are days; a date-time's are microseconds (Typed::n, Emit's DateTimeMicros).
+  const bool date = k.type == ValueType::kDate;
+  constexpr int64_t kSecond = 1'000'000;
+  switch (k.bucket) {
+    case Bucket::kMinute: return 60 * kSecond;
+    case Bucket::kHour: return 3600 * kSecond;
+    case Bucket::kDay: return date ? 1 : 86400 * kSecond;
+    case Bucket::kWeek: return date ? 7 : 7 * 86400 * kSecond;
+    case Bucket::kMonth:
+    case Bucket::kYear: return date ? 1 : 86400 * kSecond;
+    case Bucket::kNone: return 1;
+  }
+  return 1;
+}
+
 namespace {
 
 // Whether any key or value of `p` reads a path of the payload (not a column, not a constant).
@@ -418,20 +434,6 @@ class CountingPath {
 
  private:
   // The distance between neighbouring values of a key on the fast path (BucketCounts).
-  static int64_t StrideOf(const KeyPlan& k) {
-    const bool date = k.type == ValueType::kDate;
-    switch (k.bucket) {
-      case Bucket::kMinute: return 60;
-      case Bucket::kHour: return 3600;
-      case Bucket::kDay: return date ? 1 : 86400;
-      case Bucket::kWeek: return date ? 7 : 7 * 86400;
-      case Bucket::kMonth:
-      case Bucket::kYear: return date ? 1 : 86400;
-      case Bucket::kNone: return 1;
-    }
-    return 1;
-  }
-
   DeclaredProjector& p_;
   int64_t text_key_ = -1, other_key_ = -1;  // in the plan's keys, or -1
   bool by_day_ = false;                     // the other key is a date
@@ -1008,7 +1010,7 @@ CountingPath::CountingPath(DeclaredProjector& p) : p_(p) {
   if (other_key_ >= 0) {
     const KeyPlan& k = plan.keys[static_cast<size_t>(other_key_)];
     by_day_ = k.type == ValueType::kDate;
-    if (text_key_ < 0) by_key_ = std::make_unique<BucketCounts>(StrideOf(k));
+    if (text_key_ < 0) by_key_ = std::make_unique<BucketCounts>(KeyBucketStride(k));
   }
 }
 

@@ -104,6 +104,11 @@ std::string FormatScaled(__int128 value, uint8_t scale);
 // key bytes built per event and no per-value state.
 bool CountsOnFastPath(const ModelPlan& plan);
 
+// The distance between neighbouring buckets of a key, in the unit of its values (days for a
+// date, microseconds since the epoch for a date-time): what keeps a counter's buckets dense
+// (projectors/bucket_counts.h).
+int64_t KeyBucketStride(const KeyPlan& key);
+
 std::unique_ptr<Projector> MakeDeclaredProjector(ModelPlan plan);
 
 }  // namespace rw

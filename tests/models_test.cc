@@ -346,6 +346,27 @@ values = [
 namespace rw {
 namespace {
 
+// A date-time key's values are microseconds since the epoch: so is its buckets' stride. (It
+// was in seconds: neighbouring minutes were a million places apart in the counter's array,
+// which then started again at almost every event and sorted its whole map each time; the
+// declared per-minute counter of config/blog.toml ran at ~500 events/s on 60,000 events.)
+TEST(DeclaredProjector, ABucketsStrideIsInTheUnitOfItsKeysValues) {
+  const auto key = [](ValueType type, Bucket bucket) {
+    KeyPlan k;
+    k.type = type;
+    k.bucket = bucket;
+    return KeyBucketStride(k);
+  };
+  EXPECT_EQ(key(ValueType::kDateTime, Bucket::kMinute), 60'000'000);
+  EXPECT_EQ(key(ValueType::kDateTime, Bucket::kHour), 3'600'000'000);
+  EXPECT_EQ(key(ValueType::kDateTime, Bucket::kDay), 86'400'000'000);
+  EXPECT_EQ(key(ValueType::kDateTime, Bucket::kWeek), 7 * 86'400'000'000);
+  EXPECT_EQ(key(ValueType::kDate, Bucket::kDay), 1);
+  EXPECT_EQ(key(ValueType::kDate, Bucket::kWeek), 7);
+  EXPECT_EQ(key(ValueType::kDate, Bucket::kMonth), 1);
+  EXPECT_EQ(key(ValueType::kBigInt, Bucket::kNone), 1);
+}
+
 TEST(DeclaredProjector, AReadModelOfKeysAloneHasOneRowPerKey) {
   auto plans = ParseModels("[[read_model]]\nname = \"skus\"\nevents = ['A']\nkey = [{ column = \"sku\", path = \"sku\" }]\n",
                            "m.toml", "stored_events");
