@@ -304,39 +304,67 @@ class Parser : protected Located {
     return out;
   }
 
-  // where = { column = "value" | ["value", ...] | integer, ... }: columns of the event table.
-  Result<std::vector<WherePlan>> Where(const toml::node& n) const {
+  // where = { ... } and a value's if = { ... }: each entry `column = V` (a column of the event
+  // table) or `"$.a.b" = V` (a path into the payload), V a string, an integer, a boolean, an
+  // array of them, or { not = one of those }. `what` names the table in messages.
+  Result<std::vector<Condition>> Conditions(const toml::node& n, const char* what) const {
     const toml::table* t = n.as_table();
     if (t == nullptr || t->empty()) {
-      return Fail(n, "'where' must be a table of event-table columns and the values they must hold, e.g. "
-                     "where = { stream = \"accounts\" } or where = { stream = [\"accounts\", \"savings\"] }");
+      return Fail(n, fmt::format("'{}' must be a table of event-table columns or payload paths (\"$.a.b\") and "
+                                 "the values they must hold, e.g. {} = {{ stream = \"accounts\" }}, "
+                                 "{{ \"$.currency\" = [\"EUR\", \"USD\"] }} or {{ \"$.status\" = {{ not = \"cancelled\" }} }}",
+                                 what, what));
     }
-    std::vector<WherePlan> out;
+    std::vector<Condition> out;
     for (auto&& [k, v] : *t) {
-      WherePlan w;
-      w.column = std::string(k.str());
-      if (!IsPlainIdentifier(w.column, 64)) {
-        return Fail(v, fmt::format("'where' names columns of the event table: '{}' is not a plain identifier", w.column));
+      Condition c;
+      const std::string key(k.str());
+      if (key.rfind("$.", 0) == 0) {
+        c.source = FieldSource{false, key.substr(2)};
+        const std::string& path = c.source.name;
+        if (path.empty() || path.front() == '.' || path.back() == '.' || path.find("..") != std::string::npos) {
+          return Fail(v, fmt::format("'{}' {}: a payload path is \"$.\" then dotted names, e.g. \"$.customer.id\"",
+                                     what, key));
+        }
+      } else {
+        c.source = FieldSource{true, key};
+        if (!IsPlainIdentifier(key, 64)) {
+          return Fail(v, fmt::format("'{}' names columns of the event table or payload paths (\"$.a.b\"): '{}' is "
+                                     "neither a plain identifier nor a path",
+                                     what, key));
+        }
+      }
+      const toml::node* values = &v;
+      if (const toml::table* inner = v.as_table()) {
+        const toml::node* negated = inner->get("not");
+        if (negated == nullptr || inner->size() != 1) {
+          return Fail(v, fmt::format("'{}' {}: a table here is {{ not = value or [values] }}", what, key));
+        }
+        c.negated = true;
+        values = negated;
       }
       auto one = [&](const toml::node& e) -> bool {
         if (const auto* s = e.as_string()) {
-          w.values.push_back(s->get());
+          c.values.push_back({ValueKind::kString, s->get()});
         } else if (const auto* i = e.as_integer()) {
-          w.values.push_back(std::to_string(i->get()));
+          c.values.push_back({ValueKind::kString, std::to_string(i->get())});
+        } else if (const auto* b = e.as_boolean()) {
+          c.values.push_back({b->get() ? ValueKind::kTrue : ValueKind::kFalse, b->get() ? "true" : "false"});
         } else {
           return false;
         }
         return true;
       };
-      if (const toml::array* a = v.as_array()) {
-        if (a->empty()) return Fail(v, fmt::format("'where' {}: give at least one value", w.column));
+      if (const toml::array* a = values->as_array()) {
+        if (a->empty()) return Fail(*values, fmt::format("'{}' {}: give at least one value", what, key));
         for (const toml::node& e : *a) {
-          if (!one(e)) return Fail(e, fmt::format("'where' {}: each value is a string or an integer", w.column));
+          if (!one(e)) return Fail(e, fmt::format("'{}' {}: each value is a string, an integer or a boolean", what, key));
         }
-      } else if (!one(v)) {
-        return Fail(v, fmt::format("'where' {}: a string, an integer or an array of them", w.column));
+      } else if (!one(*values)) {
+        return Fail(*values, fmt::format("'{}' {}: a string, an integer, a boolean, an array of them or "
+                                         "{{ not = ... }}", what, key));
       }
-      out.push_back(std::move(w));
+      out.push_back(std::move(c));
     }
     return out;
   }
@@ -454,9 +482,22 @@ class Parser : protected Located {
     if (!classes.ok()) return classes.status();
     plan.events = std::move(*classes);
     if (const toml::node* where = t.get("where")) {
-      Result<std::vector<WherePlan>> w = Where(*where);
+      Result<std::vector<Condition>> w = Conditions(*where, "where");
       if (!w.ok()) return w.status();
-      plan.where = std::move(*w);
+      // Columns equal to texts go to the server too (the reader's filter); the rest is
+      // checked here only.
+      for (Condition& c : *w) {
+        const bool texts = std::all_of(c.values.begin(), c.values.end(),
+                                       [](const Condition::Match& m) { return m.kind == ValueKind::kString; });
+        if (c.source.column && !c.negated && texts) {
+          WherePlan p;
+          p.column = c.source.name;
+          for (Condition::Match& m : c.values) p.values.push_back(std::move(m.text));
+          plan.where.push_back(std::move(p));
+        } else {
+          plan.conditions.push_back(std::move(c));
+        }
+      }
     }
     return Status::Ok();
   }
@@ -576,7 +617,7 @@ class Parser : protected Located {
   }
 
   Result<ValuePlan> Value(const toml::table& v, const ModelPlan& plan, std::vector<std::string>& columns) const {
-    if (Status s = Unknown(v, {"column", "op", "path", "field", "value", "type", "collation", "on", "map"}, "a value"); !s.ok()) {
+    if (Status s = Unknown(v, {"column", "op", "path", "field", "value", "type", "collation", "on", "map", "if"}, "a value"); !s.ok()) {
       return s;
     }
     ValuePlan value;
@@ -593,6 +634,11 @@ class Parser : protected Located {
     value.op = *op;
     if (Status s = InputOf(v, value); !s.ok()) return s;
     if (Status s = OnOf(v, plan, value); !s.ok()) return s;
+    if (const toml::node* when = v.get("if")) {
+      Result<std::vector<Condition>> c = Conditions(*when, "if");
+      if (!c.ok()) return c.status();
+      value.when = std::move(*c);
+    }
     if (Status s = types_.ValueTypeOf(v, value); !s.ok()) return s;
     if (Status s = types_.CollationOf(v, value.column, value.storage); !s.ok()) return s;
     if (Status s = types_.ConstantFits(v, value); !s.ok()) return s;

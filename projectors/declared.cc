@@ -117,6 +117,19 @@ std::string CanonicalForm(const ModelPlan& p) {
     out += "\nwhere " + q(w.column);
     for (const std::string& v : w.values) out += " " + q(v);
   }
+  auto condition = [&](const Condition& c) {
+    std::vector<Condition::Match> values = c.values;
+    std::sort(values.begin(), values.end());
+    std::string text = fmt::format("{} {}", q(SourceText(c.source)), c.negated ? "not" : "in");
+    for (const Condition::Match& m : values) {
+      text += fmt::format(" {}{}", m.kind == ValueKind::kString ? "" : "bool:", q(m.text));
+    }
+    return text;
+  };
+  std::vector<std::string> conditions;
+  for (const Condition& c : p.conditions) conditions.push_back(condition(c));
+  std::sort(conditions.begin(), conditions.end());
+  for (const std::string& c : conditions) out += "\nwhere " + c;
   for (const KeyPlan& k : p.keys) {
     out += fmt::format("\nkey {} {} {} {}{}", q(k.column), q(SourceText(k.source)), BucketName(k.bucket),
                        DeclaredTypeName(k.type, 0, 0, k.storage), k.strict ? " strict" : "");
@@ -135,6 +148,10 @@ std::string CanonicalForm(const ModelPlan& p) {
     std::vector<std::pair<std::string, std::string>> map = v.map;
     std::sort(map.begin(), map.end());
     for (const auto& [from, to] : map) line += " map " + q(from) + " " + q(to);
+    std::vector<std::string> when;
+    for (const Condition& c : v.when) when.push_back(condition(c));
+    std::sort(when.begin(), when.end());
+    for (const std::string& c : when) line += " if " + c;
     const size_t at = std::find(columns.begin(), columns.end(), v.column) - columns.begin();
     if (at == columns.size()) {
       columns.push_back(v.column);
@@ -229,7 +246,7 @@ std::string FormatScaled(__int128 value, uint8_t scale) {
 bool CountsOnFastPath(const ModelPlan& p) {
   if (p.values.size() != 1 || p.keys.empty() || p.keys.size() > 2) return false;
   const ValuePlan& v = p.values[0];
-  if (v.op != Op::kCount || v.type != ValueType::kBigInt || v.storage.declared()) return false;
+  if (v.op != Op::kCount || v.type != ValueType::kBigInt || v.storage.declared() || !v.when.empty()) return false;
   // Every event of the model counts: an event of a class outside `on` would make a row of 0.
   for (const std::string& e : p.events) {
     if (!v.on.empty() && std::find(v.on.begin(), v.on.end(), e) == v.on.end()) return false;
@@ -266,6 +283,12 @@ bool ReadsPayload(const ModelPlan& p) {
   }
   for (const ValuePlan& v : p.values) {
     if (!v.source.name.empty() && !v.source.column) return true;
+    for (const Condition& c : v.when) {
+      if (!c.source.column) return true;
+    }
+  }
+  for (const Condition& c : p.conditions) {
+    if (!c.source.column) return true;
   }
   return false;
 }
@@ -509,6 +532,12 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
     auto is_time = [](ValueType t) { return t == ValueType::kDate || t == ValueType::kDateTime; };
     where_slots_.clear();
     for (const WherePlan& w : plan_.where) where_slots_.push_back(catalog.Slot(FieldSource{true, w.column}));
+    condition_slots_.clear();
+    for (const Condition& c : plan_.conditions) condition_slots_.push_back(catalog.Slot(c.source));
+    when_slots_.assign(plan_.values.size(), {});
+    for (size_t i = 0; i < plan_.values.size(); ++i) {
+      for (const Condition& c : plan_.values[i].when) when_slots_[i].push_back(catalog.Slot(c.source));
+    }
     key_slots_.clear();
     for (const KeyPlan& k : plan_.keys) {
       key_slots_.push_back(catalog.Slot(k.source));
@@ -539,6 +568,9 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
       const std::vector<std::string>& values = plan_.where[i].values;
       if (std::find(values.begin(), values.end(), v.text()) == values.end()) return false;
     }
+    for (size_t i = 0; i < plan_.conditions.size(); ++i) {
+      if (!plan_.conditions[i].Holds(records.value(e, condition_slots_[i]))) return false;
+    }
     return !segment_ || InSegment(records, e);
   }
 
@@ -548,6 +580,15 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
     segment_ = segment.count > 1 ? std::optional<Segment>(segment) : std::nullopt;
   }
   bool CountsUnkeyed() const override { return !segment_ || segment_->index == 0; }
+
+  // Whether value `i`'s `if` holds for `e` (none: it does).
+  bool When(size_t i, const EventRecords& records, const EventRecord& e) const {
+    const std::vector<Condition>& when = plan_.values[i].when;
+    for (size_t c = 0; c < when.size(); ++c) {
+      if (!when[c].Holds(records.value(e, when_slots_[i][c]))) return false;
+    }
+    return true;
+  }
 
   Folded ApplyUnordered(const EventRecords& records, std::vector<EventFailure>& failures,
                         uint64_t& unplaced) override {
@@ -595,7 +636,7 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
       for (size_t i = 0; reason.empty() && i < nvalues; ++i) {
         const ValuePlan& p = plan_.values[i];
         present_[i] = false;
-        if (!Marked(value_on_[i], e.event_class)) continue;
+        if (!Marked(value_on_[i], e.event_class) || !When(i, records, e)) continue;
         if (p.op == Op::kCount) {
           present_[i] = true;
           continue;
@@ -977,6 +1018,8 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
   size_t text_keys_ = 0;
   std::vector<bool> model_classes_;
   std::vector<uint32_t> where_slots_;
+  std::vector<uint32_t> condition_slots_;          // by plan_.conditions
+  std::vector<std::vector<uint32_t>> when_slots_;  // by value, by its `if`'s conditions
   std::vector<uint32_t> key_slots_;
   std::vector<int64_t> value_slots_;
   std::vector<std::vector<bool>> value_on_;

@@ -38,6 +38,35 @@ struct KeyPlan {
 // column that each adds into (all kSum or kSubtract), or that the event of the highest
 // (all kLast) or lowest (all kFirst) id of any of them sets; of one type (config/models.cc
 // checks).
+// A condition on an event (a `where` entry on the payload or negated, a value's `if`): the
+// text of its field (a payload path or an event-table column) is one of `values`, byte for
+// byte, or with `negated` none of them. A string matches its unescaped bytes, an integer a
+// JSON number or string written so, `true` / `false` a JSON boolean only. A value that is
+// missing, null, an object or an array is none of them (so a negated condition holds).
+struct Condition {
+  struct Match {
+    ValueKind kind = ValueKind::kString;  // kString (a text), kTrue or kFalse
+    std::string text;
+    friend bool operator==(const Match&, const Match&) = default;
+    friend auto operator<=>(const Match&, const Match&) = default;
+  };
+  FieldSource source;
+  std::vector<Match> values;
+  bool negated = false;
+  // Whether the value `v` passes it.
+  bool Holds(const FieldValue& v) const {
+    bool found = false;
+    for (const Match& m : values) {
+      if (m.kind == ValueKind::kString ? (v.kind == ValueKind::kString || v.kind == ValueKind::kNumber) && v.text() == m.text
+                                       : v.kind == m.kind) {
+        found = true;
+        break;
+      }
+    }
+    return found != negated;
+  }
+};
+
 struct ValuePlan {
   std::string column;
   Op op = Op::kCount;
@@ -51,6 +80,9 @@ struct ValuePlan {
   // `map`: a field's texts to the values stored ({ O = "open", C = "closed" }); a text not
   // in it makes the event a failure. Empty: the field's value as it is.
   std::vector<std::pair<std::string, std::string>> map;
+  // `if`: the conditions (all must hold) under which an event contributes to it; otherwise
+  // the event leaves it untouched.
+  std::vector<Condition> when;
   uint32_t line = 0;             // where it is declared, for messages (not part of the version)
 };
 
@@ -64,6 +96,8 @@ struct ModelPlan {
   std::string name;                 // the read model and its table
   std::vector<std::string> events;  // classes, compared byte for byte
   std::vector<WherePlan> where;     // all must hold (empty: every event of its classes)
+  // The rest of `where` (on payload paths, or negated): all must hold too, checked here only.
+  std::vector<Condition> conditions;
   std::vector<KeyPlan> keys;
   std::vector<ValuePlan> values;
   // A statement of the application's run at the swap, its one `?` the last event id applied

@@ -187,6 +187,51 @@ std::string ChangedShopModels() {
   return changed;
 }
 
+// Issue 53 item 2: conditions on the payload. A `where` on a payload path (negated, a list)
+// and values with an `if` of their own (a list, a negated number), against a reference
+// computed from the facts.
+TEST_F(DeclaredTest, ConditionsOnThePayloadChooseTheEventsAndEachValuesContributions) {
+  const std::string models = ::testing::TempDir() + "/shop-conditions.toml";
+  std::ofstream(models) << R"([[read_model]]
+name   = "lines_but_books"
+events = ['App\Shop\ItemAdded']
+where  = { "$.sku" = { not = ["book", "poster"] } }
+key    = [{ column = "sku", path = "sku" }]
+values = [
+  { column = "lines", op = "count" },
+  { column = "mug_quantity", op = "sum", path = "quantity", type = "bigint", if = { "$.sku" = "mug" } },
+  { column = "pens_not_one", op = "count", if = { "$.sku" = ["pen"], "$.quantity" = { not = 1 } } },
+]
+)";
+  Outcome run = RunRewind({"replay", "lines_but_books", "--models", models, "--quiet"}, Env(options_));
+  ASSERT_EQ(run.code, 3) << run.err;  // the one ItemAdded that is not JSON (SetUpTestSuite)
+  EXPECT_NE(run.err.find("1 event(s) could not be applied"), std::string::npos) << run.err;
+  struct Row {
+    int64_t lines = 0, mug_quantity = 0, pens_not_one = 0;
+  };
+  std::map<std::string, Row> rows;
+  for (const shop::Event& e : events_) {
+    if (e.event_class != shop::kItemAdded || e.sku == "book" || e.sku == "poster") continue;
+    Row& r = rows[e.sku];
+    ++r.lines;
+    if (e.sku == "mug") r.mug_quantity += e.quantity;
+    if (e.sku == "pen" && e.quantity != 1) ++r.pens_not_one;
+  }
+  std::vector<std::string> want;
+  for (const auto& [sku, r] : rows) want.push_back(fmt::format("{}|{}|{}|{}", sku, r.lines, r.mug_quantity, r.pens_not_one));
+  std::sort(want.begin(), want.end());
+  ASSERT_GE(want.size(), 2u);
+  auto c = Connect(options_);
+  EXPECT_EQ(SortedRows(*c, "SELECT sku, `lines`, mug_quantity, pens_not_one FROM lines_but_books"), want);
+  // The conditions are part of the declaration: another value in a list is another version.
+  std::ifstream in(models);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  text.replace(text.find(R"(["pen"])"), 7, R"(["pen", "mug"])");
+  std::ofstream(models) << text;
+  Outcome status = RunRewind({"status", "--models", models, "lines_but_books"}, Env(options_));
+  EXPECT_NE(status.out.find("older declaration"), std::string::npos) << status.out << status.err;
+}
+
 TEST_F(DeclaredTest, AChangedDeclarationIsRefusedByResumeAndShownByStatus) {
   // 3: swapped in, with the event that is not JSON recorded.
   ASSERT_EQ(RunRewind({"replay", "order_summary", "--models", kShopModels, "--quiet"}, Env(options_)).code, 3);

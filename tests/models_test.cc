@@ -350,6 +350,92 @@ namespace {
 // was in seconds: neighbouring minutes were a million places apart in the counter's array,
 // which then started again at almost every event and sorted its whole map each time; the
 // declared per-minute counter of config/blog.toml ran at ~500 events/s on 60,000 events.)
+// Issue 53 item 2: `where` and a value's `if` on payload paths, lists, `not`, booleans; a
+// declaration that says them wrong is refused with its file and line.
+TEST(Models, ConditionsAreRefusedWhenWrittenWrongWithTheirLine) {
+  const auto model = [](const std::string& where, const std::string& value_if) {
+    return "[[read_model]]\nname = \"m\"\nevents = ['A']\n" + (where.empty() ? "" : "where = " + where + "\n") +
+           "key = [{ column = \"k\", path = \"k\" }]\nvalues = [{ column = \"n\", op = \"count\"" +
+           (value_if.empty() ? "" : ", if = " + value_if) + " }]\n";
+  };
+  EXPECT_TRUE(Parse(model(R"({ "$.currency" = "EUR", stream = ["a", "b"], "$.vip" = true })", "")).ok());
+  EXPECT_TRUE(Parse(model("", R"({ "$.kind" = { not = ["refund", 7] } })")).ok());
+  const std::pair<std::string, std::string> bad[] = {
+      {model(R"({ "$." = "x" })", ""), "m.toml:4: 'where' $.: a payload path is"},
+      {model(R"({ "$.a..b" = "x" })", ""), "a payload path is"},
+      {model(R"({ "not a column" = "x" })", ""), "neither a plain identifier nor a path"},
+      {model(R"({ "$.a" = { not = "x", also = 1 } })", ""), "a table here is { not = value or [values] }"},
+      {model(R"({ "$.a" = [] })", ""), "give at least one value"},
+      {model(R"({ "$.a" = 1.5 })", ""), "a string, an integer, a boolean"},
+      {model("", R"({ "$.a" = [{ x = 1 }] })"), "'if' $.a: each value is a string, an integer or a boolean"},
+      {model("", R"("refund")"), "'if' must be a table"},
+  };
+  for (const auto& [text, message] : bad) {
+    const Status s = Parse(text);
+    EXPECT_FALSE(s.ok()) << text;
+    EXPECT_NE(s.message().find(message), std::string::npos) << s.message();
+  }
+}
+
+TEST(DeclaredProjector, AConditionComparesTextsByteForByteAndAMissingValueIsNoneOfItsValues) {
+  auto plans = ParseModels(R"([[read_model]]
+name = "m"
+events = ['A']
+where = { "$.status" = { not = "cancelled" } }
+key = [{ column = "k", path = "k" }]
+values = [
+  { column = "n", op = "count" },
+  { column = "vip", op = "count", if = { "$.vip" = true } },
+  { column = "eur", op = "count", if = { "$.currency" = ["EUR", 978] } },
+]
+)", "m.toml", "stored_events");
+  ASSERT_TRUE(plans.ok()) << plans.status().message();
+  std::unique_ptr<Projector> p = MakeDeclaredProjector((*plans)[0]);
+  EventCatalog catalog;
+  p->Bind(catalog);
+  const uint32_t k = catalog.Slot(FieldSource{false, "k"}), status = catalog.Slot(FieldSource{false, "status"}),
+                 vip = catalog.Slot(FieldSource{false, "vip"}), currency = catalog.Slot(FieldSource{false, "currency"});
+  const size_t width = catalog.fields().size();
+  std::vector<EventRecord> events;
+  std::vector<FieldValue> values;
+  // (status, vip, currency) per event; nullptr: missing.
+  struct Given {
+    const char* status;
+    ValueKind vip;
+    ValueKind currency_kind;
+    const char* currency;
+  };
+  const Given given[] = {
+      {"paid", ValueKind::kTrue, ValueKind::kString, "EUR"},         // n, vip, eur
+      {"cancelled", ValueKind::kTrue, ValueKind::kString, "EUR"},    // left out by where
+      {nullptr, ValueKind::kString, ValueKind::kNumber, "978"},      // n, eur (a number written so); vip "true" text: no
+      {"paid", ValueKind::kFalse, ValueKind::kString, "eur"},        // n only (byte for byte)
+      {"Cancelled", ValueKind::kMissing, ValueKind::kNull, nullptr}, // n only (not the same bytes)
+  };
+  for (size_t i = 0; i < std::size(given); ++i) {
+    events.push_back({static_cast<EventId>(i + 1), catalog.ClassIndex("A"), true, 0, static_cast<uint32_t>(values.size())});
+    values.resize(values.size() + width);
+    FieldValue* v = &values[values.size() - width];
+    v[k].kind = ValueKind::kString;
+    v[k].set_text("k");
+    if (given[i].status != nullptr) {
+      v[status].kind = ValueKind::kString;
+      v[status].set_text(given[i].status);
+    }
+    v[vip].kind = given[i].vip;
+    if (given[i].vip == ValueKind::kString) v[vip].set_text("true");
+    v[currency].kind = given[i].currency_kind;
+    if (given[i].currency != nullptr) v[currency].set_text(given[i].currency);
+  }
+  std::vector<EventFailure> failures;
+  const Folded folded = p->Apply(EventRecords{events, values, width}, failures);
+  EXPECT_TRUE(failures.empty());
+  EXPECT_EQ(folded.events, 4u);
+  TextSink sink;
+  p->Flush(sink);
+  EXPECT_EQ(sink.rows, (std::vector<std::string>{"k|4|1|2"}));
+}
+
 TEST(DeclaredProjector, ABucketsStrideIsInTheUnitOfItsKeysValues) {
   const auto key = [](ValueType type, Bucket bucket) {
     KeyPlan k;
