@@ -151,6 +151,16 @@ struct Folded {
   uint64_t unusable = 0;
 };
 
+// Its rows depend on the order of events across keys (sessions_per_day: a visit starts a
+// session or not by the visitor's latest earlier visit): Apply must see id order, so the
+// runner holds the events above a hole in the ids still open (a transaction not committed
+// yet) until the hole is found or final, at most max_held() of them.
+class OrderDependent {
+ public:
+  virtual ~OrderDependent() = default;
+  virtual size_t max_held() const { return 200'000; }
+};
+
 class Projector {
  public:
   virtual ~Projector() = default;
@@ -172,9 +182,6 @@ class Projector {
   // keeps what they became until its transaction commits, and redoes that on retries.
   virtual void Flush(RowSink& sink) = 0;
 
-  // True when the result depends on the order of events across keys (Apply must see id
-  // order: the runner holds events above a hole still open).
-  virtual bool order_dependent() const { return false; }
   // Whether it can apply `record` (of its classes): decoded, or read without its payload.
   virtual bool Usable(const EventRecord& record) const { return record.decoded || !reads_payload(); }
   // Whether it applies `record` (of `records`): its class, and any filter of its own on the
@@ -197,6 +204,7 @@ class Projector {
   // not also applies a record whose payload is no JSON object (EventRecord::decoded).
   virtual bool reads_payload() const { return true; }
   // Its capabilities (above), or nullptr.
+  virtual const OrderDependent* order_dependent() const { return nullptr; }
   virtual Segmentable* segmentable() { return nullptr; }
   virtual const HandsOver* hands_over() const { return nullptr; }
   virtual KeepsCommitted* keeps_committed() { return nullptr; }

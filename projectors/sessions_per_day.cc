@@ -18,7 +18,7 @@ namespace {
 
 constexpr int64_t kSessionGapSeconds = 30 * 60;
 
-class SessionsPerDay final : public PageVisitModel<SessionsPerDay> {
+class SessionsPerDay final : public PageVisitModel<SessionsPerDay>, public OrderDependent {
  public:
   SessionsPerDay()
       : PageVisitModel(kFieldVisitedAt | kFieldIp | kFieldUserAgent),
@@ -27,7 +27,7 @@ class SessionsPerDay final : public PageVisitModel<SessionsPerDay> {
 
   std::string_view name() const override { return table_.name; }
   const TableSpec& table() const override { return table_; }
-  bool order_dependent() const override { return true; }
+  const OrderDependent* order_dependent() const override { return this; }
 
   void Fold(const EventRecords& records, const EventRecord& e) {
     // The visitor is (ip, userAgent) compared byte for byte: the decoder's run-wide id of

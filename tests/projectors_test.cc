@@ -304,8 +304,8 @@ TEST(Projectors, RegistryIsCompleteAndConsistent) {
     tables[info.name] = p->table().name;
   }
   EXPECT_EQ(tables.size(), AllProjectors().size());  // names are unique
-  EXPECT_TRUE(Make("sessions_per_day")->order_dependent());
-  EXPECT_FALSE(Make("visits_per_day")->order_dependent());
+  EXPECT_NE(Make("sessions_per_day")->order_dependent(), nullptr);
+  EXPECT_EQ(Make("visits_per_day")->order_dependent(), nullptr);
 }
 
 }  // namespace

@@ -114,7 +114,7 @@ void ProjectorRunner::ApplyRecords(const Batch& batch, bool late) {
                                                 [&](const EventRecord& r) { return r.id <= applied_id_; });
     records = records.subspan(static_cast<size_t>(first_new - records.begin()));
   }
-  if (projector_->order_dependent()) {
+  if (projector_->order_dependent() != nullptr) {
     ApplyInOrder(batch, records, late);
   } else {
     (void)ApplyChosen(EventRecords{records, batch.values, batch.width}, &batch, late, /*unordered=*/false);
@@ -182,7 +182,7 @@ Status ProjectorRunner::ApplyLate(const Batch& batch) {
   if (!ids_kept_) PlaceBelowCheckpoint(batch);
   ApplyRecords(batch, /*late=*/true);
   Settle(batch.settled);
-  if (projector_->order_dependent()) ReleaseHeld();
+  if (projector_->order_dependent() != nullptr) ReleaseHeld();
   return Status::Ok();
 }
 
@@ -198,7 +198,7 @@ Status ProjectorRunner::ApplyReconciled(const Batch& batch) {
       if (gaps_.Contains(id)) continue;
       // An order-dependent read model cannot take it; one without ids places what commutes
       // (the late path: PlaceBelowCheckpoint), counting only what it cannot place.
-      if (projector_->order_dependent() && id <= CheckpointId()) {
+      if (projector_->order_dependent() != nullptr && id <= CheckpointId()) {
         missed += Reads(batch, id) ? 1 : 0;
       } else {
         gaps_.Add({id, id});
@@ -285,15 +285,16 @@ void ProjectorRunner::ReleaseHeld() {
   if (held_.empty()) return;
   const EventId open = gaps_.empty() ? GapSet::kMaxId : gaps_.lowest();
   auto end = std::partition_point(held_.begin(), held_.end(), [&](const Held& h) { return h.record.id < open; });
-  if (held_.size() - static_cast<size_t>(end - held_.begin()) > kMaxHeld) {
+  const size_t max_held = projector_->order_dependent()->max_held();
+  if (held_.size() - static_cast<size_t>(end - held_.begin()) > max_held) {
     // A hole that stays open this long is not one an application transaction holds (its
     // neighbours' times mislead): memory stays bounded, the oldest go on in id order.
     if (!warned_held_) {
       PrintLine(fmt::format("{}: more than {} events held above an open hole in the ids; applying the "
-                            "oldest in id order without waiting for it", projector_->name(), kMaxHeld));
+                            "oldest in id order without waiting for it", projector_->name(), max_held));
       warned_held_ = true;
     }
-    end = held_.end() - static_cast<long>(kMaxHeld / 2);
+    end = held_.end() - static_cast<long>(max_held / 2);
   }
   if (end == held_.begin()) return;
   ApplyHeld(static_cast<size_t>(end - held_.begin()));
@@ -361,7 +362,7 @@ Result<bool> ProjectorRunner::Fold(const Batch& batch) {
   }
   if (batch.last_id <= applied_id_) {  // committed before a resume
     Settle(batch.settled);
-    if (projector_->order_dependent()) ReleaseHeld();
+    if (projector_->order_dependent() != nullptr) ReleaseHeld();
     return false;
   }
 

@@ -261,7 +261,6 @@ class ProjectorRunner {
   size_t held_width_ = 0;                     // values per record
   std::vector<EventRecord> held_records_;     // scratch: the held events applied
   std::vector<FieldValue> held_values_;
-  static constexpr size_t kMaxHeld = 200'000;  // events; beyond, the oldest are applied
   bool warned_held_ = false;
   std::vector<EventRecord> records_;  // scratch for late records
   std::vector<EventRecord> below_;    // scratch: late records below the checkpoint
