@@ -484,19 +484,13 @@ class Parser : protected Located {
     if (const toml::node* where = t.get("where")) {
       Result<std::vector<Condition>> w = Conditions(*where, "where");
       if (!w.ok()) return w.status();
-      // Columns equal to texts go to the server too (the reader's filter); the rest is
-      // checked here only.
-      for (Condition& c : *w) {
-        const bool texts = std::all_of(c.values.begin(), c.values.end(),
-                                       [](const Condition::Match& m) { return m.kind == ValueKind::kString; });
-        if (c.source.column && !c.negated && texts) {
-          WherePlan p;
-          p.column = c.source.name;
-          for (Condition::Match& m : c.values) p.values.push_back(std::move(m.text));
-          plan.where.push_back(std::move(p));
-        } else {
-          plan.conditions.push_back(std::move(c));
-        }
+      plan.conditions = std::move(*w);
+      for (const Condition& c : plan.conditions) {  // columns equal to texts: the server's filter too
+        if (!c.SentToServer()) continue;
+        WherePlan p;
+        p.column = c.source.name;
+        for (const Condition::Match& m : c.values) p.values.push_back(m.text);
+        plan.where.push_back(std::move(p));
       }
     }
     return Status::Ok();

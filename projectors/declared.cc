@@ -127,7 +127,9 @@ std::string CanonicalForm(const ModelPlan& p) {
     return text;
   };
   std::vector<std::string> conditions;
-  for (const Condition& c : p.conditions) conditions.push_back(condition(c));
+  for (const Condition& c : p.conditions) {
+    if (!c.SentToServer()) conditions.push_back(condition(c));  // those are the where lines above
+  }
   std::sort(conditions.begin(), conditions.end());
   for (const std::string& c : conditions) out += "\nwhere " + c;
   for (const KeyPlan& k : p.keys) {
@@ -530,8 +532,6 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
       Mark(model_classes_, c);
     }
     auto is_time = [](ValueType t) { return t == ValueType::kDate || t == ValueType::kDateTime; };
-    where_slots_.clear();
-    for (const WherePlan& w : plan_.where) where_slots_.push_back(catalog.Slot(FieldSource{true, w.column}));
     condition_slots_.clear();
     for (const Condition& c : plan_.conditions) condition_slots_.push_back(catalog.Slot(c.source));
     when_slots_.assign(plan_.values.size(), {});
@@ -562,12 +562,6 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
   // Whether `e` is one of its classes and passes its `where` (byte for byte).
   bool Selects(const EventRecords& records, const EventRecord& e) const override {
     if (!reads_class(e.event_class)) return false;
-    for (size_t i = 0; i < plan_.where.size(); ++i) {
-      const FieldValue& v = records.value(e, where_slots_[i]);
-      if (v.kind != ValueKind::kString && v.kind != ValueKind::kNumber) return false;
-      const std::vector<std::string>& values = plan_.where[i].values;
-      if (std::find(values.begin(), values.end(), v.text()) == values.end()) return false;
-    }
     for (size_t i = 0; i < plan_.conditions.size(); ++i) {
       if (!plan_.conditions[i].Holds(records.value(e, condition_slots_[i]))) return false;
     }
@@ -1017,7 +1011,6 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
   std::vector<size_t> key_order_;  // key columns in encoded order
   size_t text_keys_ = 0;
   std::vector<bool> model_classes_;
-  std::vector<uint32_t> where_slots_;
   std::vector<uint32_t> condition_slots_;          // by plan_.conditions
   std::vector<std::vector<uint32_t>> when_slots_;  // by value, by its `if`'s conditions
   std::vector<uint32_t> key_slots_;

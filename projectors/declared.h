@@ -8,6 +8,7 @@
 // Thread safety: none (see projector.h); a plan is an immutable value.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -65,6 +66,12 @@ struct Condition {
     }
     return found != negated;
   }
+  // Whether the reader also sends it to the server with the type filter (ModelPlan::where):
+  // a column equal to texts.
+  bool SentToServer() const {
+    return source.column && !negated &&
+           std::all_of(values.begin(), values.end(), [](const Match& m) { return m.kind == ValueKind::kString; });
+  }
 };
 
 struct ValuePlan {
@@ -95,9 +102,10 @@ using WherePlan = ColumnIn;
 struct ModelPlan {
   std::string name;                 // the read model and its table
   std::vector<std::string> events;  // classes, compared byte for byte
-  std::vector<WherePlan> where;     // all must hold (empty: every event of its classes)
-  // The rest of `where` (on payload paths, or negated): all must hold too, checked here only.
+  // `where`: its conditions, all of which must hold (empty: every event of its classes), and
+  // those of them the reader also sends to the server (Condition::SentToServer).
   std::vector<Condition> conditions;
+  std::vector<WherePlan> where;
   std::vector<KeyPlan> keys;
   std::vector<ValuePlan> values;
   // A statement of the application's run at the swap, its one `?` the last event id applied

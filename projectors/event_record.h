@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <utility>
 #include <span>
 #include <string>
@@ -155,7 +157,10 @@ class EventCatalog {
     for (size_t i = 0; i < checks_.size(); ++i) {
       if (checks_[i] == c) return static_cast<uint8_t>(1u << i);
     }
-    if (checks_.size() >= 8) return 0;  // never: the compiled read models use four
+    if (checks_.size() >= 8) {  // a bit each in EventRecord::failed_checks; the compiled read models use four
+      std::fprintf(stderr, "rewind: internal error: more than 8 field checks in one run\n");
+      std::abort();
+    }
     checks_.push_back(c);
     return static_cast<uint8_t>(1u << (checks_.size() - 1));
   }

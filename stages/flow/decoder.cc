@@ -220,14 +220,14 @@ const Decoder::PathNode* FindChild(const Decoder::PathNode& node, std::string_vi
   return nullptr;
 }
 
-// Records the wanted values of one JSON object (a payload, or an object inside it).
-// A batch's scratch, one per decoding thread: the token tables of the run-wide slots, the
-// pairs' batch tables, the arenas.
 }  // namespace
+
+// A batch's scratch, one per decoding thread: its parser, the token tables of the token
+// slots, the pairs' batch tables, the arenas.
 
 struct Decoder::Scratch {
   simdjson::ondemand::parser parser;
-  std::vector<TokenTable> tokens;                       // by run-wide slot (Decoder::token_of_)
+  std::vector<TokenTable> tokens;                       // by token slot (Decoder::token_slots_)
   std::vector<FlatMap<uint32_t>> pair_ids;              // by pair: (a id, b id) -> pair's batch id + 1
   std::vector<std::vector<TextTable::Entry>> pairs;     // by pair: its texts, by batch id
   // The tokens, copied the first time the batch has them: the events that repeat one
@@ -246,7 +246,7 @@ struct Decoder::Scratch {
 namespace {
 
 // Records the wanted values of one JSON object (a payload, or an object inside it).
-// A string of a run-wide slot is read through its token table (`token_of[slot]` >= 0): its
+// A string of a token slot is read through its token table (SlotRead::token >= 0): its
 // FieldValue::text_id is then its batch id + 1 (0: longer than its check allows).
 std::string WalkObject(simdjson::ondemand::object obj, const Decoder::PathNode& node, StringArena& arena,
                        const std::vector<Decoder::SlotRead>& reads, Decoder::Scratch& scratch, FieldValue* values) {
@@ -350,40 +350,44 @@ const char* KindName(ValueKind k) {
   return "missing";
 }
 
-// Whether `v` passes `check` (the common case, without building a reason); an ISO time
-// passing it is parsed into `v`.
-inline bool Passes(const FieldCheck& check, FieldValue& v) {
-  if (v.kind != ValueKind::kString || v.text().size() > check.max_bytes) return false;
-  if (!check.iso_time) return true;
+enum class Verdict : uint8_t { kPasses, kNotAString, kTooLong, kBadTime };
+
+// How `v` meets `check` (without building a reason: most pass); an ISO time that passes is
+// parsed into `v`, once: a date-time some read model reads as a time was parsed already
+// (ParseDateOrTimestamp reads a timestamp as ParseIsoTimestamp does; only a date alone, of
+// 10 bytes, is not one).
+Verdict Judge(const FieldCheck& check, FieldValue& v) {
+  if (v.kind != ValueKind::kString) return Verdict::kNotAString;
+  if (v.text_size > check.max_bytes) return Verdict::kTooLong;
+  if (!check.iso_time) return Verdict::kPasses;
+  if (v.time_state != TimeState::kNotParsed && v.text_size != 10) {
+    return v.time_state == TimeState::kOk ? Verdict::kPasses : Verdict::kBadTime;
+  }
   const std::optional<CivilTime> t = ParseIsoTimestamp(v.text());
-  if (!t) return false;
+  if (!t) return Verdict::kBadTime;
   v.time = *t;
   v.time_state = TimeState::kOk;
-  return true;
+  return Verdict::kPasses;
 }
 
-// Why `v`, the value of `field`, fails `check` ("" when it passes); an ISO time passing it is
-// parsed into `v`.
-std::string FailedCheck(const FieldSource& field, const FieldCheck& check, FieldValue& v, uint32_t slot,
-                        const Decoder::Scratch& scratch) {
+// Why `v`, the value of `field` in `slot`, failed `check` with `verdict`.
+std::string Reason(Verdict verdict, const FieldSource& field, const FieldCheck& check, const FieldValue& v,
+                   uint32_t slot, const Decoder::Scratch& scratch) {
   for (const auto& [bad, why] : scratch.bad_strings) {
     if (bad == slot) return why;
   }
-  if (v.kind == ValueKind::kMissing) return fmt::format("missing field '{}'", field.name);
-  if (v.kind != ValueKind::kString) return fmt::format("field '{}' is {}, expected a string", field.name, KindName(v.kind));
-  if (v.text().size() > check.max_bytes) {
-    // Stored whole or not at all: never cut (two URLs would then share a row).
-    return fmt::format("field '{}' is {} bytes, more than the {} rewind stores", field.name, v.text().size(),
-                       check.max_bytes);
+  switch (verdict) {
+    case Verdict::kNotAString:
+      if (v.kind == ValueKind::kMissing) return fmt::format("missing field '{}'", field.name);
+      return fmt::format("field '{}' is {}, expected a string", field.name, KindName(v.kind));
+    case Verdict::kTooLong:  // stored whole or not at all: never cut (two URLs would then share a row)
+      return fmt::format("field '{}' is {} bytes, more than the {} rewind stores", field.name, v.text_size,
+                         check.max_bytes);
+    case Verdict::kBadTime:
+      return fmt::format("unparseable {} '{}' (rewind reads ISO-8601 times from year 0001 to 9999)", field.name,
+                         Excerpt(v.text()));
+    case Verdict::kPasses: break;
   }
-  if (!check.iso_time) return {};
-  const std::optional<CivilTime> t = ParseIsoTimestamp(v.text());
-  if (!t) {
-    return fmt::format("unparseable {} '{}' (rewind reads ISO-8601 times from year 0001 to 9999)", field.name,
-                       Excerpt(v.text()));
-  }
-  v.time = *t;
-  v.time_state = TimeState::kOk;
   return {};
 }
 
@@ -409,7 +413,7 @@ void Decoder::AppendRecord(Batch& batch, const RawEvent& raw, Scratch& scratch) 
   for (const auto& [slot, why] : scratch.bad_strings) {
     // A string that could not be read is a failed check where its class checks it, and
     // elsewhere a payload that could not be read, as any other field's.
-    const bool checked = std::any_of(checks_.begin(), checks_.end(), [&](const EventCatalog::ClassCheck& c) {
+    const bool checked = std::any_of(catalog_.checks().begin(), catalog_.checks().end(), [&](const EventCatalog::ClassCheck& c) {
       return c.event_class == raw.event_class && c.slot == slot;
     });
     if (!checked && reason.empty()) reason = why;
@@ -449,12 +453,13 @@ void Decoder::AppendRecord(Batch& batch, const RawEvent& raw, Scratch& scratch) 
     values[pair.slot].kind = ValueKind::kString;
     values[pair.slot].text_id = id;
   }
-  if (record.decoded && !checks_.empty()) {
-    for (size_t i = 0; i < checks_.size(); ++i) {  // the reasons in the checks' order
-      const auto& [event_class, slot, check] = checks_[i];
-      if (event_class != raw.event_class || Passes(check, values[slot])) continue;
-      std::string why = FailedCheck(catalog_.fields()[slot], check, values[slot], slot, scratch);
-      if (why.empty()) continue;
+  const std::vector<EventCatalog::ClassCheck>& checks = catalog_.checks();
+  for (size_t i = 0; record.decoded && i < checks.size(); ++i) {  // the reasons in the checks' order
+    const auto& [event_class, slot, check] = checks[i];
+    if (event_class != raw.event_class) continue;
+    const Verdict verdict = Judge(check, values[slot]);
+    if (verdict != Verdict::kPasses) {
+      std::string why = Reason(verdict, catalog_.fields()[slot], check, values[slot], slot, scratch);
       record.failed_checks |= static_cast<uint8_t>(1u << i);
       if (check.required) {  // the event is no event of its class: this reason alone
         reason = std::move(why);
@@ -477,7 +482,10 @@ Decoder::Decoder(EventCatalog catalog) : catalog_(std::move(catalog)) {
     reads_[c.slot].max_bytes = std::min(reads_[c.slot].max_bytes, c.check.max_bytes);
     reads_[c.slot].checked = true;
   }
-  checks_ = catalog_.checks();
+  std::vector<bool> pair_part(width, false);  // read through a token table for its pair
+  for (const FieldSource& f : catalog_.fields()) {
+    if (f.pair()) pair_part[f.pair_a] = pair_part[f.pair_b] = true;
+  }
   for (size_t i = 0; i < width; ++i) {
     const uint32_t slot = static_cast<uint32_t>(i);
     const FieldSource& f = catalog_.fields()[i];
@@ -487,10 +495,7 @@ Decoder::Decoder(EventCatalog catalog) : catalog_(std::move(catalog)) {
       pair_run_ids_.push_back(std::make_unique<Interner>());
       continue;
     }
-    const bool pair_part = std::any_of(catalog_.fields().begin(), catalog_.fields().end(), [&](const FieldSource& p) {
-      return p.pair() && (p.pair_a == slot || p.pair_b == slot);
-    });
-    if (catalog_.wants_run_wide(slot) || pair_part) {
+    if (catalog_.wants_run_wide(slot) || pair_part[i]) {
       reads_[i].token = static_cast<int32_t>(token_slots_.size());
       token_slots_.push_back(slot);
       run_ids_.push_back(catalog_.wants_run_wide(slot) ? std::make_unique<Interner>() : nullptr);

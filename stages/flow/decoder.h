@@ -71,7 +71,6 @@ class Decoder {
   // Slots read through a token table: the run-wide ones and the pairs' parts.
   std::vector<uint32_t> token_slots_;
   std::vector<Pair> pairs_;
-  std::vector<EventCatalog::ClassCheck> checks_;
   // Run-wide ids, one instance per run shared by every batch: by token slot (nullptr: not
   // run-wide, a pair's part only), by pair.
   std::vector<std::unique_ptr<Interner>> run_ids_;
