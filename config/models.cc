@@ -557,11 +557,40 @@ class Parser : protected Located {
     for (const toml::node& vn : *value_list) {
       const toml::table* v = vn.as_table();
       if (v == nullptr) return Fail(vn, "each value must be a table: { column = ..., op = ... }");
+      if (const toml::node* op = v->get("op"); op != nullptr && op->as_string() && op->as_string()->get() == "delete") {
+        Result<RemovePlan> removal = Removal(*v, plan);
+        if (!removal.ok()) return removal.status();
+        plan.deletes.push_back(std::move(*removal));
+        continue;
+      }
       Result<ValuePlan> value = Value(*v, plan, columns);
       if (!value.ok()) return value.status();
       plan.values.push_back(std::move(*value));
     }
     return Status::Ok();
+  }
+
+  // { op = "delete", on = [...], if = {...} }: the events that remove their key's row.
+  Result<RemovePlan> Removal(const toml::table& v, const ModelPlan& plan) const {
+    if (Status s = Unknown(v, {"op", "on", "if"}, "a delete"); !s.ok()) return s;
+    const toml::node* on = v.get("on");
+    if (on == nullptr) return Fail(v, "op = \"delete\" needs 'on': the events that remove their key's row");
+    RemovePlan removal;
+    Result<std::vector<std::string>> classes = Strings(*on, "on");
+    if (!classes.ok()) return classes.status();
+    for (const std::string& c : *classes) {
+      if (std::find(plan.events.begin(), plan.events.end(), c) == plan.events.end()) {
+        return Fail(*on, fmt::format("a delete's 'on' names '{}', which is not in the read model's events", c));
+      }
+    }
+    removal.on = std::move(*classes);
+    if (const toml::node* when = v.get("if")) {
+      Result<std::vector<Condition>> c = Conditions(*when, "if");
+      if (!c.ok()) return c.status();
+      removal.when = std::move(*c);
+    }
+    removal.line = v.source().begin.line;
+    return removal;
   }
 
   // Columns rewind keeps beside the declared ones: no declared column may take their names.
@@ -662,7 +691,7 @@ class Parser : protected Located {
     for (const auto& [name, o] : kOps) {
       if (*op == name) return o;
     }
-    return Fail(*v.get("op"), fmt::format("unknown op '{}' (count, sum, subtract, min, max, first or last)", *op));
+    return Fail(*v.get("op"), fmt::format("unknown op '{}' (count, sum, subtract, min, max, first, last or delete)", *op));
   }
 
   // What a value takes from each event: a path or a field (its texts mapped or not), a

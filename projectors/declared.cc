@@ -165,6 +165,20 @@ std::string CanonicalForm(const ModelPlan& p) {
     std::sort(column.begin(), column.end());
     for (const std::string& line : column) out += line;
   }
+  std::vector<std::string> deletes;
+  for (const RemovePlan& r : p.deletes) {
+    std::vector<std::string> on = r.on;
+    std::sort(on.begin(), on.end());
+    std::string line = "\ndelete";
+    for (const auto& e : on) line += " " + q(e);
+    std::vector<std::string> when;
+    for (const Condition& c : r.when) when.push_back(condition(c));
+    std::sort(when.begin(), when.end());
+    for (const std::string& c : when) line += " if " + c;
+    deletes.push_back(std::move(line));
+  }
+  std::sort(deletes.begin(), deletes.end());
+  for (const std::string& line : deletes) out += line;
   // first and last keep the id of their event in a column of their own (projector.h): a
   // table built before that has not, so a declaration with them is another version (a
   // resume refuses such a table, status marks it); the others keep theirs.
@@ -246,7 +260,7 @@ std::string FormatScaled(__int128 value, uint8_t scale) {
 }
 
 bool CountsOnFastPath(const ModelPlan& p) {
-  if (p.values.size() != 1 || p.keys.empty() || p.keys.size() > 2) return false;
+  if (p.values.size() != 1 || !p.deletes.empty() || p.keys.empty() || p.keys.size() > 2) return false;
   const ValuePlan& v = p.values[0];
   if (v.op != Op::kCount || v.type != ValueType::kBigInt || v.storage.declared() || !v.when.empty()) return false;
   // Every event of the model counts: an event of a class outside `on` would make a row of 0.
@@ -291,6 +305,11 @@ bool ReadsPayload(const ModelPlan& p) {
   }
   for (const Condition& c : p.conditions) {
     if (!c.source.column) return true;
+  }
+  for (const RemovePlan& r : p.deletes) {
+    for (const Condition& c : r.when) {
+      if (!c.source.column) return true;
+    }
   }
   return false;
 }
@@ -473,7 +492,7 @@ class CountingPath {
   int64_t last_date_ = 0;
 };
 
-class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsCommitted {
+class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsCommitted, OrderDependent, RemovesRows {
   friend class CountingPath;
 
  public:
@@ -523,6 +542,11 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
   Segmentable* segmentable() override { return this; }
   const HandsOver* hands_over() const override { return this; }
   KeepsCommitted* keeps_committed() override { return this; }
+  // With deletes, a key's row depends on the order of its events (a value after a delete
+  // starts afresh): the runner holds events above an open hole. Its table holds its state.
+  const OrderDependent* order_dependent() const override { return plan_.deletes.empty() ? nullptr : this; }
+  bool resumes() const override { return true; }
+  RemovesRows* removes_rows() override { return plan_.deletes.empty() ? nullptr : this; }
 
   void Bind(EventCatalog& catalog) override {
     model_classes_.clear();
@@ -537,6 +561,12 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
     when_slots_.assign(plan_.values.size(), {});
     for (size_t i = 0; i < plan_.values.size(); ++i) {
       for (const Condition& c : plan_.values[i].when) when_slots_[i].push_back(catalog.Slot(c.source));
+    }
+    delete_on_.assign(plan_.deletes.size(), {});
+    delete_when_slots_.assign(plan_.deletes.size(), {});
+    for (size_t i = 0; i < plan_.deletes.size(); ++i) {
+      for (const std::string& e : plan_.deletes[i].on) Mark(delete_on_[i], catalog.ClassIndex(e));
+      for (const Condition& c : plan_.deletes[i].when) delete_when_slots_[i].push_back(catalog.Slot(c.source));
     }
     key_slots_.clear();
     for (const KeyPlan& k : plan_.keys) {
@@ -584,8 +614,28 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
     return true;
   }
 
+  // Whether `e` removes its key's row: of a delete's classes, its `if` holding.
+  bool Removes(const EventRecords& records, const EventRecord& e) const {
+    for (size_t i = 0; i < plan_.deletes.size(); ++i) {
+      if (!Marked(delete_on_[i], e.event_class)) continue;
+      const std::vector<Condition>& when = plan_.deletes[i].when;
+      size_t c = 0;
+      while (c < when.size() && when[c].Holds(records.value(e, delete_when_slots_[i][c]))) ++c;
+      if (c == when.size()) return true;
+    }
+    return false;
+  }
+
   Folded ApplyUnordered(const EventRecords& records, std::vector<EventFailure>& failures,
                         uint64_t& unplaced) override {
+    if (!plan_.deletes.empty()) {
+      // A late event below events already written: whether a delete of its key came after
+      // it is not known here, so none is placed (each counted as missed: a rebuild places it).
+      Folded ignored;
+      unplaced = 0;
+      for (const EventRecord& e : records.events) unplaced += Take(records, e, ignored) ? 1 : 0;
+      return {};
+    }
     unordered_ = true;
     unplaced_ = 0;
     const Folded folded = Apply(records, failures);
@@ -625,6 +675,10 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
         Typed t;
         if (!KeyValue(i, records.value(e, key_slots_[i]), t, reason)) break;
         AppendKey(plan_.keys[i].type, t);
+      }
+      if (reason.empty() && removes_ && Removes(records, e)) {
+        Remove(ncolumns);
+        continue;
       }
       // The values, each converted before any is applied: an event counts wholly or not at all.
       for (size_t i = 0; reason.empty() && i < nvalues; ++i) {
@@ -686,7 +740,10 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
       int64_t committed = -1;
       if (checks_sums_) {
         committed = found >= 0 ? pending_committed_[static_cast<size_t>(found)] : committed_keys_.Find(key_, {}, hash);
-        const __int128* base = committed < 0 ? nullptr : committed_.data() + static_cast<size_t>(committed) * bounded_.size();
+        // A row removed in this flush starts from nothing: the table's row goes first.
+        const bool removed = found >= 0 && removes_ && (row_state_[static_cast<size_t>(found)] & kRemoved) != 0;
+        const __int128* base =
+            committed < 0 || removed ? nullptr : committed_.data() + static_cast<size_t>(committed) * bounded_.size();
         for (size_t b = 0; b < bounded_.size(); ++b) {
           sums_[bounded_[b]] = (accs ? accs[bounded_[b]].n : 0) + (base ? base[b] : 0);
         }
@@ -711,10 +768,9 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
         continue;
       }
       if (!accs) {
-        keys_.Intern(key_, {}, hash, &key_bytes_);  // the next row
-        accs_.resize(accs_.size() + ncolumns);
-        accs = accs_.data() + (accs_.size() - ncolumns);
-        if (checks_sums_) pending_committed_.push_back(committed);
+        accs = NewRow(ncolumns, hash, committed);
+      } else if (removes_) {
+        row_state_[static_cast<size_t>(found)] &= static_cast<uint8_t>(~kEmpty);  // written again
       }
       bool unplaced = false;
       for (size_t i = 0; i < nvalues; ++i) {
@@ -734,10 +790,23 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
     return fast_ ? fast_->pending_rows() : keys_.size();
   }
 
+  void FlushRemoved(RowSink& sink) override {
+    std::vector<Typed> keys(plan_.keys.size());
+    for (uint32_t r = 0; r < keys_.size(); ++r) {
+      if ((row_state_[r] & kRemoved) == 0) continue;
+      DecodeKey(keys_.entry(r).a, keys);
+      for (size_t i = 0; i < plan_.keys.size(); ++i) Emit(sink, plan_.keys[i].type, 0, keys[i]);
+      sink.EndRow();
+    }
+  }
+
   void Flush(RowSink& sink) override {
     if (fast_) return fast_->Flush(sink);
-    std::vector<uint32_t> rows(keys_.size());
-    for (uint32_t r = 0; r < rows.size(); ++r) rows[r] = r;
+    std::vector<uint32_t> rows;
+    rows.reserve(keys_.size());
+    for (uint32_t r = 0; r < keys_.size(); ++r) {
+      if (!removes_ || (row_state_[r] & kEmpty) == 0) rows.push_back(r);  // a row removed and not written again: none
+    }
     // In the order of the stored key's leading non-text columns (text keys are stored by
     // their hash, which no order here can follow): comparing that fixed prefix is enough.
     const size_t prefix = 8 * (key_order_.size() - text_keys_);
@@ -774,6 +843,7 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
     keys_.Clear();
     key_bytes_.Clear();
     accs_.clear();
+    row_state_.clear();
   }
 
   std::vector<std::string> committed_columns() const override {
@@ -935,7 +1005,28 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
     a.set = true;
   }
 
-  // The flushed deltas of the bounded columns, added to the committed values.
+  // A new pending row for key_ (hashed `hash`), its committed key `committed` (-1: none).
+  Acc* NewRow(size_t ncolumns, uint64_t hash, int64_t committed) {
+    keys_.Intern(key_, {}, hash, &key_bytes_);  // the next row
+    accs_.resize(accs_.size() + ncolumns);
+    if (checks_sums_) pending_committed_.push_back(committed);
+    if (removes_) row_state_.push_back(0);
+    return accs_.data() + (accs_.size() - ncolumns);
+  }
+
+  // The event (its key in key_) removes its key's row: the table's row goes in this flush,
+  // and what this flush held for it is forgotten.
+  void Remove(size_t ncolumns) {
+    const uint64_t hash = TextTable::HashOf(key_, {});
+    const int64_t found = keys_.Find(key_, {}, hash);
+    Acc* accs = found >= 0 ? accs_.data() + static_cast<size_t>(found) * ncolumns
+                           : NewRow(ncolumns, hash, checks_sums_ ? committed_keys_.Find(key_, {}, hash) : -1);
+    std::fill(accs, accs + ncolumns, Acc{});
+    row_state_[found >= 0 ? static_cast<size_t>(found) : keys_.size() - 1] = kRemoved | kEmpty;
+  }
+
+  // The flushed deltas of the bounded columns, added to the committed values (a removed
+  // row's replace them).
   void Commit(size_t ncolumns) {
     const size_t nb = bounded_.size();
     for (uint32_t r = 0; r < keys_.size(); ++r) {
@@ -946,7 +1037,11 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
         committed_.resize(committed_.size() + nb, 0);
       }
       const Acc* accs = accs_.data() + size_t{r} * ncolumns;
-      for (size_t b = 0; b < nb; ++b) committed_[static_cast<size_t>(c) * nb + b] += accs[bounded_[b]].n;
+      const bool removed = removes_ && (row_state_[r] & kRemoved) != 0;
+      for (size_t b = 0; b < nb; ++b) {
+        __int128& value = committed_[static_cast<size_t>(c) * nb + b];
+        value = (removed ? 0 : value) + accs[bounded_[b]].n;
+      }
     }
     pending_committed_.clear();
   }
@@ -1025,6 +1120,13 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
   TextTable keys_;          // encoded key -> row index (ids are rows, in order of arrival)
   StringArena key_bytes_;   // the encoded keys keys_ holds
   std::vector<Acc> accs_;  // stored value columns of row r at [r * ncolumns, ...)
+  // Deletes only: per pending row, kRemoved (its table row goes before this flush's rows)
+  // and kEmpty (nothing written since: no row is written).
+  static constexpr uint8_t kRemoved = 1, kEmpty = 2;
+  const bool removes_ = !plan_.deletes.empty();
+  std::vector<uint8_t> row_state_;
+  std::vector<std::vector<bool>> delete_on_;               // by plan_.deletes: its classes
+  std::vector<std::vector<uint32_t>> delete_when_slots_;  // by plan_.deletes, by its `if`'s conditions
   // Bounded columns only: every key's committed values (bounded_.size() per committed key, in
   // the order of committed_keys_), and each pending row's committed key (-1: none yet). Memory
   // grows with the read model's keys, not with its events.

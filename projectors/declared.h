@@ -99,6 +99,15 @@ struct ValuePlan {
 // of other events stay there; the server's equality (its collation) only narrows what comes.
 using WherePlan = ColumnIn;
 
+// A `delete` among the values (`{ op = "delete", on = [...] }`): an event of those classes
+// (for which its `if` holds) removes its key's row; a later event of the key starts the row
+// again from the table's defaults. Such an event contributes to no value.
+struct RemovePlan {
+  std::vector<std::string> on;
+  std::vector<Condition> when;
+  uint32_t line = 0;
+};
+
 struct ModelPlan {
   std::string name;                 // the read model and its table
   std::vector<std::string> events;  // classes, compared byte for byte
@@ -108,6 +117,7 @@ struct ModelPlan {
   std::vector<WherePlan> where;
   std::vector<KeyPlan> keys;
   std::vector<ValuePlan> values;
+  std::vector<RemovePlan> deletes;
   // A statement of the application's run at the swap, its one `?` the last event id applied
   // (Projector::hand_over); not part of the version: it changes no row of the read model.
   std::string hand_over;

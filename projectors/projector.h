@@ -159,6 +159,21 @@ class OrderDependent {
  public:
   virtual ~OrderDependent() = default;
   virtual size_t max_held() const { return 200'000; }
+  // Whether its table holds all its state, so that --resume continues it from its
+  // checkpoint (false: part of its state lives only in memory, and a resume rebuilds it
+  // from the first event).
+  virtual bool resumes() const { return false; }
+};
+
+// Removes rows (a declared `delete`): each flush first removes the table's rows of the keys
+// it names, then writes the rows pending (a key removed, then touched again, starts from the
+// table's defaults, as the application's projector would have it).
+class RemovesRows {
+ public:
+  virtual ~RemovesRows() = default;
+  // Emits the key values (the key columns, one row each) of every key whose row goes before
+  // the next Flush() writes its rows. Called just before it.
+  virtual void FlushRemoved(RowSink& keys) = 0;
 };
 
 class Projector {
@@ -208,6 +223,7 @@ class Projector {
   virtual Segmentable* segmentable() { return nullptr; }
   virtual const HandsOver* hands_over() const { return nullptr; }
   virtual KeepsCommitted* keeps_committed() { return nullptr; }
+  virtual RemovesRows* removes_rows() { return nullptr; }
   // That filter, all of which must hold (empty: none), for the reader to send to the server.
   virtual std::vector<ColumnIn> where() const { return {}; }
   // What, besides its table, makes one build of it differ from another (a declaration's

@@ -169,6 +169,43 @@ TEST(Models, TheVersionIsAHashOfTheDeclarationNotOfTheBytes) {
   EXPECT_NE(PlanVersion(plans(With("decimal(18,2)", "decimal(18,3)"))[0]), version);
 }
 
+// A delete (issue 53, part 1): among the values, with `on` (and an `if`), in a read model
+// with a key; part of the declaration's version; written wrong, refused with its line.
+TEST(Models, ADeleteTakesItsEventsAndConditionsAndIsRefusedWhenWrittenWrong) {
+  const std::string with_delete =
+      With("  { column = \"status\",  op = \"last\", value = \"refunded\", on = ['Shop\\Refunded'] },",
+           "  { column = \"status\",  op = \"last\", value = \"refunded\", on = ['Shop\\Refunded'] },\n"
+           "  { op = \"delete\", on = ['Shop\\Refunded'], if = { \"$.full\" = true } },");
+  auto plans = ParseModels(with_delete, "m.toml", "stored_events");
+  ASSERT_TRUE(plans.ok()) << plans.status().message();
+  const ModelPlan& plan = (*plans)[0];
+  ASSERT_EQ(plan.deletes.size(), 1u);
+  EXPECT_EQ(plan.deletes[0].on, std::vector<std::string>{"Shop\\Refunded"});
+  EXPECT_EQ(plan.deletes[0].when.size(), 1u);
+  EXPECT_EQ(plan.deletes[0].line, 13u);
+  EXPECT_EQ(plan.values.size(), 3u);  // a delete is no value column
+  EXPECT_NE(PlanVersion(plan), PlanVersion((*ParseModels(kGood, "m.toml", "stored_events"))[0]));
+  EXPECT_NE(CanonicalForm(plan).find("\ndelete"), std::string::npos);
+
+  const auto model = [](const std::string& key, const std::string& removal) {
+    return "[[read_model]]\nname = \"m\"\nevents = ['A', 'B']\n" + key +
+           "values = [{ column = \"n\", op = \"count\" },\n  " + removal + "]\n";
+  };
+  const std::string key = "key = [{ column = \"k\", path = \"k\" }]\n";
+  EXPECT_TRUE(Parse(model(key, "{ op = \"delete\", on = ['B'] }")).ok());
+  const std::pair<std::string, std::string> bad[] = {
+      {model(key, "{ op = \"delete\" }"), "m.toml:6: op = \"delete\" needs 'on'"},
+      {model(key, "{ op = \"delete\", on = ['C'] }"), "names 'C', which is not in the read model's events"},
+      {model(key, "{ op = \"delete\", on = ['B'], column = \"n\" }"), "m.toml:6"},
+      {model(key, "{ op = \"delete\", on = ['B'], if = \"x\" }"), "'if' must be a table"},
+  };
+  for (const auto& [text, message] : bad) {
+    const Status s = Parse(text);
+    EXPECT_FALSE(s.ok()) << text;
+    EXPECT_NE(s.message().find(message), std::string::npos) << s.message();
+  }
+}
+
 TEST(Decimal, SumsAreExact) {
   __int128 v = 0, sum = 0;
   for (int i = 0; i < 10; ++i) {

@@ -110,7 +110,7 @@ Result<Prepared> PrepareProjector(Connection& c, const Projector& p, const std::
             "--resume refuses to continue the {} of {}: {}; run without --resume to rebuild it from the start",
             built ? "complete build (--build-only)" : "interrupted build", name, *changed));
       }
-      if (p.order_dependent() == nullptr) {
+      if (p.order_dependent() == nullptr || p.order_dependent()->resumes()) {
         resumed_runs->insert((*cp)->run_id);
         if (Status s = checkpoint_store::SetHead(c, name, target, head); !s.ok()) return s;
         fmt::print(log, "rewind: {} resumes after event {}\n", name,

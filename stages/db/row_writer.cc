@@ -44,8 +44,14 @@ void AppendInt(std::string& out, int64_t value) {
 }  // namespace
 
 UpsertBuilder::UpsertBuilder(Connection& connection, const TableSpec& spec,
-                             std::string target_table, size_t statement_bytes)
+                             std::string target_table, size_t statement_bytes, Statement statement)
     : connection_(connection), statement_bytes_(statement_bytes), hash_(spec) {
+  if (statement == Statement::kDelete) {
+    prefix_ = fmt::format("DELETE FROM {} WHERE ({}) IN (", QuoteIdentifier(target_table),
+                          table_schema::StoredColumnList(spec));
+    suffix_ = ")";
+    return;
+  }
   prefix_ = fmt::format("INSERT INTO {} ({}) VALUES ", QuoteIdentifier(target_table),
                         table_schema::StoredColumnList(spec));
   suffix_ = table_schema::MergeClause(spec);

@@ -61,11 +61,15 @@ class TsvBuilder final : public RowSink {
   uint64_t rows_ = 0;
 };
 
-// Builds the multi-row upsert statements for one table.
+// Builds the multi-row upsert statements for one table; or, with kDelete and a spec of the
+// key columns alone, the statements that delete the rows of the keys it is given
+// (`DELETE FROM t WHERE (k1, k2, <hash>) IN ((...), ...)`: the row an upsert of the key
+// would merge into, under the table's own collation).
 class UpsertBuilder final : public RowSink {
  public:
+  enum class Statement : uint8_t { kUpsert, kDelete };
   UpsertBuilder(Connection& connection, const TableSpec& spec, std::string target_table,
-                size_t statement_bytes);
+                size_t statement_bytes, Statement statement = Statement::kUpsert);
   void Int(int64_t value) override;
   void Date(int32_t days) override;
   void DateTimeMicros(int64_t epoch_micros) override;

@@ -17,6 +17,7 @@ FlushBuilder::FlushBuilder(Connection& connection, const TableSpec& table, const
 }
 
 void FlushBuilder::AddRows(Projector& projector, FlushJob& job) {
+  if (RemovesRows* removes = projector.removes_rows()) AddRemovals(*removes, job);
   if (!spec_.bare) {
     AddRowSteps(spec_, [&](RowSink& sink) { projector.Flush(sink); }, job);
   } else {
@@ -30,6 +31,19 @@ void FlushBuilder::AddRows(Projector& projector, FlushJob& job) {
     }
   }
   target_empty_ = false;
+}
+
+void FlushBuilder::AddRemovals(RemovesRows& removes, FlushJob& job) {
+  // The key columns alone (and the hash of text keys where the table stores it): the
+  // table's unique key, which the upserts merge on.
+  TableSpec keys = spec_;
+  keys.columns.clear();
+  for (const Column* c : table_schema::KeyColumns(spec_)) keys.columns.push_back(*c);
+  UpsertBuilder deletes(connection_, keys, options_.target_table, options_.statement_bytes,
+                        UpsertBuilder::Statement::kDelete);
+  removes.FlushRemoved(deletes);
+  job.rows += deletes.rows();
+  for (std::string& sql : deletes.Take()) job.steps.push_back(FlushJob::Step{std::move(sql), {}, false});
 }
 
 void FlushBuilder::AddRowSteps(const TableSpec& spec, const std::function<void(RowSink&)>& rows, FlushJob& job) {

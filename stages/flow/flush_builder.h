@@ -53,6 +53,9 @@ class FlushBuilder {
   const TableSpec& spec() const { return spec_; }
 
  private:
+  // Adds the statements that remove the rows of the keys a read model deletes (first in
+  // the flush: a key deleted and then touched again is written afresh after them).
+  void AddRemovals(RemovesRows& removes, FlushJob& job);
   // Adds the steps that write `rows` (given by calling it with a sink) as `spec`'s columns.
   void AddRowSteps(const TableSpec& spec, const std::function<void(RowSink&)>& rows, FlushJob& job);
 

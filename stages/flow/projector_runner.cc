@@ -168,9 +168,11 @@ void ProjectorRunner::PlaceBelowCheckpoint(const Batch& batch) {
   missed_since_flush_ += missed;
   if (missed > 0) {
     PrintLine(fmt::format("{}: {} event(s) committed late, below values it already wrote into the application's "
-                          "table without their ids: their counts and sums are applied, but not their first or last "
-                          "values (counted as missed; the read model needs a rebuild)",
-                          projector_->name(), missed));
+                          "table without their ids: {} (counted as missed; the read model needs a rebuild)",
+                          projector_->name(), missed,
+                          projector_->removes_rows() != nullptr
+                              ? "none is applied, since whether a delete of its key came after it is not known"
+                              : "their counts and sums are applied, but not their first or last values"));
   }
 }
 
