@@ -425,12 +425,20 @@ class Parser : protected Located {
   Result<ModelPlan> Model(const toml::table& t) {
     ModelPlan plan;
     plan.origin = fmt::format("{}:{}", file_, t.source().begin.line);
-    if (Status s = Unknown(t, {"name", "events", "where", "key", "values", "hand_over"}, "a read_model"); !s.ok()) {
+    if (Status s = Unknown(t, {"name", "events", "where", "key", "values", "hand_over", "handlers"}, "a read_model");
+        !s.ok()) {
       return s;
     }
     Result<std::string> name = Name(t);
     if (!name.ok()) return name.status();
     plan.name = std::move(*name);
+    if (const toml::node* handlers = t.get("handlers")) {
+      if (Status s = Handlers(t, *handlers, plan); !s.ok()) return s;
+      Result<std::string> hand_over = HandOver(t);
+      if (!hand_over.ok()) return hand_over.status();
+      plan.hand_over = std::move(*hand_over);
+      return plan;
+    }
     if (Status s = Events(t, plan); !s.ok()) return s;
     Result<std::string> hand_over = HandOver(t);
     if (!hand_over.ok()) return hand_over.status();
@@ -481,19 +489,73 @@ class Parser : protected Located {
     Result<std::vector<std::string>> classes = Strings(*events, "events");
     if (!classes.ok()) return classes.status();
     plan.events = std::move(*classes);
-    if (const toml::node* where = t.get("where")) {
-      Result<std::vector<Condition>> w = Conditions(*where, "where");
-      if (!w.ok()) return w.status();
-      plan.conditions = std::move(*w);
-      for (const Condition& c : plan.conditions) {  // columns equal to texts: the server's filter too
-        if (!c.SentToServer()) continue;
-        WherePlan p;
-        p.column = c.source.name;
-        for (const Condition::Match& m : c.values) p.values.push_back(m.text);
-        plan.where.push_back(std::move(p));
-      }
+    return Where(t, plan);
+  }
+
+  // where = {...}: its conditions, and those the server also filters on.
+  Status Where(const toml::table& t, ModelPlan& plan) const {
+    const toml::node* where = t.get("where");
+    if (where == nullptr) return Status::Ok();
+    Result<std::vector<Condition>> w = Conditions(*where, "where");
+    if (!w.ok()) return w.status();
+    plan.conditions = std::move(*w);
+    for (const Condition& c : plan.conditions) {  // columns equal to texts: the server's filter too
+      if (!c.SentToServer()) continue;
+      WherePlan p;
+      p.column = c.source.name;
+      for (const Condition::Match& m : c.values) p.values.push_back(m.text);
+      plan.where.push_back(std::move(p));
     }
     return Status::Ok();
+  }
+
+  // handlers = [{ on = 'X', sql = "..." }, ...]: the application's projector as statements,
+  // instead of keys and values. The events read are the handlers' classes (an `events`, if
+  // given, must name each of them and no other); a `where` applies as to any read model.
+  Status Handlers(const toml::table& t, const toml::node& node, ModelPlan& plan) const {
+    for (const char* other : {"key", "values"}) {
+      if (const toml::node* n = t.get(other)) {
+        return Fail(*n, fmt::format("a read model of handlers takes no '{}': its statements write its table", other));
+      }
+    }
+    const toml::array* list = node.as_array();
+    if (list == nullptr || list->empty()) {
+      return Fail(node, "'handlers' must be a non-empty array of { on = 'EventClass', sql = \"...\" }");
+    }
+    for (const toml::node& hn : *list) {
+      const toml::table* h = hn.as_table();
+      if (h == nullptr) return Fail(hn, "each handler must be a table: { on = 'EventClass', sql = \"...\" }");
+      if (Status s = Unknown(*h, {"on", "sql"}, "a handler"); !s.ok()) return s;
+      Result<std::string> on = String(*h, "on", "a handler", true);
+      if (!on.ok()) return on.status();
+      Result<std::string> sql = String(*h, "sql", "a handler", true);
+      if (!sql.ok()) return sql.status();
+      HandlerPlan handler;
+      handler.on = std::move(*on);
+      handler.sql = std::move(*sql);
+      handler.line = h->source().begin.line;
+      if (std::string why = ParseHandlerSql(handler.sql, handler.prepared, handler.params); !why.empty()) {
+        return Fail(*h->get("sql"), fmt::format("handler on '{}': {}", handler.on, why));
+      }
+      if (handler.prepared.find(kTablePlaceholder) == std::string::npos) {
+        return Fail(*h->get("sql"), fmt::format("handler on '{}': its statement names no {{table}} (the read model's "
+                                                "table: the shadow table during a rebuild, the live one after)",
+                                                handler.on));
+      }
+      if (std::find(plan.events.begin(), plan.events.end(), handler.on) == plan.events.end()) {
+        plan.events.push_back(handler.on);
+      }
+      plan.handlers.push_back(std::move(handler));
+    }
+    if (const toml::node* events = t.get("events")) {
+      Result<std::vector<std::string>> classes = Strings(*events, "events");
+      if (!classes.ok()) return classes.status();
+      std::vector<std::string> a = *classes, b = plan.events;
+      std::sort(a.begin(), a.end());
+      std::sort(b.begin(), b.end());
+      if (a != b) return Fail(*events, "'events' of a read model of handlers must be its handlers' classes (or left out)");
+    }
+    return Where(t, plan);
   }
 
   // hand_over = "...": the application's statement, empty when none is declared.

@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cstring>
 #include <optional>
@@ -179,6 +180,8 @@ std::string CanonicalForm(const ModelPlan& p) {
   }
   std::sort(deletes.begin(), deletes.end());
   for (const std::string& line : deletes) out += line;
+  // Handlers in their order: it is the order their statements run in.
+  for (const HandlerPlan& h : p.handlers) out += "\nhandler " + q(h.on) + " " + q(h.sql);
   // first and last keep the id of their event in a column of their own (projector.h): a
   // table built before that has not, so a declaration with them is another version (a
   // resume refuses such a table, status marks it); the others keep theirs.
@@ -257,6 +260,85 @@ std::string FormatScaled(__int128 value, uint8_t scale) {
   std::reverse(digits.begin(), digits.end());
   if (scale > 0) digits.insert(digits.size() - scale, 1, '.');
   return negative ? "-" + digits : digits;
+}
+
+std::string ParseHandlerSql(std::string_view sql, std::string& prepared, std::vector<HandlerParam>& params) {
+  prepared.clear();
+  params.clear();
+  const size_t n = sql.size();
+  auto word_char = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || (ch & 0x80); };
+  // The first word: the statement.
+  size_t i = 0;
+  while (i < n && std::isspace(static_cast<unsigned char>(sql[i]))) ++i;
+  size_t end = i;
+  while (end < n && word_char(sql[end])) ++end;
+  std::string first(sql.substr(i, end - i));
+  for (char& ch : first) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (first != "insert" && first != "update" && first != "delete" && first != "replace") {
+    return fmt::format("a handler runs one INSERT, UPDATE, DELETE or REPLACE into its read model's table, and "
+                       "this statement begins with '{}'", std::string(sql.substr(i, std::min<size_t>(end - i, 20))));
+  }
+  for (i = 0; i < n;) {
+    const char ch = sql[i];
+    if (ch == '\'' || ch == '"' || ch == '`') {  // a literal or a quoted name, copied whole
+      const size_t from = i;
+      for (++i; i < n; ++i) {
+        if (sql[i] == '\\' && ch != '`') {
+          ++i;
+          continue;
+        }
+        if (sql[i] == ch) {
+          if (i + 1 < n && sql[i + 1] == ch) {
+            ++i;
+            continue;
+          }
+          break;
+        }
+      }
+      if (i >= n) return fmt::format("a quote ({}) is not closed", ch);
+      ++i;
+      prepared.append(sql.substr(from, i - from));
+    } else if (ch == '#' || (ch == '-' && i + 2 < n && sql[i + 1] == '-' && std::isspace(static_cast<unsigned char>(sql[i + 2])))) {
+      const size_t from = i;
+      while (i < n && sql[i] != '\n') ++i;
+      prepared.append(sql.substr(from, i - from));
+    } else if (ch == '/' && i + 1 < n && sql[i + 1] == '*') {
+      const size_t close = sql.find("*/", i + 2);
+      if (close == std::string_view::npos) return "a comment (/*) is not closed";
+      prepared.append(sql.substr(i, close + 2 - i));
+      i = close + 2;
+    } else if (ch == '?') {
+      return "write each value as a parameter (:path, :@column or :@id), not '?'";
+    } else if (ch == ';') {
+      size_t rest = i + 1;
+      while (rest < n && std::isspace(static_cast<unsigned char>(sql[rest]))) ++rest;
+      if (rest < n) return "a handler runs one statement: a ';' is followed by more";
+      i = n;
+    } else if (ch == ':' && i + 1 < n && (sql[i + 1] == '@' || std::isalpha(static_cast<unsigned char>(sql[i + 1])) || sql[i + 1] == '_')) {
+      const bool column = sql[i + 1] == '@';
+      size_t at = i + (column ? 2 : 1), stop = at;
+      while (stop < n && (word_char(sql[stop]) || (!column && sql[stop] == '.' && stop + 1 < n && word_char(sql[stop + 1])))) {
+        ++stop;
+      }
+      HandlerParam p;
+      p.written = std::string(sql.substr(i, stop - i));
+      if (stop == at) return fmt::format("parameter '{}' names nothing", p.written);
+      const std::string name(sql.substr(at, stop - at));
+      if (column && name == "id") {
+        p.kind = HandlerParam::Kind::kEventId;
+      } else {
+        p.source.column = column;
+        p.source.name = name;
+      }
+      params.push_back(std::move(p));
+      prepared += '?';
+      i = stop;
+    } else {
+      prepared += ch;
+      ++i;
+    }
+  }
+  return {};
 }
 
 bool CountsOnFastPath(const ModelPlan& p) {
@@ -1263,6 +1345,7 @@ void CountingPath::Flush(RowSink& sink) {
 }  // namespace
 
 std::unique_ptr<Projector> MakeDeclaredProjector(ModelPlan plan) {
+  if (!plan.handlers.empty()) return MakeHandlersProjector(std::move(plan));
   return std::make_unique<DeclaredProjector>(std::move(plan));
 }
 

@@ -108,6 +108,29 @@ struct RemovePlan {
   uint32_t line = 0;
 };
 
+// A handler: the statement the application's projector runs for each event of one class
+// (`{ on = 'X', sql = "UPDATE {table} SET b = b + :amount WHERE uuid = :accountUuid" }`).
+// `sql` is as written; `prepared` has each parameter as `?` (`{table}` kept, replaced by the
+// table written when a flush is built); `params` are what each `?` binds, in order.
+struct HandlerParam {
+  enum class Kind : uint8_t { kField, kEventId };  // a payload path or an event-table column; the event's id
+  Kind kind = Kind::kField;
+  FieldSource source;  // kField
+  std::string written;  // as written, e.g. ":account.id", ":@created_at"
+};
+struct HandlerPlan {
+  std::string on;
+  std::string sql, prepared;
+  std::vector<HandlerParam> params;
+  uint32_t line = 0;  // where it is declared, for messages (not part of the version)
+};
+
+// `sql` with each `:name` parameter as `?` (outside quotes, backquotes and comments):
+// `:a.b` a payload path, `:@column` an event-table column, `:@id` the event's id. "" when it
+// reads, else why not (an empty name, a `?` written, no statement of INSERT, UPDATE, DELETE or
+// REPLACE first).
+std::string ParseHandlerSql(std::string_view sql, std::string& prepared, std::vector<HandlerParam>& params);
+
 struct ModelPlan {
   std::string name;                 // the read model and its table
   std::vector<std::string> events;  // classes, compared byte for byte
@@ -118,6 +141,9 @@ struct ModelPlan {
   std::vector<KeyPlan> keys;
   std::vector<ValuePlan> values;
   std::vector<RemovePlan> deletes;
+  // The application's projector as statements (instead of keys and values): its handlers,
+  // in the order declared; the events read are their classes.
+  std::vector<HandlerPlan> handlers;
   // A statement of the application's run at the swap, its one `?` the last event id applied
   // (Projector::hand_over); not part of the version: it changes no row of the read model.
   std::string hand_over;
@@ -161,6 +187,8 @@ bool CountsOnFastPath(const ModelPlan& plan);
 // (projectors/bucket_counts.h).
 int64_t KeyBucketStride(const KeyPlan& key);
 
+// A read model of keys and values, or one of handlers (MakeHandlersProjector).
 std::unique_ptr<Projector> MakeDeclaredProjector(ModelPlan plan);
+std::unique_ptr<Projector> MakeHandlersProjector(ModelPlan plan);
 
 }  // namespace rw

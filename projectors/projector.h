@@ -102,6 +102,9 @@ struct TableSpec {
   // application's shape (stages/db/live_shape.h), by column name, without rewind's storage
   // columns (no key hash, no `__id`), merged on the table's own unique key.
   bool bare = false;
+  // Its rows are written by the read model's own statements (RunsStatements: handlers), not
+  // described here (no columns): the table is the application's, rebuilt in its shape.
+  bool by_statements = false;
 };
 
 // Capabilities a read model may have beyond the core below, each an interface of its own:
@@ -176,6 +179,45 @@ class RemovesRows {
   virtual void FlushRemoved(RowSink& keys) = 0;
 };
 
+// A statement run once per event, its parameters bound (a read model of handlers: the
+// application's own projector as SQL). One group holds consecutive events of one statement
+// whose values have one type per parameter, so that they go to the server as one bulk
+// execution (array binding).
+// The placeholder of the read model's table in a handler's statement.
+inline constexpr std::string_view kTablePlaceholder = "{table}";
+
+struct BoundStatements {
+  enum class Type : uint8_t { kNull, kInt, kDecimal, kDouble, kText };
+  struct Value {
+    Type type = Type::kNull;
+    uint32_t offset = 0, size = 0;  // its bytes in `bytes` (kInt: the decimal literal)
+  };
+  std::string sql;                 // with `?` for each parameter and {table} for the table
+  std::string origin;              // "file:line" of its handler, for messages
+  size_t width = 0;                // parameters per event
+  std::vector<Type> types;         // per parameter: the type of its non-null values
+  std::vector<EventId> ids;        // the events, in id order
+  std::vector<Value> values;       // ids.size() * width, event by event
+  std::string bytes;
+  std::string_view text(const Value& v) const { return std::string_view(bytes).substr(v.offset, v.size); }
+};
+
+// Runs statements (a read model of handlers) instead of emitting rows: a flush runs them
+// in id order, inside its transaction. An event whose statement the server refuses (a
+// duplicate key, a value out of range, a warning) is that event's failure.
+class RunsStatements {
+ public:
+  virtual ~RunsStatements() = default;
+  // The statements pending, in id order; forgotten afterwards (Flush() writes no row).
+  virtual std::vector<BoundStatements> TakeStatements() = 0;
+  // Its handlers' statements as written and with `{table}` in them, with where each is declared.
+  struct Handler {
+    std::string on, sql, prepared, origin;
+    size_t parameters = 0;
+  };
+  virtual std::vector<Handler> handlers() const = 0;
+};
+
 class Projector {
  public:
   virtual ~Projector() = default;
@@ -224,6 +266,9 @@ class Projector {
   virtual const HandsOver* hands_over() const { return nullptr; }
   virtual KeepsCommitted* keeps_committed() { return nullptr; }
   virtual RemovesRows* removes_rows() { return nullptr; }
+  virtual RunsStatements* runs_statements() { return nullptr; }
+  // The same, to read (its handlers()): the usual const overload of a non-const accessor.
+  const RunsStatements* runs_statements() const { return const_cast<Projector*>(this)->runs_statements(); }
   // That filter, all of which must hold (empty: none), for the reader to send to the server.
   virtual std::vector<ColumnIn> where() const { return {}; }
   // What, besides its table, makes one build of it differ from another (a declaration's

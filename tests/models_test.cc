@@ -206,6 +206,54 @@ TEST(Models, ADeleteTakesItsEventsAndConditionsAndIsRefusedWhenWrittenWrong) {
   }
 }
 
+// A handler's statement (issue 53, part 3): each :parameter outside quotes and comments a
+// `?`, in order: a payload path, an event-table column (:@column), the event's id (:@id).
+TEST(Models, AHandlersParametersAreFoundOutsideQuotesAndComments) {
+  std::string prepared;
+  std::vector<HandlerParam> params;
+  ASSERT_EQ(ParseHandlerSql("UPDATE {table} SET a = :x.y, b = ':not', c = \":no\", `:col` = :@created_at, "
+                            "d = @v := 1 /* :c */ WHERE id = :@id # :e\n AND k = :k_2;",
+                            prepared, params),
+            "");
+  EXPECT_EQ(prepared, "UPDATE {table} SET a = ?, b = ':not', c = \":no\", `:col` = ?, d = @v := 1 /* :c */ WHERE "
+                      "id = ? # :e\n AND k = ?");
+  ASSERT_EQ(params.size(), 4u);
+  EXPECT_EQ(params[0].source.name, "x.y");
+  EXPECT_FALSE(params[0].source.column);
+  EXPECT_EQ(params[1].source.name, "created_at");
+  EXPECT_TRUE(params[1].source.column);
+  EXPECT_EQ(params[2].kind, HandlerParam::Kind::kEventId);
+  EXPECT_EQ(params[3].source.name, "k_2");
+  EXPECT_NE(ParseHandlerSql("SELECT 1", prepared, params).find("begins with 'SELECT'"), std::string::npos);
+  EXPECT_NE(ParseHandlerSql("DELETE FROM {table} WHERE a = ?", prepared, params).find("not '?'"), std::string::npos);
+  EXPECT_NE(ParseHandlerSql("DELETE FROM {table} WHERE a = ':x", prepared, params).find("not closed"), std::string::npos);
+  EXPECT_NE(ParseHandlerSql("DELETE FROM {table}; DROP TABLE t", prepared, params).find("one statement"),
+            std::string::npos);
+  EXPECT_NE(ParseHandlerSql("UPDATE {table} SET a = :@", prepared, params).find("names nothing"), std::string::npos);
+
+  const auto model = [](const std::string& more) {
+    return "[[read_model]]\nname = \"m\"\n" + more +
+           "handlers = [{ on = 'A', sql = \"UPDATE {table} SET n = n + 1 WHERE k = :k\" }]\n";
+  };
+  auto plans = ParseModels(model(""), "m.toml", "stored_events");
+  ASSERT_TRUE(plans.ok()) << plans.status().message();
+  EXPECT_EQ((*plans)[0].events, std::vector<std::string>{"A"});
+  EXPECT_EQ((*plans)[0].handlers[0].line, 3u);
+  EXPECT_NE(CanonicalForm((*plans)[0]).find("handler 1:A"), std::string::npos);
+  const std::pair<std::string, std::string> bad[] = {
+      {model("key = [{ column = \"k\", path = \"k\" }]\n"), "takes no 'key'"},
+      {model("events = ['B']\n"), "must be its handlers' classes"},
+      {"[[read_model]]\nname = \"m\"\nhandlers = [{ on = 'A', sql = \"UPDATE t SET n = 1\" }]\n", "names no {table}"},
+      {"[[read_model]]\nname = \"m\"\nhandlers = [{ on = 'A' }]\n", "m.toml:3"},
+      {"[[read_model]]\nname = \"m\"\nhandlers = []\n", "non-empty array"},
+  };
+  for (const auto& [text, message] : bad) {
+    const Status st = Parse(text);
+    EXPECT_FALSE(st.ok()) << text;
+    EXPECT_NE(st.message().find(message), std::string::npos) << st.message();
+  }
+}
+
 TEST(Decimal, SumsAreExact) {
   __int128 v = 0, sum = 0;
   for (int i = 0; i < 10; ++i) {

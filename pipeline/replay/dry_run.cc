@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "pipeline/replay/hand_over.h"
+#include "pipeline/replay/handlers_check.h"
 #include "pipeline/replay/read_replica.h"
 #include "pipeline/replay/replay.h"
 #include "pipeline/replay/replay_build.h"
@@ -133,6 +134,7 @@ struct Findings {
   };
   std::vector<TableState> tables;
   std::vector<hand_over::Step> hand_overs;
+  std::vector<std::string> handlers;  // each statement of the read models of handlers, prepared
   // The application's live tables the swap checks for writes (CHECKSUM TABLE at the start and
   // before the cut-over), with their rows (the server's estimate): the cost of the check.
   std::vector<std::pair<std::string, uint64_t>> watched;
@@ -269,6 +271,9 @@ void CheckHandOversAndGrants(Connection& c, const RunSpec& o, const RunPlan& pla
   Result<std::vector<hand_over::Step>> h = hand_over::Prepare(c, ps, o.follow, plan.swap(), o.events.table);
   if (h.ok()) f.hand_overs = std::move(*h);
   else f.blockers.push_back(h.status().message());
+  Result<std::vector<std::string>> handlers = handlers_check::Prepare(c, ps);
+  if (handlers.ok()) f.handlers = std::move(*handlers);
+  else f.blockers.push_back(handlers.status().message());
   for (size_t i = 0; plan.swap() && i < runners.size() && i < f.tables.size(); ++i) {
     const std::string& live = runners[i]->projector().table().name;
     if (!f.tables[i].live_exists || !hand_over::ApplicationMayWrite(f.tables[i].shape.kind, live, f.hand_overs)) {
@@ -372,6 +377,7 @@ void PrintJson(std::FILE* out, const Findings& f, const std::vector<std::unique_
   j["missing_grants"] = f.missing;
   j["hand_overs"] = nlohmann::json::array();
   for (const hand_over::Step& h : f.hand_overs) j["hand_overs"].push_back({{"read_model", h.read_model}, {"sql", h.sql}});
+  j["handlers"] = f.handlers;
   j["watched_tables"] = nlohmann::json::array();
   for (const auto& [table, rows] : f.watched) j["watched_tables"].push_back({{"table", table}, {"rows", rows}});
   j["finality"] = f.proves ? "server" : "fallback";
@@ -402,6 +408,7 @@ void PrintText(std::FILE* out, const Findings& f, const std::vector<std::unique_
                     "before the cut-over, outside the hold (a scan of about {} rows each time)\n",
                table, WithThousands(rows));
   }
+  for (const std::string& h : f.handlers) fmt::print(out, "handler: {}\n", h);
   for (const hand_over::Step& h : f.hand_overs) {
     fmt::print(out, "hand-over: at the swap, {} runs {} with the last event id applied (the application's "
                     "projector must be paused until then)\n", h.read_model, h.sql);

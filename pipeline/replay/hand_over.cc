@@ -18,18 +18,6 @@ Result<std::string> Checksum(Connection& c, const std::string& table) {
   return r->rows[0][1].value_or("");
 }
 
-// How many parameters the server finds in `sql` (it prepares it: syntax, tables, columns).
-Result<unsigned long> Parameters(Connection& c, const std::string& sql) {
-  MYSQL_STMT* st = mysql_stmt_init(c.raw());
-  if (st == nullptr) return Status::Error(Status::Code::kConnection, "out of memory preparing a statement");
-  const int rc = mysql_stmt_prepare(st, sql.data(), sql.size());
-  const std::string error = rc == 0 ? std::string() : mysql_stmt_error(st);
-  const unsigned long n = rc == 0 ? mysql_stmt_param_count(st) : 0;
-  mysql_stmt_close(st);
-  if (rc != 0) return Status::InvalidInput(error);
-  return n;
-}
-
 std::string Lower(std::string_view s) {
   std::string out(s);
   for (char& ch : out) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
@@ -56,6 +44,17 @@ Result<std::map<std::string, bool>> NamedTables(Connection& c, const std::string
 }
 
 }  // namespace
+
+Result<unsigned long> ServerParameters(Connection& c, const std::string& sql) {
+  MYSQL_STMT* st = mysql_stmt_init(c.raw());
+  if (st == nullptr) return Status::Error(Status::Code::kConnection, "out of memory preparing a statement");
+  const int rc = mysql_stmt_prepare(st, sql.data(), sql.size());
+  const std::string error = rc == 0 ? std::string() : mysql_stmt_error(st);
+  const unsigned long n = rc == 0 ? mysql_stmt_param_count(st) : 0;
+  mysql_stmt_close(st);
+  if (rc != 0) return Status::InvalidInput(error);
+  return n;
+}
 
 std::vector<std::string> NamedIdentifiers(std::string_view sql) {
   std::vector<std::string> words;
@@ -114,7 +113,7 @@ Result<std::vector<Step>> Prepare(Connection& c, const std::vector<const Project
           name, p->origin()));
     }
     if (!swaps) continue;  // a build beside the live tables hands nothing over
-    Result<unsigned long> n = Parameters(c, sql);
+    Result<unsigned long> n = ServerParameters(c, sql);
     if (!n.ok()) {
       return Status::InvalidInput(fmt::format("the hand_over of {} ({}) does not prepare on the server: {}; "
                                               "nothing was done",

@@ -52,6 +52,10 @@ struct Watched {
 Result<std::vector<Step>> Prepare(Connection& c, const std::vector<const Projector*>& projectors, bool follow,
                                   bool swaps, const std::string& events_table);
 
+// How many parameters the server finds in `sql`: it prepares it (syntax, tables, columns),
+// and refuses what it cannot (the error, as InvalidInput).
+Result<unsigned long> ServerParameters(Connection& c, const std::string& sql);
+
 // The words of `sql` that may name a table: identifiers bare or in backquotes (the last
 // part of db.table), string literals and comments left out. Exposed for the tests.
 std::vector<std::string> NamedIdentifiers(std::string_view sql);

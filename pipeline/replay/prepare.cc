@@ -11,6 +11,7 @@
 #include "base/fault.h"
 #include "base/sha256.h"
 #include "config/models.h"
+#include "pipeline/replay/handlers_check.h"
 #include "pipeline/replay/read_replica.h"
 #include "pipeline/replay/segments.h"
 #include "pipeline/version.h"
@@ -172,6 +173,7 @@ Status Build::Prepare(std::vector<std::unique_ptr<Projector>> projectors) {
   if (s.ok()) s = PlanTheReads(projectors);
   if (s.ok()) s = NameTheTables(projectors);
   if (s.ok()) s = JudgeTheLiveTables(projectors);
+  if (s.ok()) s = PrepareTheHandlers(projectors);
   if (s.ok()) s = PrepareTheHandOvers(projectors);
   // Every table in the way is refused before any work (read-only, whatever the layout of
   // the bookkeeping), and again once the locks are held: the authoritative check.
@@ -253,7 +255,11 @@ Status Build::JudgeTheLiveTables(const std::vector<std::unique_ptr<Projector>>& 
           "build it whole (without --segment); nothing was done",
           p->name(), p->table().name));
     }
-    if (j->kind == live_shape::Kind::kApplications) {
+    if (j->kind == live_shape::Kind::kApplications && p->table().by_statements) {
+      fmt::print(stderr, "rewind: {} is the application's table: the rebuild keeps its shape (a copy LIKE it, "
+                         "written by {}'s handlers' statements)\n",
+                 p->table().name, p->name());
+    } else if (j->kind == live_shape::Kind::kApplications) {
       fmt::print(stderr, "rewind: {} is the application's table: the rebuild keeps its shape (a copy LIKE it, "
                          "the read model's columns written by name){}\n",
                  p->table().name, j->bulk_load ? "" : ", by upserts: its key compares text by a collation");
@@ -265,6 +271,14 @@ Status Build::JudgeTheLiveTables(const std::vector<std::unique_ptr<Projector>>& 
     shapes_.push_back(std::move(*j));
   }
   return Status::Ok();
+}
+
+// The statements of read models of handlers, each prepared by the server (handlers_check.h).
+Status Build::PrepareTheHandlers(const std::vector<std::unique_ptr<Projector>>& projectors) {
+  std::vector<const Projector*> ps;
+  for (const auto& p : projectors) ps.push_back(p.get());
+  Result<std::vector<std::string>> lines = handlers_check::Prepare(*admin_, ps);
+  return lines.ok() ? Status::Ok() : lines.status();
 }
 
 Status Build::PrepareTheHandOvers(const std::vector<std::unique_ptr<Projector>>& projectors) {

@@ -136,10 +136,12 @@ Status Split(std::vector<std::unique_ptr<Projector>>& projectors, const Segment&
   for (auto& p : projectors) {
     if (p->segmentable() == nullptr) {
       return Status::InvalidInput(fmt::format(
-          "--segment {}: {} is a compiled read model, and its rows depend on the order of events across keys: "
-          "it cannot be split by key; build it whole (without --segment, in a run of its own). Only declared "
-          "read models (--models) are built in segments",
-          SegmentText(segment), p->name()));
+          "--segment {}: {} is {}, and its rows depend on the order of events across keys: it cannot be split by "
+          "key; build it whole (without --segment, in a run of its own). Only declared read models of keys and "
+          "values (--models) are built in segments",
+          SegmentText(segment), p->name(),
+          p->runs_statements() != nullptr ? "a read model of handlers (the application's statements)"
+                                          : "a compiled read model"));
     }
   }
   for (auto& p : projectors) p->segmentable()->SetSegment(segment);  // every one can: none before

@@ -175,6 +175,10 @@ Status SetHead(Connection& c, const std::string& projector, const std::string& t
 std::string AdvanceSql(Connection& c, const std::string& projector, const std::string& target,
                        EventId last_id, const GapSet& gaps, uint64_t events, uint64_t rows,
                        uint64_t late, uint64_t failed, uint64_t reconciled, uint64_t missed);
+// The statement that moves `events` of the checkpoint's applied events to its failed ones
+// (events whose statement the server refused while the flush ran: RunsStatements).
+std::string MoveToFailedSql(Connection& c, const std::string& projector, const std::string& target,
+                            uint64_t events);
 // The statement that records a checkpoint's read mark (the hash of the event it stands on,
 // read beforehand by a plain, non-locking SELECT: the id may be one an open insert holds).
 std::string SetReadMarkSql(Connection& c, const std::string& projector, const std::string& target,

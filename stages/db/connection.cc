@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -117,6 +119,7 @@ Result<std::unique_ptr<Connection>> Connection::Open(const ConnectionOptions& op
 }
 
 Connection::~Connection() {
+  ClosePrepared();
   {
     std::lock_guard<std::mutex> lock(RegistryMutex());
     auto& all = Registry();
@@ -134,8 +137,95 @@ std::vector<unsigned long> Connection::OwnThreadIds() {
   return ids;
 }
 
+void Connection::ClosePrepared() {
+  for (auto& [sql, st] : prepared_) mysql_stmt_close(st);
+  prepared_.clear();
+}
+
+Status Connection::ExecuteBound(const std::string& sql, const BoundStatements& b, size_t first, size_t count,
+                                unsigned* server_error) {
+  *server_error = 0;
+  auto failed = [&](MYSQL_STMT* st, std::string_view what) {
+    *server_error = mysql_stmt_errno(st);
+    return Status::Error(Classify(*server_error), fmt::format("{} [{}]: {} (error {})", what, sql.substr(0, 160),
+                                                              mysql_stmt_error(st), *server_error));
+  };
+  auto found = prepared_.find(sql);
+  if (found == prepared_.end()) {
+    MYSQL_STMT* st = mysql_stmt_init(mysql_);
+    if (st == nullptr) return Status::Internal("out of memory preparing a statement");
+    if (mysql_stmt_prepare(st, sql.data(), sql.size()) != 0) {
+      Status s = failed(st, "preparing a statement failed");
+      mysql_stmt_close(st);
+      return s;
+    }
+    found = prepared_.emplace(sql, st).first;
+  }
+  MYSQL_STMT* st = found->second;
+  const size_t width = b.width;
+  // Column-wise arrays (libmariadb's bulk binding): fixed-size values side by side, texts
+  // as arrays of pointers and lengths, and an indicator per value (null or not).
+  std::vector<MYSQL_BIND> binds(width);
+  std::vector<std::vector<int64_t>> ints(width);
+  std::vector<std::vector<double>> doubles(width);
+  std::vector<std::vector<const char*>> texts(width);
+  std::vector<std::vector<unsigned long>> lengths(width);
+  std::vector<std::vector<char>> indicators(width);
+  for (size_t p = 0; p < width; ++p) {
+    MYSQL_BIND& bind = binds[p];
+    std::memset(&bind, 0, sizeof bind);
+    indicators[p].assign(count, STMT_INDICATOR_NONE);
+    const BoundStatements::Type type = b.types[p];
+    if (type == BoundStatements::Type::kInt) {
+      ints[p].assign(count, 0);
+      bind.buffer_type = MYSQL_TYPE_LONGLONG;
+      bind.buffer = ints[p].data();
+    } else if (type == BoundStatements::Type::kDouble) {
+      doubles[p].assign(count, 0);
+      bind.buffer_type = MYSQL_TYPE_DOUBLE;
+      bind.buffer = doubles[p].data();
+    } else {
+      texts[p].assign(count, "");
+      lengths[p].assign(count, 0);
+      bind.buffer_type = type == BoundStatements::Type::kDecimal ? MYSQL_TYPE_NEWDECIMAL : MYSQL_TYPE_STRING;
+      bind.buffer = texts[p].data();
+      bind.length = lengths[p].data();
+    }
+    for (size_t r = 0; r < count; ++r) {
+      const BoundStatements::Value& v = b.values[(first + r) * width + p];
+      if (v.type == BoundStatements::Type::kNull) {
+        indicators[p][r] = STMT_INDICATOR_NULL;
+        continue;
+      }
+      const std::string_view text = b.text(v);
+      if (type == BoundStatements::Type::kInt) {
+        std::from_chars(text.data(), text.data() + text.size(), ints[p][r]);
+      } else if (type == BoundStatements::Type::kDouble) {
+        doubles[p][r] = std::strtod(std::string(text).c_str(), nullptr);
+      } else {
+        texts[p][r] = text.data();
+        lengths[p][r] = text.size();
+      }
+    }
+    bind.u.indicator = indicators[p].data();
+  }
+  unsigned int rows = static_cast<unsigned int>(count);
+  if (mysql_stmt_attr_set(st, STMT_ATTR_ARRAY_SIZE, &rows) != 0) return failed(st, "binding a statement failed");
+  if (width > 0 && mysql_stmt_bind_param(st, binds.data()) != 0) return failed(st, "binding a statement failed");
+  if (mysql_stmt_execute(st) != 0) {
+    Status s = failed(st, "a statement failed");
+    if (s.code() == Status::Code::kConnection) {
+      mysql_stmt_close(st);
+      prepared_.erase(found);
+    }
+    return s;
+  }
+  return Status::Ok();
+}
+
 Status Connection::Connect() {
   InitLibraryOnce();
+  ClosePrepared();
   if (mysql_ != nullptr) mysql_close(mysql_);
   thread_id_ = 0;
   mysql_ = mysql_init(nullptr);

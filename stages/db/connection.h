@@ -20,11 +20,14 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "base/status.h"
+#include "projectors/projector.h"
 
 struct st_mysql;
+struct st_mysql_stmt;
 
 namespace rw {
 
@@ -94,6 +97,13 @@ class Connection {
   // rewind's values and are let through.
   Status RefuseWarnings(std::string_view what, const std::vector<std::string>& computed = {});
 
+  // Runs the prepared statement `sql` once for each of `count` events of `b` from `first`
+  // (BoundStatements, projectors/projector.h), their values bound by type, as one bulk
+  // execution (array binding: one round trip). Statements are prepared once per connection.
+  // `server_error`: the server's error number when it refused (0 otherwise).
+  Status ExecuteBound(const std::string& sql, const BoundStatements& b, size_t first, size_t count,
+                      unsigned* server_error);
+
   // Appends `bytes` as a quoted, escaped SQL string literal ('...') to `out`.
   void AppendQuoted(std::string& out, std::string_view bytes);
   std::string Quote(std::string_view bytes);
@@ -117,8 +127,11 @@ class Connection {
   // Both LoadData()s: the pieces served one after the other.
   Status LoadPieces(std::string_view load_tail, std::span<const std::string_view> data);
 
+  void ClosePrepared();
+
   ConnectionOptions options_;
   st_mysql* mysql_ = nullptr;
+  std::unordered_map<std::string, st_mysql_stmt*> prepared_;  // ExecuteBound's, by statement
   std::atomic<unsigned long> thread_id_{0};
   InfileSource infile_;
 };

@@ -283,6 +283,22 @@ Result<Judgement> Judge(Connection& c, const TableSpec& spec, bool reshape) {
   Judgement j;
   Result<std::optional<Shape>> read = Read(c, spec.name);
   if (!read.ok()) return read.status();
+  if (spec.by_statements) {
+    // Its handlers' statements write the application's table: rebuilt LIKE it, always.
+    if (!*read) {
+      return Status::InvalidInput(fmt::format(
+          "{}: its handlers run the application's statements into the application's table, and there is no table "
+          "{}: create it as the application's migration does; nothing was done",
+          spec.name, spec.name));
+    }
+    for (const TableColumn& col : (*read)->columns) {
+      if (col.generated) j.generated.push_back(col.name);
+    }
+    j.kind = Kind::kApplications;
+    j.bulk_load = false;
+    j.account.push_back("  written by its handlers' statements, in the table's own shape");
+    return j;
+  }
   if (!*read) return InRewindsShape(c, spec, j);  // kNew
   const Shape& shape = **read;
   for (const TableColumn& col : shape.columns) {

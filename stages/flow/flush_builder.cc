@@ -17,6 +17,35 @@ FlushBuilder::FlushBuilder(Connection& connection, const TableSpec& table, const
 }
 
 void FlushBuilder::AddRows(Projector& projector, FlushJob& job) {
+  if (RunsStatements* statements = projector.runs_statements()) {
+    // The handlers' statements, in id order, into the table written now.
+    const std::string table = QuoteIdentifier(options_.target_table);
+    for (BoundStatements& group : statements->TakeStatements()) {
+      std::string sql = group.sql;
+      for (size_t at = sql.find(kTablePlaceholder); at != std::string::npos; at = sql.find(kTablePlaceholder, at)) {
+        sql.replace(at, kTablePlaceholder.size(), table);
+        at += table.size();
+      }
+      job.rows += group.ids.size();
+      // One bulk execution is one packet: at most statement_bytes of values each.
+      auto shared = std::make_shared<const BoundStatements>(std::move(group));
+      const BoundStatements& b = *shared;
+      for (size_t first = 0; first < b.ids.size();) {
+        size_t count = 0, bytes = 0;
+        while (first + count < b.ids.size()) {
+          size_t row = 0;
+          for (size_t p = 0; p < b.width; ++p) row += b.values[(first + count) * b.width + p].size + 10;
+          if (count > 0 && bytes + row > options_.statement_bytes) break;
+          bytes += row;
+          ++count;
+        }
+        job.steps.push_back(FlushJob::Step{sql, {}, false, shared, first, count});
+        first += count;
+      }
+    }
+    target_empty_ = false;
+    return;
+  }
   if (RemovesRows* removes = projector.removes_rows()) AddRemovals(*removes, job);
   if (!spec_.bare) {
     AddRowSteps(spec_, [&](RowSink& sink) { projector.Flush(sink); }, job);

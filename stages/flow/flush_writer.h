@@ -11,6 +11,13 @@
 // checkpoint's row shows the server committed it before the connection died); a deadlock or
 // lock-wait timeout reruns it; both within the one retry policy (stages/db/retry.h).
 //
+// A read model of handlers (projectors/projector.h, RunsStatements) sends bound statements:
+// each group of events goes as one bulk execution. When the server refuses one of them for
+// an event's values (a duplicate key, a value out of range, a warning), the transaction is
+// rolled back and run again carefully: each event's statement alone, behind a savepoint,
+// and an event the server refuses is that event's failure (recorded, with the server's
+// message, in the same transaction, and counted as failed instead of applied).
+//
 // Thread safety: one thread calls its methods. While a flush is in flight on the writer's
 // thread, that thread alone touches the connection and the job; the caller touches neither
 // until Wait() returned it.
@@ -24,6 +31,8 @@
 #include <vector>
 
 #include "base/event_id.h"
+#include "base/failure.h"
+#include "base/id_form.h"
 #include "base/status.h"
 #include "stages/db/connection.h"
 
@@ -36,6 +45,10 @@ struct FlushJob {
     std::string sql;
     std::vector<std::string> data;  // LOAD DATA's rows, in pieces
     bool load = false;
+    // A group of bound statements (a read model of handlers), `sql` their statement: its
+    // events [first, first + count), one bulk execution (a packet the server takes).
+    std::shared_ptr<const BoundStatements> bound;
+    size_t first = 0, count = 0;
   };
   std::vector<Step> steps;
   std::string name, target;             // the read model's and its table's, for messages
@@ -45,6 +58,10 @@ struct FlushJob {
   std::string was_committed_gaps;
   std::string what;  // "flush of events a..b into t", for its error
   uint64_t rows = 0, failures = 0;
+  // Events whose bound statement the server refused (found while running it): recorded as
+  // failures by the same transaction, and counted as failed instead of applied.
+  std::vector<Failure> refused;
+  uint64_t refused_events = 0;
   // The outcome, written by whoever runs it.
   Status status;
   uint64_t retries = 0;
@@ -58,6 +75,9 @@ struct FlushWriterOptions {
   // The read mark of a checkpoint id: a scalar subquery each flush reads (a plain SELECT)
   // and records beside the checkpoint; none: no mark.
   std::function<std::string(EventId)> mark_sql;
+  // For the failures a bound statement finds: the run that records them, and how ids are shown.
+  std::string run_id;
+  IdForm id_form;
 };
 
 class FlushWriter {
@@ -81,7 +101,10 @@ class FlushWriter {
   bool done() const { return writer_done_.load(std::memory_order_acquire); }
 
  private:
-  Status RunTransaction(const FlushJob& job, uint64_t* retries) const;
+  Status RunTransaction(FlushJob& job, uint64_t* retries) const;
+  // Runs a group of bound statements: at once, or (`careful`) each event's alone behind a
+  // savepoint, adding the events the server refuses to job.refused.
+  Status RunBound(const FlushJob::Step& step, bool careful, FlushJob& job) const;
 
   Connection& connection_;
   const FlushWriterOptions options_;

@@ -35,8 +35,8 @@ ProjectorRunner::ProjectorRunner(std::unique_ptr<Projector> p, std::unique_ptr<C
       *connection_, projector_->table(),
       FlushBuilderOptions{o.target_table, o.statement_bytes, o.target_starts_empty, o.bulk_load,
                           o.write_every_events > 0, o.application_table});
-  writer_ = std::make_unique<FlushWriter>(*connection_,
-                                          FlushWriterOptions{o.max_retries, o.generated_columns, o.mark_sql});
+  writer_ = std::make_unique<FlushWriter>(
+      *connection_, FlushWriterOptions{o.max_retries, o.generated_columns, o.mark_sql, o.run_id, o.id_form});
 }
 
 Result<std::unique_ptr<ProjectorRunner>> ProjectorRunner::Make(
@@ -457,7 +457,10 @@ Status ProjectorRunner::TakeBack(FlushJob& job) {
   if (!job.status.ok()) return job.status.With(job.what);
   committed_id_ = job.checkpoint;
   committed_gaps_ = job.gaps;
-  stats_.failures_recorded += job.failures;
+  stats_.failures_recorded += job.failures + job.refused.size();
+  // Events whose statement the server refused: failed, not applied.
+  stats_.events_applied -= job.refused_events;
+  stats_.failed_events += job.refused_events;
   stats_.rows_written += job.rows;
   ++stats_.flushes;
   return Status::Ok();

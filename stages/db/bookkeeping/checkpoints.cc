@@ -101,6 +101,13 @@ std::string AdvanceSql(Connection& c, const std::string& projector, const std::s
       c.Quote(projector), c.Quote(target));
 }
 
+std::string MoveToFailedSql(Connection& c, const std::string& projector, const std::string& target,
+                            uint64_t events) {
+  return fmt::format("UPDATE rewind_checkpoints SET events_applied = events_applied - {0}, failed_events = "
+                     "failed_events + {0} WHERE projector = {1} AND target_table = {2}",
+                     events, c.Quote(projector), c.Quote(target));
+}
+
 std::string SetReadMarkSql(Connection& c, const std::string& projector, const std::string& target,
                            const std::string& mark) {
   return fmt::format("UPDATE rewind_checkpoints SET read_mark = {} WHERE projector = {} AND target_table = {}",
