@@ -207,6 +207,10 @@ struct BoundStatements {
 // duplicate key, a value out of range, a warning) is that event's failure.
 class RunsStatements {
  public:
+  // A queued statement holds its event's values: the runner flushes when this many events
+  // are queued (a bulk execution is bounded by the server's packet anyway), which bounds a
+  // read model's memory to about this many events' values, twice with a flush in flight.
+  static constexpr size_t kMaxQueued = 100'000;
   virtual ~RunsStatements() = default;
   // The statements pending, in id order; forgotten afterwards (Flush() writes no row).
   virtual std::vector<BoundStatements> TakeStatements() = 0;

@@ -5,6 +5,7 @@
 #include <cctype>
 
 #include "stages/db/checkpoint_store.h"
+#include "stages/db/live_shape.h"
 #include "stages/db/table_admin.h"
 #include "stages/db/table_schema.h"
 
@@ -101,6 +102,13 @@ static Result<std::string> GroupKeys(Connection& c, const std::vector<const Colu
 
 Result<TableDiff> CompareTables(Connection& c, const TableSpec& spec, const std::string& live,
                                 const std::string& rebuilt) {
+  if (spec.by_statements) {
+    // A read model of handlers describes no columns: compared on the table's own.
+    Result<std::optional<live_shape::Shape>> shape = live_shape::Read(c, rebuilt);
+    if (!shape.ok()) return shape.status();
+    if (!*shape) return Status::NotFound(fmt::format("no table {} to compare", rebuilt));
+    return CompareTables(c, live_shape::ComparedSpec(**shape, spec.name), live, rebuilt);
+  }
   TableDiff d;
   d.table = live;
   // The read model's own columns: its keys, then its values. A storage column (the hash

@@ -279,6 +279,58 @@ static Result<Judgement> InRewindsShape(Connection& c, const TableSpec& spec, Ju
   return j;
 }
 
+TableSpec ComparedSpec(const Shape& shape, const std::string& name) {
+  auto compared = [&](const std::string& column) {
+    for (const TableColumn& col : shape.columns) {
+      if (Lower(col.name) == Lower(column)) return !col.auto_increment && !col.generated;
+    }
+    return false;
+  };
+  const UniqueKey* key = nullptr;
+  for (const UniqueKey& k : shape.unique_keys) {
+    if (std::all_of(k.columns.begin(), k.columns.end(), compared)) {
+      key = &k;
+      break;
+    }
+  }
+  TableSpec spec;
+  spec.name = name;
+  spec.bare = true;
+  auto column_of = [](const TableColumn& col, Merge merge) {
+    Column c;
+    c.name = col.name;
+    c.merge = merge;
+    const std::string& t = col.data_type;
+    if (t == "tinyint" || t == "smallint" || t == "mediumint" || t == "int" || t == "bigint" || t == "year") {
+      c.type = ColumnType::kInt64;
+    } else if (t == "decimal") {
+      c.type = ColumnType::kDecimal;
+    } else if (t == "double" || t == "float") {
+      c.type = ColumnType::kDouble;
+    } else if (t == "date") {
+      c.type = ColumnType::kDate;
+    } else if (t == "datetime" || t == "timestamp") {
+      c.type = ColumnType::kDateTime;
+    } else {
+      c.type = ColumnType::kText;
+      c.storage.bytes = t.find("binary") != std::string::npos || t.find("blob") != std::string::npos;
+    }
+    return c;
+  };
+  auto in_key = [&](const TableColumn& col) {
+    if (key == nullptr) return true;
+    return std::any_of(key->columns.begin(), key->columns.end(),
+                       [&](const std::string& k) { return Lower(k) == Lower(col.name); });
+  };
+  for (const TableColumn& col : shape.columns) {
+    if (compared(col.name) && in_key(col)) spec.columns.push_back(column_of(col, Merge::kKey));
+  }
+  for (const TableColumn& col : shape.columns) {
+    if (compared(col.name) && !in_key(col)) spec.columns.push_back(column_of(col, Merge::kLast));
+  }
+  return spec;
+}
+
 Result<Judgement> Judge(Connection& c, const TableSpec& spec, bool reshape) {
   Judgement j;
   Result<std::optional<Shape>> read = Read(c, spec.name);

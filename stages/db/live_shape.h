@@ -76,6 +76,12 @@ struct Judgement {
 // application's table is replaced by rewind's shape, whether it fits or not.
 Result<Judgement> Judge(Connection& c, const TableSpec& spec, bool reshape);
 
+// The columns a read model of handlers (TableSpec::by_statements: no columns of its own) is
+// compared on, as verify compares tables: the first unique key without an auto-increment
+// column as its key, the other columns as values; auto-increment and generated columns
+// left out (the server gives them). Without such a key, every other column is the key.
+TableSpec ComparedSpec(const Shape& shape, const std::string& name);
+
 // The refusal of a table that does not fit, with the account and what to do.
 Status Refusal(const std::string& table, const Judgement& j);
 

@@ -381,8 +381,10 @@ Result<bool> ProjectorRunner::Fold(const Batch& batch) {
                                             IdShown(options_.id_form, f.event_id), f.stage, f.reason));
   }
   applied_id_ = batch.last_id;
-  return events_since_flush_ >= options_.flush_every_events ||
-         projector_->pending_rows() >= options_.flush_max_rows ||
+  const size_t max_rows =
+      projector_->runs_statements() != nullptr ? std::min(RunsStatements::kMaxQueued, options_.flush_max_rows)
+                                               : options_.flush_max_rows;
+  return events_since_flush_ >= options_.flush_every_events || projector_->pending_rows() >= max_rows ||
          pending_failures_.size() >= kMaxPendingFailures;
 }
 
