@@ -127,7 +127,11 @@ class HandlersProjector final : public Projector, OrderDependent, RunsStatements
   std::vector<Handler> handlers() const override {
     std::vector<Handler> out;
     for (const HandlerPlan& h : plan_.handlers) {
-      out.push_back({h.on, h.sql, h.prepared, Origin(h), h.params.size()});
+      Handler handler{h.on, h.sql, h.prepared, Origin(h), h.params.size(), {}};
+      for (const HandlerParam& p : h.params) {
+        if (p.kind == HandlerParam::Kind::kField && p.source.column) handler.columns.push_back(p.source.name);
+      }
+      out.push_back(std::move(handler));
     }
     return out;
   }

@@ -218,6 +218,7 @@ class RunsStatements {
   struct Handler {
     std::string on, sql, prepared, origin;
     size_t parameters = 0;
+    std::vector<std::string> columns;  // the event-table columns its parameters name (:@column)
   };
   virtual std::vector<Handler> handlers() const = 0;
 };

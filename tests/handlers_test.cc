@@ -27,7 +27,7 @@ constexpr const char* kHandlers = R"toml(
 [[read_model]]
 name = "accounts"
 handlers = [
-  { on = 'App\Events\AccountCreated',  sql = "INSERT INTO {table} (uuid, name, user_id, balance) VALUES (:accountUuid, :name, :userId, 0)" },
+  { on = 'App\Events\AccountCreated',  sql = "INSERT INTO {table} (uuid, name, user_id, balance, created_at) VALUES (:accountUuid, :name, :userId, 0, :@created_at)" },
   { on = 'App\Events\MoneyAdded',      sql = "UPDATE {table} SET balance = balance + :amount WHERE uuid = :accountUuid" },
   { on = 'App\Events\MoneySubtracted', sql = "UPDATE {table} SET balance = balance - :amount WHERE uuid = :accountUuid" },
   { on = 'App\Events\AccountDeleted',  sql = "DELETE FROM {table} WHERE uuid = :accountUuid" },
@@ -77,6 +77,9 @@ TEST(Handlers, TheBankExamplesProjectorAsStatementsRebuildsTheApplicationsAccoun
     EXPECT_EQ(ShapeOf(*c, "accounts"), before);
     EXPECT_EQ(SortedRows(*c, "SELECT uuid, name, balance, user_id FROM accounts"), Expected(bank));
     EXPECT_EQ(Count(*c, "SELECT failed_events FROM rewind_checkpoints WHERE projector = 'accounts'"), 0);
+    // :@created_at: the event table's column, bound as the event's.
+    EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM accounts WHERE created_at = '2024-05-01 10:00:00'"),
+              static_cast<int64_t>(bank.accounts.size()));
   }
   // verify rebuilds it aside and compares it on the table's own columns (its unique uuid as
   // the key; the auto-increment id left out): identical; then a balance changed by hand.
@@ -278,6 +281,8 @@ TEST(Handlers, HostileHandlersAreRefusedBeforeAnyWorkAndABoundValueNeverInjects)
        "names the table 'stored_events'"},
       {model("INSERT INTO {table} (uuid, name) VALUE (:accountUuid, :name"), "the server refuses its statement"},
       {model("UPDATE {table} SET no_such_column = :name"), "Unknown column 'no_such_column'"},
+      {model("UPDATE {table} SET name = :@no_such_column"), "parameter :@no_such_column names no column of the "
+                                                            "event table stored_events"},
       {model("UPDATE {table} SET name = ? WHERE uuid = :accountUuid"), "not '?'"},
       {model("UPDATE accounts SET name = :name"), "names no {table}"},
   };

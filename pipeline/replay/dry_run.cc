@@ -271,7 +271,7 @@ void CheckHandOversAndGrants(Connection& c, const RunSpec& o, const RunPlan& pla
   Result<std::vector<hand_over::Step>> h = hand_over::Prepare(c, ps, o.follow, plan.swap(), o.events.table);
   if (h.ok()) f.hand_overs = std::move(*h);
   else f.blockers.push_back(h.status().message());
-  Result<std::vector<std::string>> handlers = handlers_check::Prepare(c, ps);
+  Result<std::vector<std::string>> handlers = handlers_check::Prepare(c, ps, o.events.table);
   if (handlers.ok()) f.handlers = std::move(*handlers);
   else f.blockers.push_back(handlers.status().message());
   for (size_t i = 0; plan.swap() && i < runners.size() && i < f.tables.size(); ++i) {

@@ -29,22 +29,36 @@ std::string WithTable(const std::string& sql, const std::string& table) {
 
 }  // namespace
 
-Result<std::vector<std::string>> Prepare(Connection& c, const std::vector<const Projector*>& projectors) {
+Result<std::vector<std::string>> Prepare(Connection& c, const std::vector<const Projector*>& projectors,
+                                         const std::string& events_table) {
   std::vector<std::string> lines;
-  std::vector<std::string> tables;  // the database's, lower case
-  bool tables_read = false;
+  std::vector<std::string> tables, columns;  // the database's tables, the event table's columns; lower case
+  bool read = false;
   for (const Projector* p : projectors) {
     const RunsStatements* statements = p->runs_statements();
     if (statements == nullptr) continue;
-    if (!tables_read) {
+    if (!read) {
       Result<Rows> r = c.Query("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()");
       if (!r.ok()) return r.status();
       for (const auto& row : r->rows) tables.push_back(Lower(row[0].value_or("")));
-      tables_read = true;
+      r = c.Query(fmt::format("SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND "
+                              "TABLE_NAME = {}",
+                              c.Quote(events_table)));
+      if (!r.ok()) return r.status();
+      for (const auto& row : r->rows) columns.push_back(Lower(row[0].value_or("")));
+      read = true;
     }
     const std::string live = p->table().name;
     for (const RunsStatements::Handler& h : statements->handlers()) {
       const std::string where = fmt::format("{}: {}: handler on '{}'", h.origin, p->name(), h.on);
+      for (const std::string& column : h.columns) {
+        if (std::find(columns.begin(), columns.end(), Lower(column)) == columns.end()) {
+          return Status::InvalidInput(fmt::format("{}: parameter :@{} names no column of the event table {}; nothing "
+                                                  "was done",
+                                                  where, column, events_table));
+        }
+      }
+      if (std::find(tables.begin(), tables.end(), Lower(live)) == tables.end()) continue;  // live_shape refuses it
       // Another table named: the event table, rewind's bookkeeping, any other of the database.
       for (const std::string& word : hand_over::NamedIdentifiers(h.prepared)) {
         const std::string w = Lower(word);

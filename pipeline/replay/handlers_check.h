@@ -16,9 +16,13 @@
 
 namespace rw::handlers_check {
 
-// Checks every handler of `projectors` (those that run statements) with the server. Returns
-// a line per handler for the dry run ("accounts: on 'X' (file:line), prepared: UPDATE ...");
-// the first statement refused is an error naming its file and line.
-Result<std::vector<std::string>> Prepare(Connection& c, const std::vector<const Projector*>& projectors);
+// Checks every handler of `projectors` (those that run statements) with the server: the
+// event-table columns its parameters name are columns of `events_table`, and its statement
+// prepares against its live table (one that does not exist yet is left to live_shape's
+// refusal). Returns a line per statement prepared, for the dry run ("accounts: on 'X'
+// (file:line), prepared: UPDATE ..."); the first handler refused is an error naming its
+// file and line.
+Result<std::vector<std::string>> Prepare(Connection& c, const std::vector<const Projector*>& projectors,
+                                         const std::string& events_table);
 
 }  // namespace rw::handlers_check

@@ -173,7 +173,6 @@ Status Build::Prepare(std::vector<std::unique_ptr<Projector>> projectors) {
   if (s.ok()) s = PlanTheReads(projectors);
   if (s.ok()) s = NameTheTables(projectors);
   if (s.ok()) s = JudgeTheLiveTables(projectors);
-  if (s.ok()) s = PrepareTheHandlers(projectors);
   if (s.ok()) s = PrepareTheHandOvers(projectors);
   // Every table in the way is refused before any work (read-only, whatever the layout of
   // the bookkeeping), and again once the locks are held: the authoritative check.
@@ -225,9 +224,14 @@ Status Build::ConnectToSource() {
   return CheckUntilId(*admin_, o_);
 }
 
-// What to read and decode (binds the declared read models), checked before any work.
+// What to read and decode (binds the declared read models), checked before any work: the
+// statements of read models of handlers too, each prepared by the server (handlers_check.h).
 Status Build::PlanTheReads(std::vector<std::unique_ptr<Projector>>& projectors) {
   read_plan_ = PlanReads(o_.events, projectors);
+  std::vector<const Projector*> ps;
+  for (const auto& p : projectors) ps.push_back(p.get());
+  Result<std::vector<std::string>> handlers = handlers_check::Prepare(*admin_, ps, o_.events.table);
+  if (!handlers.ok()) return handlers.status();
   return CheckReadColumns(*admin_, o_.events, read_plan_.scope.columns);
 }
 
@@ -271,14 +275,6 @@ Status Build::JudgeTheLiveTables(const std::vector<std::unique_ptr<Projector>>& 
     shapes_.push_back(std::move(*j));
   }
   return Status::Ok();
-}
-
-// The statements of read models of handlers, each prepared by the server (handlers_check.h).
-Status Build::PrepareTheHandlers(const std::vector<std::unique_ptr<Projector>>& projectors) {
-  std::vector<const Projector*> ps;
-  for (const auto& p : projectors) ps.push_back(p.get());
-  Result<std::vector<std::string>> lines = handlers_check::Prepare(*admin_, ps);
-  return lines.ok() ? Status::Ok() : lines.status();
 }
 
 Status Build::PrepareTheHandOvers(const std::vector<std::unique_ptr<Projector>>& projectors) {

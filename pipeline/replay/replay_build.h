@@ -128,7 +128,6 @@ class Build {
   Status PlanTheReads(std::vector<std::unique_ptr<Projector>>& projectors);
   Status NameTheTables(const std::vector<std::unique_ptr<Projector>>& projectors);
   Status JudgeTheLiveTables(const std::vector<std::unique_ptr<Projector>>& projectors);
-  Status PrepareTheHandlers(const std::vector<std::unique_ptr<Projector>>& projectors);
   Status PrepareTheHandOvers(const std::vector<std::unique_ptr<Projector>>& projectors);
   // (read model, live table) of every live table the application may write: its own shape
   // (kept or reshaped), or one a hand_over hands back.
