@@ -257,6 +257,28 @@ TEST(Handlers, TheBlogsSevenCountersAsTheArticlesStatementsEqualTheCompiledOnes)
   }
 }
 
+// :@id binds the event's id and :@column a column of the event table: a log of deposits
+// keyed by event id, checked against the event table by SQL.
+TEST(Handlers, TheEventsIdAndColumnsBindAsTheEventTableHasThem) {
+  ConnectionOptions o = FreshDatabase("rewind_test_handlers_columns");
+  FreshBank(o, 10, 300, 66);
+  auto c = Connect(o);
+  ASSERT_TRUE(c->Execute("CREATE TABLE deposits (event_id BIGINT UNSIGNED NOT NULL PRIMARY KEY, account CHAR(36) NOT "
+                         "NULL, amount DECIMAL(12,2) NOT NULL, at TIMESTAMP NULL)").ok());
+  const std::string models = File("rewind_handlers_columns.toml", R"toml(
+[[read_model]]
+name = "deposits"
+handlers = [{ on = 'App\Events\MoneyAdded', sql = "INSERT INTO {table} (event_id, account, amount, at) VALUES (:@id, :@aggregate_uuid, :amount, :@created_at)" }]
+)toml");
+  Outcome r = RunRewind(Replay(models, "deposits"), Env(o));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::vector<std::string> want = SortedRows(
+      *c, "SELECT id, aggregate_uuid, CAST(JSON_VALUE(event_properties, '$.amount') AS DECIMAL(12,2)), created_at FROM "
+          "stored_events WHERE event_class = " + c->Quote(kNs + "MoneyAdded"));
+  EXPECT_GT(want.size(), 100u);
+  EXPECT_EQ(SortedRows(*c, "SELECT event_id, account, amount, at FROM deposits"), want);
+}
+
 // Hostile declarations: a handler that drops a table, runs two statements, names rewind's
 // bookkeeping or the event table, has a syntax error, names an unknown column, or writes
 // a `?`: each refused before any work, naming its file and line. A value that would inject
