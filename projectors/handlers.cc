@@ -9,7 +9,6 @@
 
 #include <charconv>
 
-#include "base/sha256.h"
 #include "projectors/declared.h"
 
 namespace rw {
@@ -98,9 +97,9 @@ class HandlersProjector final : public Projector, OrderDependent, RunsStatements
           if (plan.params[p].kind != HandlerParam::Kind::kField) continue;
           const FieldValue& v = records.value(e, slots_[h][p]);
           if (v.kind == ValueKind::kObject || v.kind == ValueKind::kArray) {
-            reason = fmt::format("handler on '{}' (line {}): parameter {} is {}; a statement binds numbers, strings, "
+            reason = fmt::format("handler on '{}' at {}: parameter {} is {}; a statement binds numbers, strings, "
                                  "booleans and null",
-                                 plan.on, plan.line, plan.params[p].written, KindText(v.kind));
+                                 plan.on, Origin(plan), plan.params[p].written, KindText(v.kind));
           }
         }
       }
@@ -160,27 +159,23 @@ class HandlersProjector final : public Projector, OrderDependent, RunsStatements
 
   // Queues handler h's statement for `e`, in the group of the statement before it when it
   // is the same statement and each value's type is that parameter's there (null fits any).
+  // The values' bytes go straight into the group (no copy per event).
   void Queue(size_t h, const EventRecords& records, const EventRecord& e) {
     const HandlerPlan& plan = plan_.handlers[h];
     const size_t width = plan.params.size();
-    values_.clear();
+    types_.clear();
+    id_text_.clear();
     for (size_t p = 0; p < width; ++p) {
-      BoundStatements::Type type = BoundStatements::Type::kNull;
-      std::string_view bytes;
-      std::string id_text;
       if (plan.params[p].kind == HandlerParam::Kind::kEventId) {
-        id_text = IdText(e.id);
-        type = IsInt64(id_text) ? BoundStatements::Type::kInt : BoundStatements::Type::kDecimal;
+        if (id_text_.empty()) id_text_ = IdText(e.id);
+        types_.push_back(IsInt64(id_text_) ? BoundStatements::Type::kInt : BoundStatements::Type::kDecimal);
       } else {
-        const FieldValue& v = records.value(e, slots_[h][p]);
-        type = TypeOf(v);
-        bytes = v.kind == ValueKind::kTrue ? "1" : v.kind == ValueKind::kFalse ? "0" : v.text();
+        types_.push_back(TypeOf(records.value(e, slots_[h][p])));
       }
-      values_.push_back({type, id_text.empty() ? std::string(bytes) : std::move(id_text)});
     }
     BoundStatements* group = groups_.empty() || last_handler_ != h ? nullptr : &groups_.back();
     for (size_t p = 0; group != nullptr && p < width; ++p) {
-      const BoundStatements::Type want = group->types[p], have = values_[p].first;
+      const BoundStatements::Type want = group->types[p], have = types_[p];
       if (want != have && want != BoundStatements::Type::kNull && have != BoundStatements::Type::kNull) group = nullptr;
     }
     if (group == nullptr) {
@@ -193,9 +188,14 @@ class HandlersProjector final : public Projector, OrderDependent, RunsStatements
       last_handler_ = h;
     }
     for (size_t p = 0; p < width; ++p) {
-      auto& [type, bytes] = values_[p];
-      if (group->types[p] == BoundStatements::Type::kNull) group->types[p] = type;
-      group->values.push_back({type, static_cast<uint32_t>(group->bytes.size()), static_cast<uint32_t>(bytes.size())});
+      std::string_view bytes = id_text_;
+      if (plan.params[p].kind != HandlerParam::Kind::kEventId) {
+        const FieldValue& v = records.value(e, slots_[h][p]);
+        bytes = v.kind == ValueKind::kTrue ? "1" : v.kind == ValueKind::kFalse ? "0" : v.text();
+      }
+      if (types_[p] == BoundStatements::Type::kNull) bytes = {};
+      if (group->types[p] == BoundStatements::Type::kNull) group->types[p] = types_[p];
+      group->values.push_back({types_[p], static_cast<uint32_t>(group->bytes.size()), static_cast<uint32_t>(bytes.size())});
       group->bytes += bytes;
     }
     group->ids.push_back(e.id);
@@ -212,7 +212,8 @@ class HandlersProjector final : public Projector, OrderDependent, RunsStatements
   std::vector<BoundStatements> groups_;           // queued, in id order
   size_t last_handler_ = SIZE_MAX;                // the handler of groups_.back()
   size_t queued_ = 0;
-  std::vector<std::pair<BoundStatements::Type, std::string>> values_;  // scratch
+  std::vector<BoundStatements::Type> types_;  // Queue's scratch: this event's value types
+  std::string id_text_;                      // ...and its id's text
 };
 
 }  // namespace

@@ -121,6 +121,7 @@ Status FlushWriter::RunTransaction(FlushJob& job, uint64_t* retries) const {
   Status s = Retry(policy, &connection_, [&] {
     Status last = connection_.Execute("START TRANSACTION");
     job.refused.clear();
+    job.refused_events = 0;
     for (size_t i = 0; last.ok() && i < steps.size(); ++i) {
       if (steps[i].bound != nullptr) {
         last = RunBound(steps[i], careful, job);
