@@ -533,14 +533,19 @@ __int128 Pow10(int n) {
   return v;
 }
 
-// A value's state per key.
+// A value's state per key: 48 bytes (issue 55: a row of ten values was 960 bytes with a
+// std::string and a double beside the integer in each). A double column keeps `d`, any
+// other `n`; a text value's bytes are in its read model's arena (texts_) until the flush.
 struct Acc {
-  bool set = false;
-  __int128 n = 0;
-  double d = 0;
-  std::string s;
+  union {
+    __int128 n = 0;
+    double d;
+  };
   EventId id = 0;  // first and last: the event whose value it holds
+  uint32_t text_at = 0, text_size = 0;
+  bool set = false;
 };
+static_assert(sizeof(Acc) == 48);
 
 class DeclaredProjector;
 
@@ -913,9 +918,12 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
           continue;
         }
         Typed t;
-        t.n = a.n;
-        t.d = a.d;
-        t.s = a.s;
+        if (p.type == ValueType::kDouble) {
+          t.d = a.d;
+        } else {
+          t.n = a.n;
+        }
+        if (p.type == ValueType::kText) t.s = TextOf(a);
         Emit(sink, p.type, p.scale, t);
         if (KeepsEventId(merge)) sink.Number(IdText(a.id));
       }
@@ -925,6 +933,7 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
     keys_.Clear();
     key_bytes_.Clear();
     accs_.clear();
+    texts_.clear();
     row_state_.clear();
   }
 
@@ -1072,18 +1081,29 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
     }
   }
 
-  static int Compare(ValueType type, const Typed& t, const Acc& a) {
+  std::string_view TextOf(const Acc& a) const { return std::string_view(texts_).substr(a.text_at, a.text_size); }
+
+  int Compare(ValueType type, const Typed& t, const Acc& a) const {
     switch (type) {
       case ValueType::kDouble: return t.d < a.d ? -1 : t.d > a.d ? 1 : 0;
-      case ValueType::kText: return t.s.compare(a.s);
+      case ValueType::kText: return t.s.compare(TextOf(a));
       default: return t.n < a.n ? -1 : t.n > a.n ? 1 : 0;
     }
   }
 
-  static void Store(const Typed& t, Acc& a) {
-    a.n = t.n;
-    a.d = t.d;
-    a.s.assign(t.s);
+  // A text value replaced leaves its old bytes in texts_ until the flush (bounded by the
+  // events between flushes).
+  void Store(ValueType type, const Typed& t, Acc& a) {
+    if (type == ValueType::kDouble) {
+      a.d = t.d;
+    } else {
+      a.n = t.n;
+    }
+    if (type == ValueType::kText) {
+      a.text_at = static_cast<uint32_t>(texts_.size());
+      a.text_size = static_cast<uint32_t>(t.s.size());
+      texts_.append(t.s);
+    }
     a.set = true;
   }
 
@@ -1128,43 +1148,51 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
     pending_committed_.clear();
   }
 
-  static void Fold(const ValuePlan& p, const Typed& t, EventId id, Acc& a) {
+  void Fold(const ValuePlan& p, const Typed& t, EventId id, Acc& a) {
+    const bool dbl = p.type == ValueType::kDouble;
     switch (p.op) {
       case Op::kCount:
         if (p.type == ValueType::kDecimal) {
           a.n += Pow10(p.scale);
+        } else if (dbl) {
+          a.d += 1;
         } else {
           a.n += 1;
-          a.d += 1;
         }
         a.set = true;
         break;
       case Op::kSum:
-        a.n += t.n;
-        a.d += t.d;
+        if (dbl) {
+          a.d += t.d;
+        } else {
+          a.n += t.n;
+        }
         a.set = true;
         break;
       case Op::kSubtract:
-        a.n -= t.n;
-        a.d -= t.d;
+        if (dbl) {
+          a.d -= t.d;
+        } else {
+          a.n -= t.n;
+        }
         a.set = true;
         break;
       case Op::kMin:
-        if (!a.set || Compare(p.type, t, a) < 0) Store(t, a);
+        if (!a.set || Compare(p.type, t, a) < 0) Store(p.type, t, a);
         break;
       case Op::kMax:
-        if (!a.set || Compare(p.type, t, a) > 0) Store(t, a);
+        if (!a.set || Compare(p.type, t, a) > 0) Store(p.type, t, a);
         break;
       // By id: a late event (a lower id applied after higher ones) wins only where its id is the extreme one.
       case Op::kFirst:
         if (!a.set || id < a.id) {
-          Store(t, a);
+          Store(p.type, t, a);
           a.id = id;
         }
         break;
       case Op::kLast:
         if (!a.set || id > a.id) {
-          Store(t, a);
+          Store(p.type, t, a);
           a.id = id;
         }
         break;
@@ -1202,6 +1230,7 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
   TextTable keys_;          // encoded key -> row index (ids are rows, in order of arrival)
   StringArena key_bytes_;   // the encoded keys keys_ holds
   std::vector<Acc> accs_;  // stored value columns of row r at [r * ncolumns, ...)
+  std::string texts_;      // the bytes of the text values in accs_ (Acc::text_at)
   // Deletes only: per pending row, kRemoved (its table row goes before this flush's rows)
   // and kEmpty (nothing written since: no row is written).
   static constexpr uint8_t kRemoved = 1, kEmpty = 2;
