@@ -331,6 +331,16 @@ TEST(Handlers, HostileHandlersAreRefusedBeforeAnyWorkAndABoundValueNeverInjects)
     EXPECT_EQ(r.code, 1) << r.err;
     EXPECT_NE(r.err.find("accounts is a read model of handlers"), std::string::npos) << r.err;
   }
+  // A trigger on the application's table would be dropped with the old table at the swap:
+  // refused before any work, as for any read model of the application's table.
+  ASSERT_TRUE(c->Execute("CREATE TRIGGER accounts_seen AFTER INSERT ON accounts FOR EACH ROW SET @seen = 1").ok());
+  {
+    Outcome r = RunRewind(Replay(File("rewind_handlers_hostile.toml", kHandlers), "accounts"), Env(o));
+    EXPECT_EQ(r.code, 1) << r.err;
+    EXPECT_NE(r.err.find("1 trigger(s), which the swap would drop"), std::string::npos) << r.err;
+    EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE()"), 1);
+  }
+  ASSERT_TRUE(c->Execute("DROP TRIGGER accounts_seen").ok());
   // The value is bytes, never SQL.
   const std::string evil = "x'); DROP TABLE accounts; -- \\\" \\\\";
   const std::string uuid = "dddddddd-0000-4000-a000-000000000003";

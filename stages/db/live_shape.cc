@@ -331,6 +331,19 @@ TableSpec ComparedSpec(const Shape& shape, const std::string& name) {
   return spec;
 }
 
+// What a copy LIKE the table does not keep, as problems: its triggers (dropped with the old
+// table at the swap) and its foreign keys.
+static void RefuseWhatACopyLoses(const Shape& shape, Judgement& j) {
+  if (shape.triggers > 0) {
+    j.problems.push_back(fmt::format("the table has {} trigger(s), which the swap would drop with the old table",
+                                     shape.triggers));
+  }
+  if (shape.foreign_keys > 0) {
+    j.problems.push_back(fmt::format("the table has {} foreign key(s) (to or from it), which a copy LIKE it "
+                                     "does not keep", shape.foreign_keys));
+  }
+}
+
 Result<Judgement> Judge(Connection& c, const TableSpec& spec, bool reshape) {
   Judgement j;
   Result<std::optional<Shape>> read = Read(c, spec.name);
@@ -349,6 +362,7 @@ Result<Judgement> Judge(Connection& c, const TableSpec& spec, bool reshape) {
     j.kind = Kind::kApplications;
     j.bulk_load = false;
     j.account.push_back("  written by its handlers' statements, in the table's own shape");
+    RefuseWhatACopyLoses(**read, j);
     return j;
   }
   if (!*read) return InRewindsShape(c, spec, j);  // kNew
@@ -391,14 +405,7 @@ Result<Judgement> Judge(Connection& c, const TableSpec& spec, bool reshape) {
     j.account.push_back(fmt::format("  key ({}): not a unique key of the table (its unique keys: {})",
                                     Joined(declared_keys), uniques.empty() ? "none" : uniques));
   }
-  if (shape.triggers > 0) {
-    j.problems.push_back(fmt::format("the table has {} trigger(s), which the swap would drop with the old table",
-                                     shape.triggers));
-  }
-  if (shape.foreign_keys > 0) {
-    j.problems.push_back(fmt::format("the table has {} foreign key(s) (to or from it), which a copy LIKE it "
-                                     "does not keep", shape.foreign_keys));
-  }
+  RefuseWhatACopyLoses(shape, j);
   if (j.kind == Kind::kReshaped) return InRewindsShape(c, spec, j);
   return j;
 }
