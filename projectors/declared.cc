@@ -678,10 +678,7 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
 
   // Whether `e` is one of its classes and passes its `where` (byte for byte).
   bool Selects(const EventRecords& records, const EventRecord& e) const override {
-    if (!reads_class(e.event_class)) return false;
-    for (size_t i = 0; i < plan_.conditions.size(); ++i) {
-      if (!plan_.conditions[i].Holds(records.value(e, condition_slots_[i]))) return false;
-    }
+    if (!reads_class(e.event_class) || !AllHold(plan_.conditions, condition_slots_, records, e)) return false;
     return !segment_ || InSegment(records, e);
   }
 
@@ -694,21 +691,15 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
 
   // Whether value `i`'s `if` holds for `e` (none: it does).
   bool When(size_t i, const EventRecords& records, const EventRecord& e) const {
-    const std::vector<Condition>& when = plan_.values[i].when;
-    for (size_t c = 0; c < when.size(); ++c) {
-      if (!when[c].Holds(records.value(e, when_slots_[i][c]))) return false;
-    }
-    return true;
+    return AllHold(plan_.values[i].when, when_slots_[i], records, e);
   }
 
   // Whether `e` removes its key's row: of a delete's classes, its `if` holding.
   bool Removes(const EventRecords& records, const EventRecord& e) const {
     for (size_t i = 0; i < plan_.deletes.size(); ++i) {
-      if (!Marked(delete_on_[i], e.event_class)) continue;
-      const std::vector<Condition>& when = plan_.deletes[i].when;
-      size_t c = 0;
-      while (c < when.size() && when[c].Holds(records.value(e, delete_when_slots_[i][c]))) ++c;
-      if (c == when.size()) return true;
+      if (Marked(delete_on_[i], e.event_class) && AllHold(plan_.deletes[i].when, delete_when_slots_[i], records, e)) {
+        return true;
+      }
     }
     return false;
   }

@@ -74,6 +74,15 @@ struct Condition {
   }
 };
 
+// Whether every one of `conditions` holds for `e`, each reading its field at `slots[i]`.
+inline bool AllHold(const std::vector<Condition>& conditions, const std::vector<uint32_t>& slots,
+                    const EventRecords& records, const EventRecord& e) {
+  for (size_t i = 0; i < conditions.size(); ++i) {
+    if (!conditions[i].Holds(records.value(e, slots[i]))) return false;
+  }
+  return true;
+}
+
 struct ValuePlan {
   std::string column;
   Op op = Op::kCount;

@@ -70,11 +70,7 @@ class HandlersProjector final : public Projector, OrderDependent, RunsStatements
   bool reads_class(uint16_t c) const override { return c < by_class_.size() && !by_class_[c].empty(); }
 
   bool Selects(const EventRecords& records, const EventRecord& e) const override {
-    if (!reads_class(e.event_class)) return false;
-    for (size_t i = 0; i < plan_.conditions.size(); ++i) {
-      if (!plan_.conditions[i].Holds(records.value(e, condition_slots_[i]))) return false;
-    }
-    return true;
+    return reads_class(e.event_class) && AllHold(plan_.conditions, condition_slots_, records, e);
   }
 
   Folded Apply(const EventRecords& records, std::vector<EventFailure>& failures) override {

@@ -185,6 +185,15 @@ class RemovesRows {
 // execution (array binding).
 // The placeholder of the read model's table in a handler's statement.
 inline constexpr std::string_view kTablePlaceholder = "{table}";
+// `sql` with every {table} as `quoted_table` (already quoted as an identifier).
+inline std::string WithTable(std::string_view sql, std::string_view quoted_table) {
+  std::string out(sql);
+  for (size_t at = out.find(kTablePlaceholder); at != std::string::npos; at = out.find(kTablePlaceholder, at)) {
+    out.replace(at, kTablePlaceholder.size(), quoted_table);
+    at += quoted_table.size();
+  }
+  return out;
+}
 
 struct BoundStatements {
   enum class Type : uint8_t { kNull, kInt, kDecimal, kDouble, kText };

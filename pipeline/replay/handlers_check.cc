@@ -16,17 +16,6 @@ std::string Lower(std::string_view s) {
   return out;
 }
 
-// `sql` with {table} as `table`, quoted.
-std::string WithTable(const std::string& sql, const std::string& table) {
-  std::string out = sql;
-  const std::string quoted = QuoteIdentifier(table);
-  for (size_t at = out.find(kTablePlaceholder); at != std::string::npos; at = out.find(kTablePlaceholder, at)) {
-    out.replace(at, kTablePlaceholder.size(), quoted);
-    at += quoted.size();
-  }
-  return out;
-}
-
 }  // namespace
 
 Result<std::vector<std::string>> Prepare(Connection& c, const std::vector<const Projector*>& projectors,
@@ -71,7 +60,7 @@ Result<std::vector<std::string>> Prepare(Connection& c, const std::vector<const 
               where, word));
         }
       }
-      const std::string sql = WithTable(h.prepared, live);
+      const std::string sql = WithTable(h.prepared, QuoteIdentifier(live));
       Result<unsigned long> n = hand_over::ServerParameters(c, sql);
       if (!n.ok()) {
         return Status::InvalidInput(fmt::format("{}: the server refuses its statement: {} (prepared as: {}); nothing "

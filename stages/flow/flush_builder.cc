@@ -21,11 +21,7 @@ void FlushBuilder::AddRows(Projector& projector, FlushJob& job) {
     // The handlers' statements, in id order, into the table written now.
     const std::string table = QuoteIdentifier(options_.target_table);
     for (BoundStatements& group : statements->TakeStatements()) {
-      std::string sql = group.sql;
-      for (size_t at = sql.find(kTablePlaceholder); at != std::string::npos; at = sql.find(kTablePlaceholder, at)) {
-        sql.replace(at, kTablePlaceholder.size(), table);
-        at += table.size();
-      }
+      const std::string sql = WithTable(group.sql, table);
       job.rows += group.ids.size();
       // One bulk execution is one packet: at most statement_bytes of values each.
       auto shared = std::make_shared<const BoundStatements>(std::move(group));
