@@ -57,6 +57,8 @@ class FlatMap {
   }
 
   size_t size() const { return size_; }
+  // The bytes it holds (its slots).
+  size_t bytes() const { return slots_.capacity() * sizeof(Slot); }
   bool empty() const { return size_ == 0; }
 
   struct Entry {

@@ -22,19 +22,24 @@ class StringArena {
   void Clear() {
     blocks_.clear();
     large_.clear();
+    large_bytes_ = 0;
     current_ = used_ = 0;
   }
   // Forgets every string but keeps the blocks, to be filled again (views handed out before
   // are invalid after it).
   void Reuse() {
     large_.clear();
+    large_bytes_ = 0;
     current_ = used_ = 0;
   }
+  // The bytes it holds.
+  size_t bytes() const { return blocks_.size() * kBlockSize + large_bytes_; }
   std::string_view Copy(std::string_view s) {
     // Nothing to copy; and an empty view may have no data, which memcpy must not be given.
     if (s.empty()) return s;
     if (s.size() > kBlockSize / 4) {
       large_.emplace_back(new char[s.size()]);
+      large_bytes_ += s.size();
       std::memcpy(large_.back().get(), s.data(), s.size());
       return {large_.back().get(), s.size()};
     }
@@ -54,6 +59,7 @@ class StringArena {
   static constexpr size_t kBlockSize = 64 * 1024;
   std::vector<std::unique_ptr<char[]>> blocks_;
   std::vector<std::unique_ptr<char[]>> large_;
+  size_t large_bytes_ = 0;
   size_t current_ = 0;  // the block being filled
   size_t used_ = 0;     // bytes of it
 };
@@ -79,6 +85,8 @@ class TextTable {
     std::string_view a, b;
     uint64_t hash;
   };
+  // The bytes it holds (not the texts: their owner's).
+  size_t bytes() const { return slots_.capacity() * sizeof(uint32_t) + entries_.capacity() * sizeof(Entry); }
   const Entry& entry(uint32_t id) const { return entries_[id]; }
 
  private:

@@ -58,6 +58,30 @@ Status Integer(const std::string& key, const std::string& text, uint64_t min, ui
   return Status::Ok();
 }
 
+// A size in bytes: a whole number with an optional K, M, G or T (KiB, MiB, ... ; "MiB" and
+// "MB" alike are taken as powers of 1024), in [min, max].
+Status Size(const std::string& key, const std::string& text, uint64_t min, uint64_t max, size_t& out) {
+  uint64_t v = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  std::string unit(ptr, text.data() + text.size());
+  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (unit.ends_with("IB")) unit.resize(unit.size() - 2);
+  else if (unit.ends_with("B")) unit.resize(unit.size() - 1);
+  static constexpr std::string_view kUnits = "KMGT";
+  const size_t power = unit.empty() ? 0 : unit.size() == 1 && kUnits.find(unit[0]) != std::string_view::npos ? kUnits.find(unit[0]) + 1 : 99;
+  if (text.empty() || ptr == text.data() || ec == std::errc::invalid_argument || power == 99) {
+    return Status::InvalidInput(fmt::format("--{} expects a size such as 512M or 2G, got '{}'", key, text));
+  }
+  const bool too_big = ec == std::errc::result_out_of_range || (power > 0 && v > (max >> (10 * power)));
+  const uint64_t bytes = too_big ? 0 : v << (10 * power);
+  if (too_big || bytes < min || bytes > max) {
+    return Status::InvalidInput(fmt::format("--{} must be between {} and {}, got '{}'", key, ShowSize(min),
+                                            ShowSize(max), text));
+  }
+  out = static_cast<size_t>(bytes);
+  return Status::Ok();
+}
+
 // Seconds: a finite number in [min, max] (nan, inf and 1e-12 are refused: a poll interval
 // of nothing is a busy loop against the server).
 Status Seconds(const std::string& key, const std::string& text, double min, double max,
@@ -362,6 +386,11 @@ const std::vector<OptionSpec>& Table() {
          return Integer("write-every", v, 0, std::numeric_limits<int64_t>::max(), o.write_every_events);
        },
        Show(&ReplayPart::write_every_events)},
+      {"memory", "", Group::kReplay, false, {"REWIND_MEMORY"},
+       "the memory the read models' state may hold together (e.g. 256M, 2G; 4M to 1T): past it the largest write "
+       "their rows and let them go (the reader's batches and the flush in flight come on top)",
+       [](ParsedOptions& o, const std::string& v) { return Size("memory", v, 4 << 20, uint64_t{1} << 40, o.memory_bytes); },
+       [](const ParsedOptions& o) { return ShowSize(o.memory_bytes); }},
       {"flush-max-rows", "", Group::kReplay, false, {}, "...and whenever it holds N pending rows (1-100000000)",
        [](ParsedOptions& o, const std::string& v) {
          return Integer("flush-max-rows", v, 1, 100'000'000, o.flush_max_rows);

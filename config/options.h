@@ -145,6 +145,9 @@ struct ReplayPart {
   uint64_t flush_every_events = RunnerOptions().flush_every_events;  // the runner's default
   // ...and whenever it holds this many distinct pending rows: bounds memory by keys.
   size_t flush_max_rows = RunnerOptions().flush_max_rows;  // the runner's default
+  // The memory the read models' state may hold together (--memory): past it the largest
+  // flush their rows as deltas (stages/flow/memory_budget.h).
+  size_t memory_bytes = kDefaultMemoryBudget;
   // Write while reading: every this many events each read model hands its rows to a writer
   // thread of its own (stages/flow/projector_runner.h); 0: it writes only at the thresholds
   // above and at the end.

@@ -41,6 +41,7 @@ class BucketCounts {
     return sparse_[ToOrdered(bucket)];
   }
   size_t size() const { return used_ + sparse_.size(); }
+  size_t bytes() const { return dense_.capacity() * sizeof(int64_t) + sparse_.bytes(); }
 
   // Every (bucket, count) with a count, in bucket order; the counts are left empty and
   // their memory given back.

@@ -98,6 +98,7 @@ class TimeBucketCounter final : public PageVisitModel<TimeBucketCounter<Bucket>>
     ++*last_;
   }
   size_t pending_rows() const override { return counts_.size(); }
+  size_t state_bytes() const override { return counts_.bytes(); }
   void Flush(RowSink& sink) override {
     for (const auto& [bucket, count] : counts_.TakeSorted()) {  // key order: cheapest for a clustered index
       if (type_ == BucketType::kDate) {
@@ -148,12 +149,18 @@ class UrlDayCounter final : public PageVisitModel<UrlDayCounter<DayBucket>> {
     }
     if (!known_[id]) {  // the first visit of this URL: its text is kept for the writes
       urls_[id] = std::string(url.text());
+      url_bytes_ += urls_[id].capacity();
       known_[id] = 1;
     }
     const CivilTime& t = records.value(e, this->page().at()).time;
     ++counts_[(uint64_t{ToOrdered(int32_t{DayBucket{}(t)})} << 32) | id];  // day, then URL
   }
   size_t pending_rows() const override { return counts_.size(); }
+  size_t state_bytes() const override { return counts_.bytes(); }
+  // The URLs seen, kept for the writes (bounded by distinct URLs).
+  size_t kept_bytes() const override {
+    return url_bytes_ + urls_.capacity() * sizeof(std::string) + known_.capacity();
+  }
   void Flush(RowSink& sink) override {
     // Day order: the stored key starts with the date.
     for (const auto& [key, count] : counts_.TakeSorted()) {
@@ -170,6 +177,7 @@ class UrlDayCounter final : public PageVisitModel<UrlDayCounter<DayBucket>> {
   FlatMap<int64_t> counts_;        // (day, url id) -> visits
   std::vector<std::string> urls_;  // by url id: the URLs seen (bounded by distinct URLs)
   std::vector<uint8_t> known_;     // by url id: whether urls_ holds it
+  size_t url_bytes_ = 0;           // their bytes
 };
 
 }  // namespace rw

@@ -547,6 +547,38 @@ struct Acc {
 };
 static_assert(sizeof(Acc) == 48);
 
+// The pending rows' values, row r's `width` columns at row(r): in pages of whole rows
+// allocated as they fill (no doubling, no copy of what is held: what they hold grows by a
+// page at a time, which the memory budget can follow).
+class RowPages {
+ public:
+  // Rows of `width` values (at least 1). REQUIRES: empty.
+  void SetWidth(size_t width) {
+    width_ = std::max<size_t>(1, width);
+    rows_per_page_ = std::max<size_t>(1, kPageBytes / (sizeof(Acc) * width_));
+  }
+  Acc* row(size_t r) { return pages_[r / rows_per_page_].get() + (r % rows_per_page_) * width_; }
+  const Acc* row(size_t r) const { return pages_[r / rows_per_page_].get() + (r % rows_per_page_) * width_; }
+  // A new row, its values untouched.
+  Acc* Add() {
+    if (rows_ == pages_.size() * rows_per_page_) pages_.emplace_back(new Acc[rows_per_page_ * width_]);
+    return row(rows_++);
+  }
+  size_t bytes() const { return pages_.size() * rows_per_page_ * width_ * sizeof(Acc) + pages_.capacity() * sizeof(void*); }
+  // Forgets every row and gives the pages back.
+  void Clear() {
+    std::vector<std::unique_ptr<Acc[]>>().swap(pages_);
+    rows_ = 0;
+  }
+
+ private:
+  static constexpr size_t kPageBytes = 64 * 1024;
+  size_t width_ = 1;
+  size_t rows_per_page_ = kPageBytes / sizeof(Acc);
+  std::vector<std::unique_ptr<Acc[]>> pages_;
+  size_t rows_ = 0;
+};
+
 class DeclaredProjector;
 
 // The counting fast path of a declared read model whose values are all counts, keyed by at
@@ -561,6 +593,7 @@ class CountingPath {
   int64_t text_key() const { return text_key_; }
   Folded Apply(const EventRecords& records, std::vector<EventFailure>& failures);
   size_t pending_rows() const;
+  size_t bytes() const;  // what it holds (not its read model's keys_)
   void Flush(RowSink& sink);
 
  private:
@@ -608,6 +641,7 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
       column_of_.push_back(j);
     }
     checks_sums_ = !bounded_.empty();
+    accs_.SetWidth(column_plan_.size());
     // Non-text keys first in the encoded key: sorted keys then come in index order.
     for (size_t i = 0; i < plan_.keys.size(); ++i) {
       if (plan_.keys[i].type != ValueType::kText) key_order_.push_back(i);
@@ -814,7 +848,7 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
       // A key's sum is its committed value (in the table) plus what this flush holds.
       const uint64_t hash = TextTable::HashOf(key_, {});
       const int64_t found = keys_.Find(key_, {}, hash);
-      Acc* accs = found < 0 ? nullptr : accs_.data() + static_cast<size_t>(found) * ncolumns;
+      Acc* accs = found < 0 ? nullptr : accs_.row(static_cast<size_t>(found));
       int64_t committed = -1;
       if (checks_sums_) {
         committed = found >= 0 ? pending_committed_[static_cast<size_t>(found)] : committed_keys_.Find(key_, {}, hash);
@@ -868,6 +902,15 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
     return fast_ ? fast_->pending_rows() : keys_.size();
   }
 
+  // Its pending rows (the keys, their values, their texts) and the committed values it holds.
+  size_t state_bytes() const override {
+    size_t bytes = keys_.bytes() + key_bytes_.bytes() + committed_keys_.bytes() + committed_bytes_.bytes() +
+                   committed_.capacity() * sizeof(__int128);
+    if (fast_) return bytes + fast_->bytes();
+    return bytes + accs_.bytes() + texts_.capacity() + row_state_.capacity() +
+           pending_committed_.capacity() * sizeof(int64_t);
+  }
+
   void FlushRemoved(RowSink& sink) override {
     std::vector<Typed> keys(plan_.keys.size());
     for (uint32_t r = 0; r < keys_.size(); ++r) {
@@ -898,7 +941,7 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
     for (const uint32_t r : rows) {
       DecodeKey(keys_.entry(r).a, keys);
       for (size_t i = 0; i < plan_.keys.size(); ++i) Emit(sink, plan_.keys[i].type, 0, keys[i]);
-      const Acc* accs = accs_.data() + size_t{r} * ncolumns;
+      const Acc* accs = accs_.row(r);
       for (size_t j = 0; j < ncolumns; ++j) {
         const ValuePlan& p = plan_.values[column_plan_[j]];
         const Acc& a = accs[j];
@@ -920,13 +963,44 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
       }
       sink.EndRow();
     }
-    if (checks_sums_) Commit(ncolumns);
-    keys_.Clear();
+    if (checks_sums_) Commit();
+    // Given back, not kept for the next rows: what a flush frees is what the memory
+    // budget counts on (the next rows grow their own).
+    keys_ = TextTable();
     key_bytes_.Clear();
-    accs_.clear();
-    texts_.clear();
-    row_state_.clear();
+    accs_.Clear();
+    std::string().swap(texts_);
+    std::vector<uint8_t>().swap(row_state_);
   }
+
+  // The keys of `records`' events whose committed values it holds neither as pending rows nor
+  // from its last flush: each emitted once, and counted as 0 until LoadCommitted() finds it.
+  void KeysToLoad(const EventRecords& records, RowSink& sink) override {
+    if (!checks_sums_ || fast_) return;
+    const size_t nb = bounded_.size();
+    std::vector<Typed> keys(plan_.keys.size());
+    for (const EventRecord& e : records.events) {
+      if (!reads_class(e.event_class) || !Usable(e) || !Selects(records, e)) continue;
+      key_.clear();
+      std::string reason;
+      bool ok = true;
+      for (size_t i : key_order_) {
+        if (!KeyValue(i, records.value(e, key_slots_[i]), keys[i], reason)) {
+          ok = false;
+          break;
+        }
+        AppendKey(plan_.keys[i].type, keys[i]);
+      }
+      if (!ok) continue;
+      const uint64_t hash = TextTable::HashOf(key_, {});
+      if (keys_.Find(key_, {}, hash) >= 0 || committed_keys_.Find(key_, {}, hash) >= 0) continue;
+      committed_keys_.Intern(key_, {}, hash, &committed_bytes_);
+      committed_.resize(committed_.size() + nb, 0);
+      for (size_t i = 0; i < plan_.keys.size(); ++i) Emit(sink, plan_.keys[i].type, 0, keys[i]);
+      sink.EndRow();
+    }
+  }
+
 
   std::vector<std::string> committed_columns() const override {
     std::vector<std::string> out;
@@ -948,8 +1022,13 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
       AppendKey(plan_.keys[i].type, t);
     }
     const uint64_t hash = TextTable::HashOf(key_, {});
-    if (committed_keys_.Find(key_, {}, hash) >= 0) return "a key seen twice";
-    committed_keys_.Intern(key_, {}, hash, &committed_bytes_);
+    // A key asked for (KeysToLoad), or one the table holds under its collation's equal
+    // (a key of other bytes: taken as it is).
+    int64_t at = committed_keys_.Find(key_, {}, hash);
+    if (at < 0) {
+      at = committed_keys_.Intern(key_, {}, hash, &committed_bytes_);
+      committed_.resize(committed_.size() + bounded_.size(), 0);
+    }
     for (size_t b = 0; b < bounded_.size(); ++b) {
       const ValuePlan& p = plan_.values[column_plan_[bounded_[b]]];
       const std::string_view text = row[plan_.keys.size() + b];
@@ -957,7 +1036,7 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
       int64_t i = 0;
       const bool ok = p.type == ValueType::kDecimal ? ParseScaled(text, p.precision, p.scale, n) : ParseInt(text, i);
       if (!ok) return fmt::format("value '{}' is '{}', not a {}", p.column, Short(text), ValueTypeName(p.type, p.precision, p.scale));
-      committed_.push_back(p.type == ValueType::kDecimal ? n : __int128{i});
+      committed_[static_cast<size_t>(at) * bounded_.size() + b] = p.type == ValueType::kDecimal ? n : __int128{i};
     }
     return {};
   }
@@ -1099,12 +1178,12 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
   }
 
   // A new pending row for key_ (hashed `hash`), its committed key `committed` (-1: none).
-  Acc* NewRow(size_t ncolumns, uint64_t hash, int64_t committed) {
+  Acc* NewRow(size_t /*ncolumns*/, uint64_t hash, int64_t committed) {
     keys_.Intern(key_, {}, hash, &key_bytes_);  // the next row
-    accs_.resize(accs_.size() + ncolumns);
+    Acc* accs = accs_.Add();
     if (checks_sums_) pending_committed_.push_back(committed);
     if (removes_) row_state_.push_back(0);
-    return accs_.data() + (accs_.size() - ncolumns);
+    return accs;
   }
 
   // The event (its key in key_) removes its key's row: the table's row goes in this flush,
@@ -1112,31 +1191,36 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
   void Remove(size_t ncolumns) {
     const uint64_t hash = TextTable::HashOf(key_, {});
     const int64_t found = keys_.Find(key_, {}, hash);
-    Acc* accs = found >= 0 ? accs_.data() + static_cast<size_t>(found) * ncolumns
+    Acc* accs = found >= 0 ? accs_.row(static_cast<size_t>(found))
                            : NewRow(ncolumns, hash, checks_sums_ ? committed_keys_.Find(key_, {}, hash) : -1);
     std::fill(accs, accs + ncolumns, Acc{});
     row_state_[found >= 0 ? static_cast<size_t>(found) : keys_.size() - 1] = kRemoved | kEmpty;
   }
 
-  // The flushed deltas of the bounded columns, added to the committed values (a removed
-  // row's replace them).
-  void Commit(size_t ncolumns) {
+  // The committed values of the bounded columns after this flush, of its keys alone: what
+  // they had plus the flushed deltas (a removed row's replace them). The keys it held from
+  // earlier flushes and loads are forgotten: their rows are in the table (an earlier flush
+  // is committed before the next is built), read back when an event of theirs comes.
+  void Commit() {
     const size_t nb = bounded_.size();
+    TextTable keys;
+    StringArena bytes;
+    std::vector<__int128> values(keys_.size() * nb, 0);
     for (uint32_t r = 0; r < keys_.size(); ++r) {
-      int64_t c = pending_committed_[r];
-      if (c < 0) {
-        const TextTable::Entry& e = keys_.entry(r);
-        c = committed_keys_.Intern(e.a, {}, e.hash, &committed_bytes_);
-        committed_.resize(committed_.size() + nb, 0);
-      }
-      const Acc* accs = accs_.data() + size_t{r} * ncolumns;
+      const int64_t c = pending_committed_[r];
+      const TextTable::Entry& e = keys_.entry(r);
+      const size_t at = keys.Intern(e.a, {}, e.hash, &bytes);
+      const Acc* accs = accs_.row(r);
       const bool removed = removes_ && (row_state_[r] & kRemoved) != 0;
       for (size_t b = 0; b < nb; ++b) {
-        __int128& value = committed_[static_cast<size_t>(c) * nb + b];
-        value = (removed ? 0 : value) + accs[bounded_[b]].n;
+        const __int128 before = removed || c < 0 ? 0 : committed_[static_cast<size_t>(c) * nb + b];
+        values[at * nb + b] = before + accs[bounded_[b]].n;
       }
     }
-    pending_committed_.clear();
+    committed_keys_ = std::move(keys);
+    committed_bytes_ = std::move(bytes);
+    committed_ = std::move(values);
+    std::vector<int64_t>().swap(pending_committed_);
   }
 
   void Fold(const ValuePlan& p, const Typed& t, EventId id, Acc& a) {
@@ -1220,7 +1304,7 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
   std::vector<__int128> sums_;  // scratch, per stored value column
   TextTable keys_;          // encoded key -> row index (ids are rows, in order of arrival)
   StringArena key_bytes_;   // the encoded keys keys_ holds
-  std::vector<Acc> accs_;  // stored value columns of row r at [r * ncolumns, ...)
+  RowPages accs_;  // stored value columns of row r at row(r)
   std::string texts_;      // the bytes of the text values in accs_ (Acc::text_at)
   // Deletes only: per pending row, kRemoved (its table row goes before this flush's rows)
   // and kEmpty (nothing written since: no row is written).
@@ -1229,9 +1313,10 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
   std::vector<uint8_t> row_state_;
   std::vector<std::vector<bool>> delete_on_;               // by plan_.deletes: its classes
   std::vector<std::vector<uint32_t>> delete_when_slots_;  // by plan_.deletes, by its `if`'s conditions
-  // Bounded columns only: every key's committed values (bounded_.size() per committed key, in
-  // the order of committed_keys_), and each pending row's committed key (-1: none yet). Memory
-  // grows with the read model's keys, not with its events.
+  // Bounded columns only: the committed values of the keys of the last flush and of the keys
+  // read back since (bounded_.size() per key, in the order of committed_keys_), and each
+  // pending row's committed key (-1: none, 0 in the table). Memory grows with the rows of a
+  // flush, not with the read model's keys.
   TextTable committed_keys_;
   StringArena committed_bytes_;
   std::vector<__int128> committed_;
@@ -1252,6 +1337,11 @@ CountingPath::CountingPath(DeclaredProjector& p) : p_(p) {
     by_day_ = k.type == ValueType::kDate;
     if (text_key_ < 0) by_key_ = std::make_unique<BucketCounts>(KeyBucketStride(k));
   }
+}
+
+size_t CountingPath::bytes() const {
+  return (by_key_ ? by_key_->bytes() : 0) + by_text_.capacity() * sizeof(int64_t) + by_pair_.bytes() +
+         ids_of_batch_.capacity() * sizeof(uint32_t);
 }
 
 size_t CountingPath::pending_rows() const {
@@ -1357,7 +1447,7 @@ void CountingPath::Flush(RowSink& sink) {
       row(FromOrdered<int32_t>(static_cast<uint32_t>(e.key >> 32)), static_cast<uint32_t>(e.key), e.value);
     }
   }
-  p_.keys_.Clear();
+  p_.keys_ = TextTable();
   p_.key_bytes_.Clear();
   ids_of_batch_.clear();
 }

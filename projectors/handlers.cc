@@ -109,6 +109,14 @@ class HandlersProjector final : public Projector, OrderDependent, RunsStatements
   }
 
   size_t pending_rows() const override { return queued_; }
+  size_t state_bytes() const override {
+    size_t bytes = 0;
+    for (const BoundStatements& g : groups_) {
+      bytes += sizeof(g) + g.sql.capacity() + g.ids.capacity() * sizeof(EventId) +
+               g.values.capacity() * sizeof(BoundStatements::Value) + g.bytes.capacity();
+    }
+    return bytes;
+  }
   void Flush(RowSink& /*sink*/) override {}  // its statements are taken by TakeStatements
 
   std::vector<BoundStatements> TakeStatements() override {

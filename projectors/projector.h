@@ -135,14 +135,21 @@ class HandsOver {
 
 // Keeps the committed values of columns bounded by their type that events add to (declared
 // sums of decimals and bigints), and refuses, in id order, each event that would take its
-// key's value out of the type, counted from the value the key has in the table. When a run
-// starts on a table that already has rows (a resume), the runner reads them once, before the
-// first event: the key columns, then committed_columns(), one row per call to
-// LoadCommitted(), which returns "" or why the row cannot be read (the run stops then).
+// key's value out of the type, counted from the value the key has in the table. It keeps
+// those values only for the keys of its last flush and the keys it holds (memory bounded by
+// the rows of a flush, not by the read model's keys): before a fold, when the table may
+// have rows, the runner asks it for the keys it does not know (KeysToLoad: the key columns,
+// one row per key, into a sink), reads their rows in one query per statement's worth of
+// keys (the key columns, then committed_columns()) and hands each to LoadCommitted(), which
+// returns "" or why the row cannot be read (the run stops then). A key asked for and not
+// found has none (0).
 class KeepsCommitted {
  public:
   virtual ~KeepsCommitted() = default;
   virtual std::vector<std::string> committed_columns() const = 0;
+  // The keys of the events of `records` it would apply whose committed values it does not
+  // hold, each once; from then on it counts them as 0 until LoadCommitted() says otherwise.
+  virtual void KeysToLoad(const EventRecords& records, RowSink& keys) = 0;
   virtual std::string LoadCommitted(std::span<const std::string_view> row) = 0;
 };
 
@@ -249,6 +256,12 @@ class Projector {
   virtual Folded Apply(const EventRecords& records, std::vector<EventFailure>& failures) = 0;
   // Rows that the next Flush() would write.
   virtual size_t pending_rows() const = 0;
+  // The bytes its in-memory state holds now (what a flush gives back, and what it keeps
+  // across flushes): the runner weighs it against the run's memory budget (--memory).
+  virtual size_t state_bytes() const = 0;
+  // The bytes of state it keeps across flushes (an order-dependent read model's memory of
+  // earlier events: sessions_per_day's last visit per visitor); counted in the budget too.
+  virtual size_t kept_bytes() const { return 0; }
   // Emits the pending deltas (in key order where cheap) and forgets them. The runner
   // keeps what they became until its transaction commits, and redoes that on retries.
   virtual void Flush(RowSink& sink) = 0;

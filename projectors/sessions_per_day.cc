@@ -44,6 +44,10 @@ class SessionsPerDay final : public PageVisitModel<SessionsPerDay>, public Order
   }
 
   size_t pending_rows() const override { return started_per_day_.size(); }
+  // A day's count: a node of the map (its pair, a hash and a link, a bucket).
+  size_t state_bytes() const override { return started_per_day_.size() * 48 + started_per_day_.bucket_count() * 8; }
+  // What its order needs across flushes: every visitor's last visit.
+  size_t kept_bytes() const override { return last_seen_.capacity() * sizeof(int64_t); }
 
   void Flush(RowSink& sink) override {
     std::vector<std::pair<int32_t, int64_t>> rows(started_per_day_.begin(),

@@ -65,6 +65,7 @@ class ProbeProjector final : public Projector {
     return folded;
   }
   size_t pending_rows() const override { return counts_.size(); }
+  size_t state_bytes() const override { return counts_.size() * 48; }
   void Flush(RowSink& sink) override {
     for (const auto& [day, n] : counts_) {
       sink.Date(day);

@@ -55,6 +55,12 @@ std::string ReplaySummary::Text() const {
       WithThousands(skipped), WithThousands(failures),
       failures ? fmt::format(" (see: SELECT * FROM {} WHERE run_id = '{}')", kFailureTable, run_id)
                : std::string());
+  if (memory_budget > 0) {
+    out += fmt::format("memory: the read models' state peaked at {} of a {} budget (--memory){}\n",
+                       ShowSize(memory_peak), ShowSize(memory_budget),
+                       memory_flushes > 0 ? fmt::format("; {} flush(es) to stay within it", WithThousands(memory_flushes))
+                                          : std::string());
+  }
   if (rebuild_before_following) {
     out += fmt::format("followed after the swap: {} new event(s) in {:.2f} s\n",
                        WithThousands(events_read - rebuilt), seconds - rebuild_s);
@@ -130,6 +136,9 @@ std::string ReplaySummary::Json() const {
       {"followed_seconds", seconds - rebuild.seconds},
       {"events_per_second", seconds > 0 ? static_cast<double>(events_read) / seconds : 0.0},
       {"peak_batches_in_flight", peak_in_flight},
+      {"memory_budget_bytes", memory_budget},
+      {"memory_peak_bytes", memory_peak},
+      {"memory_flushes", memory_flushes},
   };
   nlohmann::json list = nlohmann::json::array();
   for (const ProjectorSummary& p : projectors) {
@@ -139,6 +148,8 @@ std::string ReplaySummary::Json() const {
                     {"events_applied", p.events_applied},
                     {"rows_written", p.rows_written},
                     {"flushes", p.flushes},
+                    {"budget_flushes", p.budget_flushes},
+                    {"peak_state_bytes", p.peak_state_bytes},
                     {"retries", p.retries},
                     {"late_applied", p.late_applied},
                     {"reconciled_applied", p.reconciled_applied},

@@ -25,6 +25,8 @@ struct ProjectorSummary {
   uint64_t events_applied = 0;
   uint64_t rows_written = 0;
   uint64_t flushes = 0;
+  uint64_t budget_flushes = 0;  // of those, asked for by the memory budget
+  size_t peak_state_bytes = 0;  // the most its state held (--memory counts it)
   uint64_t retries = 0;
   uint64_t late_applied = 0;
   // Found by a follow's reconciliation in holes judged final: applied, or missed (it needs
@@ -67,6 +69,10 @@ struct ReplaySummary {
   int cutover_attempts = 0;
   std::optional<double> replica_lag_seconds;  // --read-host: the replica's lag at the start
   int64_t peak_in_flight = 0;
+  // The memory budget (--memory), the most the read models' state held at once, and the
+  // flushes it asked for (0: none; the budget was never reached).
+  size_t memory_budget = 0, memory_peak = 0;
+  uint64_t memory_flushes = 0;
   double seconds = 0;
   // --follow: the rebuild's share, up to the swap (events_read and seconds count the following
   // after it too); nullopt when the run did not follow.

@@ -91,6 +91,11 @@ void Build::Collect() {
   sum_.reconciled_events = gaps.reconciled_events;
   sum_.reconcile_seconds = gaps.reconcile_seconds;
   sum_.holes_watched_peak = gaps.peak_watched;
+  if (memory_) {
+    sum_.memory_budget = memory_->budget();
+    sum_.memory_peak = memory_->peak();
+    sum_.memory_flushes = memory_->flushes();
+  }
   sum_.finality = gaps.proves_with_server ? "server" : o_.events.id_form.integer() ? "fallback" : "id-times";
   for (size_t i = 0; i < runners_.size(); ++i) {
     const RunnerStats& st = runners_[i]->stats();
@@ -98,6 +103,8 @@ void Build::Collect() {
     ps.events_applied = st.events_applied;
     ps.rows_written = st.rows_written;
     ps.flushes = st.flushes;
+    ps.budget_flushes = st.budget_flushes;
+    ps.peak_state_bytes = st.peak_state_bytes;
     ps.retries = st.retries;
     ps.late_applied = st.late_applied;
     ps.reconciled_applied = st.reconciled_applied;

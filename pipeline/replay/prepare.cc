@@ -413,6 +413,7 @@ Status Build::PrepareRunners(std::vector<std::unique_ptr<Projector>> projectors,
   if (!packet.ok()) return packet.status();
   const size_t statement_bytes =
       std::clamp<size_t>(*packet ? std::stoull(**packet) / 2 : size_t{8} << 20, 4096, RunnerOptions{}.statement_bytes);
+  memory_ = std::make_shared<MemoryBudget>(o_.memory_bytes, projectors.size());
   for (auto& p : projectors) {
     const std::string target = p->table().name + plan_.table_suffix;
     const live_shape::Judgement& shape = shapes_[runners_.size()];
@@ -434,6 +435,8 @@ Status Build::PrepareRunners(std::vector<std::unique_ptr<Projector>> projectors,
     ro.flush_max_rows = o_.flush_max_rows;
     ro.write_every_events = o_.write_every_events;
     ro.statement_bytes = statement_bytes;
+    ro.memory = memory_;
+    ro.memory_slot = runners_.size();
     // A row must fit a statement: its text escaped (twice its bytes at most), and the rest.
     p->LimitValueBytes(statement_bytes / 2 - 1024);
     ro.mark_sql = [events = o_.events](EventId id) { return EventHashSql(events, id); };

@@ -170,6 +170,8 @@ class Build {
   std::unique_ptr<Throttle> throttle_;
   Progress* progress_ = nullptr;
   std::vector<std::unique_ptr<ProjectorRunner>> runners_;
+  // The memory budget its runners share (--memory).
+  std::shared_ptr<MemoryBudget> memory_;
   EventId start_after_ = kBeforeFirstId;
   uint64_t prior_failures_ = 0;  // recorded by the interrupted part of a resumed run
   std::unique_ptr<EventSource> source_;

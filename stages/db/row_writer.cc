@@ -44,11 +44,13 @@ void AppendInt(std::string& out, int64_t value) {
 }  // namespace
 
 UpsertBuilder::UpsertBuilder(Connection& connection, const TableSpec& spec,
-                             std::string target_table, size_t statement_bytes, Statement statement)
+                             std::string target_table, size_t statement_bytes, Statement statement,
+                             std::string_view select)
     : connection_(connection), statement_bytes_(statement_bytes), hash_(spec) {
-  if (statement == Statement::kDelete) {
-    prefix_ = fmt::format("DELETE FROM {} WHERE ({}) IN (", QuoteIdentifier(target_table),
-                          table_schema::StoredColumnList(spec));
+  if (statement == Statement::kDelete || statement == Statement::kSelect) {
+    prefix_ = fmt::format("{} FROM {} WHERE ({}) IN (",
+                          statement == Statement::kDelete ? std::string("DELETE") : fmt::format("SELECT {}", select),
+                          QuoteIdentifier(target_table), table_schema::StoredColumnList(spec));
     suffix_ = ")";
     return;
   }

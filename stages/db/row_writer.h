@@ -64,12 +64,13 @@ class TsvBuilder final : public RowSink {
 // Builds the multi-row upsert statements for one table; or, with kDelete and a spec of the
 // key columns alone, the statements that delete the rows of the keys it is given
 // (`DELETE FROM t WHERE (k1, k2, <hash>) IN ((...), ...)`: the row an upsert of the key
-// would merge into, under the table's own collation).
+// would merge into, under the table's own collation); or, with kSelect, the statements that
+// read `select` (columns, as SQL) of those rows.
 class UpsertBuilder final : public RowSink {
  public:
-  enum class Statement : uint8_t { kUpsert, kDelete };
+  enum class Statement : uint8_t { kUpsert, kDelete, kSelect };
   UpsertBuilder(Connection& connection, const TableSpec& spec, std::string target_table,
-                size_t statement_bytes, Statement statement = Statement::kUpsert);
+                size_t statement_bytes, Statement statement = Statement::kUpsert, std::string_view select = {});
   void Int(int64_t value) override;
   void Date(int32_t days) override;
   void DateTimeMicros(int64_t epoch_micros) override;
@@ -107,6 +108,7 @@ class WrittenKeys {
   bool MaybeContains(uint64_t hash) const;
   void Add(const std::vector<uint64_t>& hashes);
   size_t size() const { return size_; }
+  size_t bytes() const { return slots_.capacity() * sizeof(uint64_t); }
   void Clear() {
     slots_ = {};
     size_ = 0;

@@ -87,6 +87,10 @@ void FlushBuilder::AddRowSteps(const TableSpec& spec, const std::function<void(R
     if (tsv.rows() > 0) steps.push_back(load_step(tsv));
     for (std::string& sql : upserts.Take()) steps.push_back(FlushJob::Step{std::move(sql), {}, false});
     written_keys_.Add(split.fresh_keys());
+    if (written_keys_.bytes() > options_.keys_bytes) {  // upserts from now on: memory stays bounded
+      keys_known_ = false;
+      written_keys_.Clear();
+    }
   } else if (target_empty_ && bulk_load_ok_) {
     TsvBuilder tsv(spec);
     rows(tsv);

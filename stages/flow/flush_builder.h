@@ -5,7 +5,8 @@
 // Rows go by LOAD DATA LOCAL INFILE (served from memory) where the target cannot hold their
 // keys yet: every row of the first flush into a table the run created, and, when writing
 // while reading, the rows of keys it never wrote (it keeps the keys it wrote, 8 bytes
-// each). The others go as multi-row upserts (`INSERT ... ON DUPLICATE KEY UPDATE`), each
+// each, up to keys_bytes: past it every later row is an upsert, so that memory stays
+// bounded whatever the number of keys). The others go as multi-row upserts (`INSERT ... ON DUPLICATE KEY UPDATE`), each
 // statement at most `statement_bytes`. A table of the application's shape gets its rows by
 // column name, without rewind's storage columns, each group of rows naming only the columns
 // it writes (row_writer.h). Once a table is no longer all the run's (Retarget: the live
@@ -15,6 +16,7 @@
 // on its connection.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "projectors/projector.h"
@@ -31,6 +33,7 @@ struct FlushBuilderOptions {
   bool bulk_load = true;             // rows may go by LOAD DATA at all
   bool keep_keys = false;            // writing while reading: remember the keys written
   bool application_table = false;   // TableSpec::bare
+  size_t keys_bytes = SIZE_MAX;      // the most the keys written may hold
 };
 
 class FlushBuilder {
@@ -51,6 +54,8 @@ class FlushBuilder {
   const std::string& target_table() const { return options_.target_table; }
   // The projector's table as written (bare in an application's table).
   const TableSpec& spec() const { return spec_; }
+  // The bytes it keeps across flushes (the keys written).
+  size_t kept_bytes() const { return written_keys_.bytes(); }
 
  private:
   // Adds the statements that remove the rows of the keys a read model deletes (first in

@@ -34,9 +34,12 @@ ProjectorRunner::ProjectorRunner(std::unique_ptr<Projector> p, std::unique_ptr<C
   builder_ = std::make_unique<FlushBuilder>(
       *connection_, projector_->table(),
       FlushBuilderOptions{o.target_table, o.statement_bytes, o.target_starts_empty, o.bulk_load,
-                          o.write_every_events > 0, o.application_table});
+                          o.write_every_events > 0, o.application_table,
+                          o.memory ? o.memory->budget() / 8 : SIZE_MAX});
   writer_ = std::make_unique<FlushWriter>(
       *connection_, FlushWriterOptions{o.max_retries, o.generated_columns, o.mark_sql, o.run_id, o.id_form});
+  table_has_rows_ = !o.target_starts_empty;
+  if (KeepsCommitted* keeps = projector_->keeps_committed()) committed_columns_ = keeps->committed_columns();
 }
 
 Result<std::unique_ptr<ProjectorRunner>> ProjectorRunner::Make(
@@ -44,11 +47,7 @@ Result<std::unique_ptr<ProjectorRunner>> ProjectorRunner::Make(
     const RunnerOptions& options) {
   if (options.target_table.empty()) return Status::InvalidInput("runner needs a target table");
   if (options.statement_bytes < 1024) return Status::InvalidInput("statement size too small");
-  std::unique_ptr<ProjectorRunner> runner(new ProjectorRunner(std::move(projector), std::move(connection), options));
-  if (!options.target_starts_empty) {
-    if (Status s = runner->LoadCommitted(); !s.ok()) return s;
-  }
-  return runner;
+  return std::unique_ptr<ProjectorRunner>(new ProjectorRunner(std::move(projector), std::move(connection), options));
 }
 
 std::unique_ptr<ProjectorRunner> ProjectorRunner::InMemory(std::unique_ptr<Projector> projector) {
@@ -56,44 +55,66 @@ std::unique_ptr<ProjectorRunner> ProjectorRunner::InMemory(std::unique_ptr<Proje
       new ProjectorRunner(std::move(projector), nullptr, RunnerOptions{}));
 }
 
-Status ProjectorRunner::LoadCommitted() {
+Status ProjectorRunner::LoadCommitted(const EventRecords& view) {
   KeepsCommitted* keeps = projector_->keeps_committed();
-  if (keeps == nullptr) return Status::Ok();
-  const std::vector<std::string> values = keeps->committed_columns();
-  if (values.empty()) return Status::Ok();
+  if (!table_has_rows_ || keeps == nullptr || committed_columns_.empty()) return Status::Ok();
+  // The keys alone (and the hash of text keys where the table stores it): the table's
+  // unique key, which the upserts merge on.
+  TableSpec keys = builder_->spec();
+  keys.columns.clear();
   std::string columns;
-  size_t width = 0;
   for (const Column* k : table_schema::KeyColumns(builder_->spec())) {
+    keys.columns.push_back(*k);
     columns += (columns.empty() ? "" : ", ") + QuoteIdentifier(k->name);
-    ++width;
   }
-  for (const std::string& v : values) columns += ", " + QuoteIdentifier(v);
-  width += values.size();
+  const size_t width = keys.columns.size() + committed_columns_.size();
+  for (const std::string& v : committed_columns_) columns += ", " + QuoteIdentifier(v);
+  UpsertBuilder select(*connection_, keys, options_.target_table, options_.statement_bytes,
+                       UpsertBuilder::Statement::kSelect, columns);
+  keeps->KeysToLoad(view, select);
+  if (select.rows() == 0) return Status::Ok();
+  // The writer's flush in flight has the connection (its keys are known: it wrote them).
+  if (Status s = WaitForWriter(); !s.ok()) return s;
   std::vector<std::string_view> row(width);
   std::string why;
   uint64_t rows = 0;
-  Status s = connection_->Stream(
-      fmt::format("SELECT {} FROM {}", columns, QuoteIdentifier(options_.target_table)),
-      [&](char** v, unsigned long* len) {
-        if (!why.empty()) return;
-        for (size_t i = 0; i < width; ++i) {
-          if (v[i] == nullptr) {
-            why = "a NULL";
-            return;
-          }
-          row[i] = std::string_view(v[i], len[i]);
+  for (const std::string& sql : select.Take()) {
+    Status s = connection_->Stream(sql, [&](char** v, unsigned long* len) {
+      if (!why.empty()) return;
+      for (size_t i = 0; i < width; ++i) {
+        if (v[i] == nullptr) {
+          why = "a NULL";
+          return;
         }
-        why = keeps->LoadCommitted(row);
-        ++rows;
-      });
-  if (!s.ok()) return s.With(fmt::format("projector {}: reading the committed values of {}", projector_->name(),
-                                         options_.target_table));
-  if (!why.empty()) {
-    return Status::InvalidInput(fmt::format("projector {}: row {} of {} cannot be read back ({}); rebuild it "
-                                            "without --resume",
-                                            projector_->name(), rows, options_.target_table, why));
+        row[i] = std::string_view(v[i], len[i]);
+      }
+      why = keeps->LoadCommitted(row);
+      ++rows;
+    });
+    if (!s.ok()) {
+      return s.With(fmt::format("projector {}: reading committed values back from {}", projector_->name(),
+                                options_.target_table));
+    }
+    if (!why.empty()) {
+      return Status::InvalidInput(fmt::format("projector {}: a row of {} cannot be read back ({}); rebuild it "
+                                              "without --resume",
+                                              projector_->name(), options_.target_table, why));
+    }
   }
   return Status::Ok();
+}
+
+bool ProjectorRunner::ReportMemory(bool decide) {
+  const size_t flushable = projector_->state_bytes();
+  size_t kept = projector_->kept_bytes() + (builder_ ? builder_->kept_bytes() : 0);
+  for (const auto& [id, text] : held_text_) kept += text.size() + 64;
+  kept += held_.size() * (sizeof(Held) + held_width_ * sizeof(FieldValue));
+  stats_.peak_state_bytes = std::max(stats_.peak_state_bytes, flushable + kept);
+  // What the last batch added: the next is taken to add as much (the budget is kept at
+  // batches' grain, not after the fact).
+  const size_t growth = flushable > last_flushable_ ? flushable - last_flushable_ : 0;
+  last_flushable_ = flushable;
+  return options_.memory != nullptr && options_.memory->Report(options_.memory_slot, flushable, kept, growth, decide);
 }
 
 void ProjectorRunner::CountFailed(uint64_t events) {
@@ -122,7 +143,11 @@ void ProjectorRunner::ApplyRecords(const Batch& batch, bool late) {
 }
 
 uint64_t ProjectorRunner::ApplyChosen(const EventRecords& view, const Batch* batch, bool late, bool unordered) {
-  if (view.events.empty()) return 0;
+  if (view.events.empty() || !fold_error_.ok()) return 0;
+  if (Status s = LoadCommitted(view); !s.ok()) {
+    fold_error_ = s;  // nothing of `view` applied: the run stops
+    return 0;
+  }
   const auto start = std::chrono::steady_clock::now();
   new_failures_.clear();
   uint64_t unplaced = 0;
@@ -343,6 +368,10 @@ Status ProjectorRunner::Consume(const Batch& batch) {
   }
   Result<bool> flush = Fold(batch);
   if (!flush.ok()) return flush.status();
+  if (budget_flush_) {
+    budget_flush_ = false;
+    ++stats_.budget_flushes;
+  }
   if (options_.write_every_events == 0 || writer_ == nullptr) return *flush ? Flush() : Status::Ok();
   // Writing while reading: a threshold hands the rows over after the flush in flight; so
   // does write_every_events, but only to an idle writer (reading goes on meanwhile).
@@ -360,6 +389,7 @@ Result<bool> ProjectorRunner::Fold(const Batch& batch) {
   last_sequence_ = static_cast<int64_t>(batch.sequence);
   if (batch.late) {
     if (Status s = batch.reconciled ? ApplyReconciled(batch) : ApplyLate(batch); !s.ok()) return s;
+    if (!fold_error_.ok()) return fold_error_;
     return false;
   }
   if (batch.last_id <= applied_id_) {  // committed before a resume
@@ -380,12 +410,18 @@ Result<bool> ProjectorRunner::Fold(const Batch& batch) {
     return Status::InvalidInput(fmt::format("event {} failed in {}: {} (stopping because of --stop-on-failure)",
                                             IdShown(options_.id_form, f.event_id), f.stage, f.reason));
   }
+  if (!fold_error_.ok()) return fold_error_;
   applied_id_ = batch.last_id;
   const size_t max_rows =
       projector_->runs_statements() != nullptr ? std::min(RunsStatements::kMaxQueued, options_.flush_max_rows)
                                                : options_.flush_max_rows;
-  return events_since_flush_ >= options_.flush_every_events || projector_->pending_rows() >= max_rows ||
-         pending_failures_.size() >= kMaxPendingFailures;
+  if (events_since_flush_ >= options_.flush_every_events || projector_->pending_rows() >= max_rows ||
+      pending_failures_.size() >= kMaxPendingFailures) {
+    (void)ReportMemory(/*decide=*/false);
+    return true;
+  }
+  budget_flush_ = ReportMemory(/*decide=*/true);
+  return budget_flush_;
 }
 
 Status ProjectorRunner::Flush() {
@@ -393,6 +429,7 @@ Status ProjectorRunner::Flush() {
     return Status::Internal(
         fmt::format("projector {}: an in-memory runner writes nothing", projector_->name()));
   }
+  if (!fold_error_.ok()) return fold_error_;
   if (Status s = WaitForWriter(); !s.ok()) return s;
   std::unique_ptr<FlushJob> job = PrepareFlush();
   if (job == nullptr) return Status::Ok();
@@ -401,6 +438,7 @@ Status ProjectorRunner::Flush() {
 }
 
 Status ProjectorRunner::HandToWriter() {
+  if (!fold_error_.ok()) return fold_error_;
   if (Status s = WaitForWriter(); !s.ok()) return s;
   std::unique_ptr<FlushJob> job = PrepareFlush();
   if (job != nullptr) writer_->Start(std::move(job));
@@ -431,6 +469,8 @@ std::unique_ptr<FlushJob> ProjectorRunner::PrepareFlush() {
                           committed_id_ == kBeforeFirstId ? "the first" : IdShown(options_.id_form, committed_id_ + 1),
                           IdShown(options_.id_form, checkpoint), options_.target_table);
   builder_->AddRows(*projector_, *job);
+  if (job->rows > 0) table_has_rows_ = true;
+  (void)ReportMemory(/*decide=*/false);  // what the flush gave back
   std::vector<FlushJob::Step>& steps = job->steps;
   for (checkpoint_store::FailureInsert& insert :
        checkpoint_store::InsertFailuresSql(*connection_, options_.run_id, pending_failures_, options_.id_form)) {

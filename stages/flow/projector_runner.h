@@ -67,6 +67,7 @@
 #include "stages/db/table_schema.h"
 #include "stages/flow/flush_builder.h"
 #include "stages/flow/flush_writer.h"
+#include "stages/flow/memory_budget.h"
 
 namespace rw {
 
@@ -115,12 +116,18 @@ struct RunnerOptions {
   // Rows may go by LOAD DATA (false: upserts only, as under a collation that makes keys
   // rewind keeps apart one row of the table).
   bool bulk_load = true;
+  // The run's memory budget (stages/flow/memory_budget.h) and this runner's place in it;
+  // none: only the thresholds above bound what it holds.
+  std::shared_ptr<MemoryBudget> memory;
+  size_t memory_slot = 0;
 };
 
 struct RunnerStats {
   uint64_t events_applied = 0;
   uint64_t rows_written = 0;
   uint64_t flushes = 0;
+  uint64_t budget_flushes = 0;  // of those, asked for by the memory budget
+  size_t peak_state_bytes = 0;  // the most its state (the projector's and its own) held
   uint64_t retries = 0;
   uint64_t late_applied = 0;  // events that committed after a higher id was applied
   // Of a reconciliation (stages/flow/batch.h): applied after their hole was judged final,
@@ -201,9 +208,12 @@ class ProjectorRunner {
   Status WaitForWriter();
   // Hands the pending rows to the writer thread (after the flush in flight).
   Status HandToWriter();
-  // A target that already has rows: hands the projector the committed values it keeps
-  // (Projector::committed_columns), once, before the first event.
-  Status LoadCommitted();
+  // When the target may have rows: hands the projector the committed values it asks for
+  // before folding `view` (KeepsCommitted), one query per statement's worth of keys.
+  Status LoadCommitted(const EventRecords& view);
+  // Reports what it holds to the memory budget; with `decide`, whether the budget asks it
+  // to flush now.
+  bool ReportMemory(bool decide);
   Status ApplyLate(const Batch& batch);
   Status ApplyReconciled(const Batch& batch);
   // Whether `batch` holds an event with id `id` that this read model reads.
@@ -240,6 +250,14 @@ class ProjectorRunner {
   // The flush's two other parts; none in an in-memory runner.
   std::unique_ptr<FlushBuilder> builder_;
   std::unique_ptr<FlushWriter> writer_;
+  // The target may hold rows (not created empty by the run, or a flush wrote some): a read
+  // model keeping committed values reads them back before it folds.
+  bool table_has_rows_ = false;
+  std::vector<std::string> committed_columns_;  // KeepsCommitted's, or none
+  // An error met while folding (reading committed values back): the next step returns it.
+  Status fold_error_ = Status::Ok();
+  bool budget_flush_ = false;  // the flush due was asked for by the memory budget
+  size_t last_flushable_ = 0;  // Projector::state_bytes() when last reported
   bool ids_kept_ = true;  // every first or last value is stored with its event's id
   EventId applied_id_;    // highest event id folded into memory
   EventId committed_id_;  // highest event id committed (the checkpoint)
