@@ -47,7 +47,10 @@ ReaderOptions ReaderOptionsFor(const RunSpec& o, const ReadScope& scope) {
   ReaderOptions ro;
   ro.events = o.events;
   ro.scope = scope;
-  ro.batch_size = o.batch_size;
+  // The memory budget is kept at batches' grain: under a small one a batch is at most a
+  // budget's 2 KiB-th in events (4 MiB: 2,048 events), so that the keys one batch brings
+  // stay a part of it.
+  ro.batch_size = std::min<size_t>(o.batch_size, std::max<size_t>(1'000, o.memory_bytes / 2048));
   ro.settle_seconds = o.settle_seconds;
   ro.settle_ids = o.settle_ids;
   ro.reconcile = o.follow && o.reconcile_seconds > 0;
