@@ -22,21 +22,22 @@ size_t TextTable::Probe(std::string_view a, std::string_view b, uint64_t hash) c
   for (size_t i = hash & mask;; i = (i + 1) & mask) {
     const uint32_t slot = slots_[i];
     if (slot == 0) return i;
-    const Entry& e = entries_[slot - 1];
+    const Entry& e = entry(slot - 1);
     if (e.hash == hash && e.a == a && e.b == b) return i;
   }
 }
 
 uint32_t TextTable::Intern(std::string_view a, std::string_view b, uint64_t hash, StringArena* copies) {
-  if ((entries_.size() + 1) * 2 > slots_.size()) Grow();  // load factor at most 1/2
+  if ((size_ + 1) * 2 > slots_.size()) Grow();  // load factor at most 1/2
   const size_t i = Probe(a, b, hash);
   if (slots_[i] == 0) {
     if (copies != nullptr) {
       a = copies->Copy(a);
       b = copies->Copy(b);
     }
-    entries_.push_back({a, b, hash});
-    slots_[i] = static_cast<uint32_t>(entries_.size());
+    if (size_ == pages_.size() * kPageEntries) pages_.emplace_back(new Entry[kPageEntries]);
+    pages_[size_ / kPageEntries][size_ % kPageEntries] = {a, b, hash};
+    slots_[i] = static_cast<uint32_t>(++size_);
   }
   return slots_[i] - 1;
 }
@@ -48,14 +49,14 @@ int64_t TextTable::Find(std::string_view a, std::string_view b, uint64_t hash) c
 
 void TextTable::Clear() {
   std::fill(slots_.begin(), slots_.end(), 0);
-  entries_.clear();
+  size_ = 0;  // the pages stay, to be filled again
 }
 
 void TextTable::Grow() {
   slots_.assign(slots_.empty() ? 1024 : slots_.size() * 2, 0);
   const size_t mask = slots_.size() - 1;
-  for (uint32_t id = 0; id < entries_.size(); ++id) {
-    size_t i = entries_[id].hash & mask;
+  for (uint32_t id = 0; id < size_; ++id) {
+    size_t i = entry(id).hash & mask;
     while (slots_[i] != 0) i = (i + 1) & mask;
     slots_[i] = id + 1;
   }

@@ -80,21 +80,28 @@ class TextTable {
   // Forgets every text, keeping the memory for the next batch.
   void Clear();
 
-  size_t size() const { return entries_.size(); }
+  size_t size() const { return size_; }
   struct Entry {
     std::string_view a, b;
     uint64_t hash;
   };
   // The bytes it holds (not the texts: their owner's).
-  size_t bytes() const { return slots_.capacity() * sizeof(uint32_t) + entries_.capacity() * sizeof(Entry); }
-  const Entry& entry(uint32_t id) const { return entries_[id]; }
+  size_t bytes() const {
+    return slots_.capacity() * sizeof(uint32_t) + pages_.size() * kPageEntries * sizeof(Entry) +
+           pages_.capacity() * sizeof(void*);
+  }
+  const Entry& entry(uint32_t id) const { return pages_[id / kPageEntries][id % kPageEntries]; }
 
  private:
   // The slot holding (a, b), or the empty slot where it would go. REQUIRES: slots_ not empty.
   size_t Probe(std::string_view a, std::string_view b, uint64_t hash) const;
   void Grow();
+  // The entries by id, in pages allocated as they fill: what it holds grows by a page at a
+  // time (no doubling, no copy), which a memory budget can follow.
+  static constexpr size_t kPageEntries = 4096;
   std::vector<uint32_t> slots_;  // id + 1; 0 is empty
-  std::vector<Entry> entries_;
+  std::vector<std::unique_ptr<Entry[]>> pages_;
+  size_t size_ = 0;
 };
 
 }  // namespace rw

@@ -579,6 +579,15 @@ class RowPages {
   size_t rows_ = 0;
 };
 
+// Makes room in `v` for `more` elements, growing it by an eighth (at least 64 KiB), not by
+// doubling: what it holds follows what it needs closely enough for the memory budget.
+template <typename V>
+void GrowByAnEighth(V& v, size_t more) {
+  if (v.size() + more <= v.capacity()) return;
+  const size_t floor = std::max<size_t>(1, (size_t{64} << 10) / sizeof(typename V::value_type));
+  v.reserve(v.size() + std::max({more, v.capacity() / 8, floor}));
+}
+
 class DeclaredProjector;
 
 // The counting fast path of a declared read model whose values are all counts, keyed by at
@@ -995,6 +1004,7 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
       const uint64_t hash = TextTable::HashOf(key_, {});
       if (keys_.Find(key_, {}, hash) >= 0 || committed_keys_.Find(key_, {}, hash) >= 0) continue;
       committed_keys_.Intern(key_, {}, hash, &committed_bytes_);
+      GrowByAnEighth(committed_, nb);
       committed_.resize(committed_.size() + nb, 0);
       for (size_t i = 0; i < plan_.keys.size(); ++i) Emit(sink, plan_.keys[i].type, 0, keys[i]);
       sink.EndRow();
@@ -1027,6 +1037,7 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
     int64_t at = committed_keys_.Find(key_, {}, hash);
     if (at < 0) {
       at = committed_keys_.Intern(key_, {}, hash, &committed_bytes_);
+      GrowByAnEighth(committed_, bounded_.size());
       committed_.resize(committed_.size() + bounded_.size(), 0);
     }
     for (size_t b = 0; b < bounded_.size(); ++b) {
@@ -1170,6 +1181,9 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
       a.n = t.n;
     }
     if (type == ValueType::kText) {
+      // Grown by an eighth at a time, not doubled: what it holds follows what it needs
+      // closely enough for the memory budget.
+      GrowByAnEighth(texts_, t.s.size());
       a.text_at = static_cast<uint32_t>(texts_.size());
       a.text_size = static_cast<uint32_t>(t.s.size());
       texts_.append(t.s);
@@ -1181,8 +1195,14 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
   Acc* NewRow(size_t /*ncolumns*/, uint64_t hash, int64_t committed) {
     keys_.Intern(key_, {}, hash, &key_bytes_);  // the next row
     Acc* accs = accs_.Add();
-    if (checks_sums_) pending_committed_.push_back(committed);
-    if (removes_) row_state_.push_back(0);
+    if (checks_sums_) {
+      GrowByAnEighth(pending_committed_, 1);
+      pending_committed_.push_back(committed);
+    }
+    if (removes_) {
+      GrowByAnEighth(row_state_, 1);
+      row_state_.push_back(0);
+    }
     return accs;
   }
 

@@ -110,7 +110,7 @@ class WrittenKeys {
   size_t size() const { return size_; }
   size_t bytes() const { return slots_.capacity() * sizeof(uint64_t); }
   void Clear() {
-    slots_ = {};
+    std::vector<uint64_t>().swap(slots_);  // given back (`slots_ = {}` keeps the capacity)
     size_ = 0;
   }
 
