@@ -547,35 +547,121 @@ struct Acc {
 };
 static_assert(sizeof(Acc) == 48);
 
-// The pending rows' values, row r's `width` columns at row(r): in pages of whole rows
-// allocated as they fill (no doubling, no copy of what is held: what they hold grows by a
-// page at a time, which the memory budget can follow).
+// How a pending row holds its stored value columns: each in the bytes its op and type need
+// (a count or a date in 8, a decimal or a bigint sum in 16, a text as its place in the
+// read model's text arena, a first or last value with its event's id beside it), and one
+// bit per min, max, first and last saying whether an event touched it. A value is read into
+// an Acc to fold and written back (Load, Save).
+class RowLayout {
+ public:
+  enum class Kind : uint8_t { kInt64, kInt128, kDouble, kText };
+  struct Place {
+    uint32_t offset = 0;
+    Kind kind = Kind::kInt64;
+    bool keeps_id = false;
+    int32_t set_bit = -1;  // -1: a count or a sum, untouched is 0
+  };
+  // Appends a column (in stored order) of `op` and `type`.
+  void Add(Op op, ValueType type) {
+    Place p;
+    const bool adds = op == Op::kCount || op == Op::kSum || op == Op::kSubtract;
+    p.kind = type == ValueType::kText     ? Kind::kText
+             : type == ValueType::kDouble ? Kind::kDouble
+             : type == ValueType::kDecimal || (adds && op != Op::kCount) ? Kind::kInt128  // a bigint sum's delta
+                                                                                        // may pass 2^63
+                                                                          : Kind::kInt64;
+    p.keeps_id = op == Op::kFirst || op == Op::kLast;
+    if (!adds) p.set_bit = static_cast<int32_t>(bits_++);
+    places_.push_back(p);
+  }
+  // Places the columns after the bits. REQUIRES: every column added.
+  void Finish() {
+    uint32_t at = (bits_ + 7) / 8;
+    for (Place& p : places_) {
+      p.offset = at;
+      at += (p.kind == Kind::kInt128 ? 16 : 8) + (p.keeps_id ? 8 : 0);
+    }
+    width_ = std::max<uint32_t>(at, 1);
+  }
+  uint32_t width() const { return width_; }
+
+  Acc Load(const uint8_t* row, size_t j) const {
+    const Place& p = places_[j];
+    Acc a;
+    a.set = p.set_bit < 0 || ((row[p.set_bit / 8] >> (p.set_bit % 8)) & 1) != 0;
+    const uint8_t* v = row + p.offset;
+    switch (p.kind) {
+      case Kind::kInt64: {
+        int64_t n;
+        std::memcpy(&n, v, 8);
+        a.n = n;
+        break;
+      }
+      case Kind::kInt128: std::memcpy(&a.n, v, 16); break;
+      case Kind::kDouble: std::memcpy(&a.d, v, 8); break;
+      case Kind::kText:
+        std::memcpy(&a.text_at, v, 4);
+        std::memcpy(&a.text_size, v + 4, 4);
+        break;
+    }
+    if (p.keeps_id) std::memcpy(&a.id, v + (p.kind == Kind::kInt128 ? 16 : 8), 8);
+    return a;
+  }
+  void Save(uint8_t* row, size_t j, const Acc& a) const {
+    const Place& p = places_[j];
+    if (p.set_bit >= 0 && a.set) row[p.set_bit / 8] |= static_cast<uint8_t>(1u << (p.set_bit % 8));
+    uint8_t* v = row + p.offset;
+    switch (p.kind) {
+      case Kind::kInt64: {
+        const int64_t n = static_cast<int64_t>(a.n);
+        std::memcpy(v, &n, 8);
+        break;
+      }
+      case Kind::kInt128: std::memcpy(v, &a.n, 16); break;
+      case Kind::kDouble: std::memcpy(v, &a.d, 8); break;
+      case Kind::kText:
+        std::memcpy(v, &a.text_at, 4);
+        std::memcpy(v + 4, &a.text_size, 4);
+        break;
+    }
+    if (p.keeps_id) std::memcpy(v + (p.kind == Kind::kInt128 ? 16 : 8), &a.id, 8);
+  }
+
+ private:
+  std::vector<Place> places_;
+  uint32_t bits_ = 0;
+  uint32_t width_ = 1;
+};
+
+// The pending rows, row r's bytes (RowLayout) at row(r): in pages of whole rows allocated,
+// zeroed, as they fill (no doubling, no copy of what is held: what they hold grows by a page
+// at a time, which the memory budget can follow).
 class RowPages {
  public:
-  // Rows of `width` values (at least 1). REQUIRES: empty.
+  // Rows of `width` bytes (at least 1). REQUIRES: empty.
   void SetWidth(size_t width) {
     width_ = std::max<size_t>(1, width);
-    rows_per_page_ = std::max<size_t>(1, kPageBytes / (sizeof(Acc) * width_));
+    rows_per_page_ = std::max<size_t>(1, kPageBytes / width_);
   }
-  Acc* row(size_t r) { return pages_[r / rows_per_page_].get() + (r % rows_per_page_) * width_; }
-  const Acc* row(size_t r) const { return pages_[r / rows_per_page_].get() + (r % rows_per_page_) * width_; }
-  // A new row, its values untouched.
-  Acc* Add() {
-    if (rows_ == pages_.size() * rows_per_page_) pages_.emplace_back(new Acc[rows_per_page_ * width_]);
+  uint8_t* row(size_t r) { return pages_[r / rows_per_page_].get() + (r % rows_per_page_) * width_; }
+  const uint8_t* row(size_t r) const { return pages_[r / rows_per_page_].get() + (r % rows_per_page_) * width_; }
+  // A new row, all zero.
+  uint8_t* Add() {
+    if (rows_ == pages_.size() * rows_per_page_) pages_.emplace_back(new uint8_t[rows_per_page_ * width_]());
     return row(rows_++);
   }
-  size_t bytes() const { return pages_.size() * rows_per_page_ * width_ * sizeof(Acc) + pages_.capacity() * sizeof(void*); }
+  size_t bytes() const { return pages_.size() * rows_per_page_ * width_ + pages_.capacity() * sizeof(void*); }
   // Forgets every row and gives the pages back.
   void Clear() {
-    std::vector<std::unique_ptr<Acc[]>>().swap(pages_);
+    std::vector<std::unique_ptr<uint8_t[]>>().swap(pages_);
     rows_ = 0;
   }
 
  private:
   static constexpr size_t kPageBytes = 64 * 1024;
   size_t width_ = 1;
-  size_t rows_per_page_ = kPageBytes / sizeof(Acc);
-  std::vector<std::unique_ptr<Acc[]>> pages_;
+  size_t rows_per_page_ = kPageBytes;
+  std::vector<std::unique_ptr<uint8_t[]>> pages_;
   size_t rows_ = 0;
 };
 
@@ -650,7 +736,9 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
       column_of_.push_back(j);
     }
     checks_sums_ = !bounded_.empty();
-    accs_.SetWidth(column_plan_.size());
+    for (size_t j : column_plan_) layout_.Add(plan_.values[j].op, plan_.values[j].type);
+    layout_.Finish();
+    accs_.SetWidth(layout_.width());
     // Non-text keys first in the encoded key: sorted keys then come in index order.
     for (size_t i = 0; i < plan_.keys.size(); ++i) {
       if (plan_.keys[i].type != ValueType::kText) key_order_.push_back(i);
@@ -798,7 +886,7 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
         AppendKey(plan_.keys[i].type, t);
       }
       if (reason.empty() && removes_ && Removes(records, e)) {
-        Remove(ncolumns);
+        Remove();
         continue;
       }
       // The values, each converted before any is applied: an event counts wholly or not at all.
@@ -857,7 +945,7 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
       // A key's sum is its committed value (in the table) plus what this flush holds.
       const uint64_t hash = TextTable::HashOf(key_, {});
       const int64_t found = keys_.Find(key_, {}, hash);
-      Acc* accs = found < 0 ? nullptr : accs_.row(static_cast<size_t>(found));
+      uint8_t* row = found < 0 ? nullptr : accs_.row(static_cast<size_t>(found));
       int64_t committed = -1;
       if (checks_sums_) {
         committed = found >= 0 ? pending_committed_[static_cast<size_t>(found)] : committed_keys_.Find(key_, {}, hash);
@@ -866,7 +954,7 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
         const __int128* base =
             committed < 0 || removed ? nullptr : committed_.data() + static_cast<size_t>(committed) * bounded_.size();
         for (size_t b = 0; b < bounded_.size(); ++b) {
-          sums_[bounded_[b]] = (accs ? accs[bounded_[b]].n : 0) + (base ? base[b] : 0);
+          sums_[bounded_[b]] = (row ? layout_.Load(row, bounded_[b]).n : 0) + (base ? base[b] : 0);
         }
       }
       for (size_t i = 0; checks_sums_ && reason.empty() && i < nvalues; ++i) {
@@ -888,8 +976,8 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
         failures.push_back({e.id, std::move(reason)});
         continue;
       }
-      if (!accs) {
-        accs = NewRow(ncolumns, hash, committed);
+      if (!row) {
+        row = NewRow(hash, committed);
       } else if (removes_) {
         row_state_[static_cast<size_t>(found)] &= static_cast<uint8_t>(~kEmpty);  // written again
       }
@@ -900,7 +988,9 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
           unplaced = true;  // its place among the values written is not known
           continue;
         }
-        Fold(plan_.values[i], typed_[i], e.id, accs[column_of_[i]]);
+        Acc a = layout_.Load(row, column_of_[i]);
+        Fold(plan_.values[i], typed_[i], e.id, a);
+        layout_.Save(row, column_of_[i], a);
       }
       unplaced_ += unplaced ? 1 : 0;
     }
@@ -950,10 +1040,10 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
     for (const uint32_t r : rows) {
       DecodeKey(keys_.entry(r).a, keys);
       for (size_t i = 0; i < plan_.keys.size(); ++i) Emit(sink, plan_.keys[i].type, 0, keys[i]);
-      const Acc* accs = accs_.row(r);
+      const uint8_t* row = accs_.row(r);
       for (size_t j = 0; j < ncolumns; ++j) {
         const ValuePlan& p = plan_.values[column_plan_[j]];
-        const Acc& a = accs[j];
+        const Acc a = layout_.Load(row, j);
         const Merge merge = MergeOf(p.op);
         if (!a.set && merge != Merge::kAdd) {
           sink.Null();
@@ -1192,9 +1282,9 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
   }
 
   // A new pending row for key_ (hashed `hash`), its committed key `committed` (-1: none).
-  Acc* NewRow(size_t /*ncolumns*/, uint64_t hash, int64_t committed) {
+  uint8_t* NewRow(uint64_t hash, int64_t committed) {
     keys_.Intern(key_, {}, hash, &key_bytes_);  // the next row
-    Acc* accs = accs_.Add();
+    uint8_t* row = accs_.Add();
     if (checks_sums_) {
       GrowByAnEighth(pending_committed_, 1);
       pending_committed_.push_back(committed);
@@ -1203,17 +1293,17 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
       GrowByAnEighth(row_state_, 1);
       row_state_.push_back(0);
     }
-    return accs;
+    return row;
   }
 
   // The event (its key in key_) removes its key's row: the table's row goes in this flush,
   // and what this flush held for it is forgotten.
-  void Remove(size_t ncolumns) {
+  void Remove() {
     const uint64_t hash = TextTable::HashOf(key_, {});
     const int64_t found = keys_.Find(key_, {}, hash);
-    Acc* accs = found >= 0 ? accs_.row(static_cast<size_t>(found))
-                           : NewRow(ncolumns, hash, checks_sums_ ? committed_keys_.Find(key_, {}, hash) : -1);
-    std::fill(accs, accs + ncolumns, Acc{});
+    uint8_t* row = found >= 0 ? accs_.row(static_cast<size_t>(found))
+                              : NewRow(hash, checks_sums_ ? committed_keys_.Find(key_, {}, hash) : -1);
+    std::memset(row, 0, layout_.width());
     row_state_[found >= 0 ? static_cast<size_t>(found) : keys_.size() - 1] = kRemoved | kEmpty;
   }
 
@@ -1230,11 +1320,11 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
       const int64_t c = pending_committed_[r];
       const TextTable::Entry& e = keys_.entry(r);
       const size_t at = keys.Intern(e.a, {}, e.hash, &bytes);
-      const Acc* accs = accs_.row(r);
+      const uint8_t* row = accs_.row(r);
       const bool removed = removes_ && (row_state_[r] & kRemoved) != 0;
       for (size_t b = 0; b < nb; ++b) {
         const __int128 before = removed || c < 0 ? 0 : committed_[static_cast<size_t>(c) * nb + b];
-        values[at * nb + b] = before + accs[bounded_[b]].n;
+        values[at * nb + b] = before + layout_.Load(row, bounded_[b]).n;
       }
     }
     committed_keys_ = std::move(keys);
@@ -1324,7 +1414,8 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
   std::vector<__int128> sums_;  // scratch, per stored value column
   TextTable keys_;          // encoded key -> row index (ids are rows, in order of arrival)
   StringArena key_bytes_;   // the encoded keys keys_ holds
-  RowPages accs_;  // stored value columns of row r at row(r)
+  RowLayout layout_;  // how a pending row holds the stored value columns
+  RowPages accs_;     // the pending rows, row r at row(r)
   std::string texts_;      // the bytes of the text values in accs_ (Acc::text_at)
   // Deletes only: per pending row, kRemoved (its table row goes before this flush's rows)
   // and kEmpty (nothing written since: no row is written).
