@@ -674,6 +674,70 @@ void GrowByAnEighth(V& v, size_t more) {
   v.reserve(v.size() + std::max({more, v.capacity() / 8, floor}));
 }
 
+// Encoded keys to dense row numbers 0, 1, 2... in the order they come: one open-addressing
+// array of row numbers (at most 3/4 full), and per row the place of its key in one byte
+// store and the low half of its hash: 16 bytes a key beside its bytes and its slot, no node
+// per key, grown by an eighth at a time (what it holds follows what it needs, for the
+// memory budget). Only the hash's low 32 bits are used: a caller may pass any hash whose
+// low half is the key's.
+class KeyIndex {
+ public:
+  int64_t Find(std::string_view key, uint64_t hash) const {
+    if (slots_.empty()) return -1;
+    return int64_t{slots_[Probe(key, static_cast<uint32_t>(hash))]} - 1;
+  }
+  // The key's row, added as the next row when new.
+  uint32_t Intern(std::string_view key, uint64_t hash);
+  std::string_view key(uint32_t row) const { return std::string_view(bytes_).substr(rows_[row].at, rows_[row].size); }
+  uint64_t hash(uint32_t row) const { return rows_[row].hash; }
+  size_t size() const { return rows_.size(); }
+  size_t bytes() const {
+    return slots_.capacity() * sizeof(uint32_t) + rows_.capacity() * sizeof(Row) + bytes_.capacity();
+  }
+
+ private:
+  struct Row {
+    uint64_t at;
+    uint32_t size, hash;
+  };
+  size_t Probe(std::string_view key, uint32_t hash) const {
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = hash & mask;; i = (i + 1) & mask) {
+      const uint32_t slot = slots_[i];
+      if (slot == 0) return i;
+      const Row& r = rows_[slot - 1];
+      if (r.hash == hash && r.size == key.size() && std::memcmp(bytes_.data() + r.at, key.data(), key.size()) == 0) {
+        return i;
+      }
+    }
+  }
+  std::vector<uint32_t> slots_;  // row + 1; 0 is empty
+  std::vector<Row> rows_;
+  std::string bytes_;
+};
+
+uint32_t KeyIndex::Intern(std::string_view key, uint64_t full_hash) {
+  const uint32_t hash = static_cast<uint32_t>(full_hash);
+  if ((rows_.size() + 1) * 4 > slots_.size() * 3) {  // at most 3/4 full
+    slots_.assign(slots_.empty() ? 1024 : slots_.size() * 2, 0);
+    const size_t mask = slots_.size() - 1;
+    for (uint32_t r = 0; r < rows_.size(); ++r) {
+      size_t i = rows_[r].hash & mask;
+      while (slots_[i] != 0) i = (i + 1) & mask;
+      slots_[i] = r + 1;
+    }
+  }
+  const size_t i = Probe(key, hash);
+  if (slots_[i] == 0) {
+    GrowByAnEighth(rows_, 1);
+    GrowByAnEighth(bytes_, key.size());
+    rows_.push_back({bytes_.size(), static_cast<uint32_t>(key.size()), hash});
+    bytes_.append(key);
+    slots_[i] = static_cast<uint32_t>(rows_.size());
+  }
+  return slots_[i] - 1;
+}
+
 class DeclaredProjector;
 
 // The counting fast path of a declared read model whose values are all counts, keyed by at
@@ -944,11 +1008,11 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
       // column's sum as it will be after this event's contributions, taken in turn.
       // A key's sum is its committed value (in the table) plus what this flush holds.
       const uint64_t hash = TextTable::HashOf(key_, {});
-      const int64_t found = keys_.Find(key_, {}, hash);
+      const int64_t found = keys_.Find(key_, hash);
       uint8_t* row = found < 0 ? nullptr : accs_.row(static_cast<size_t>(found));
       int64_t committed = -1;
       if (checks_sums_) {
-        committed = found >= 0 ? pending_committed_[static_cast<size_t>(found)] : committed_keys_.Find(key_, {}, hash);
+        committed = found >= 0 ? pending_committed_[static_cast<size_t>(found)] : committed_keys_.Find(key_, hash);
         // A row removed in this flush starts from nothing: the table's row goes first.
         const bool removed = found >= 0 && removes_ && (row_state_[static_cast<size_t>(found)] & kRemoved) != 0;
         const __int128* base =
@@ -1003,7 +1067,7 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
 
   // Its pending rows (the keys, their values, their texts) and the committed values it holds.
   size_t state_bytes() const override {
-    size_t bytes = keys_.bytes() + key_bytes_.bytes() + committed_keys_.bytes() + committed_bytes_.bytes() +
+    size_t bytes = keys_.bytes() + committed_keys_.bytes() +
                    committed_.capacity() * sizeof(__int128);
     if (fast_) return bytes + fast_->bytes();
     return bytes + accs_.bytes() + texts_.capacity() + row_state_.capacity() +
@@ -1014,7 +1078,7 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
     std::vector<Typed> keys(plan_.keys.size());
     for (uint32_t r = 0; r < keys_.size(); ++r) {
       if ((row_state_[r] & kRemoved) == 0) continue;
-      DecodeKey(keys_.entry(r).a, keys);
+      DecodeKey(keys_.key(r), keys);
       for (size_t i = 0; i < plan_.keys.size(); ++i) Emit(sink, plan_.keys[i].type, 0, keys[i]);
       sink.EndRow();
     }
@@ -1032,13 +1096,13 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
     const size_t prefix = 8 * (key_order_.size() - text_keys_);
     if (prefix > 0) {
       std::sort(rows.begin(), rows.end(), [this, prefix](uint32_t a, uint32_t b) {
-        return std::memcmp(keys_.entry(a).a.data(), keys_.entry(b).a.data(), prefix) < 0;
+        return std::memcmp(keys_.key(a).data(), keys_.key(b).data(), prefix) < 0;
       });
     }
     const size_t ncolumns = column_plan_.size();
     std::vector<Typed> keys(plan_.keys.size());
     for (const uint32_t r : rows) {
-      DecodeKey(keys_.entry(r).a, keys);
+      DecodeKey(keys_.key(r), keys);
       for (size_t i = 0; i < plan_.keys.size(); ++i) Emit(sink, plan_.keys[i].type, 0, keys[i]);
       const uint8_t* row = accs_.row(r);
       for (size_t j = 0; j < ncolumns; ++j) {
@@ -1065,8 +1129,7 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
     if (checks_sums_) Commit();
     // Given back, not kept for the next rows: what a flush frees is what the memory
     // budget counts on (the next rows grow their own).
-    keys_ = TextTable();
-    key_bytes_.Clear();
+    keys_ = KeyIndex();
     accs_.Clear();
     std::string().swap(texts_);
     std::vector<uint8_t>().swap(row_state_);
@@ -1092,8 +1155,8 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
       }
       if (!ok) continue;
       const uint64_t hash = TextTable::HashOf(key_, {});
-      if (keys_.Find(key_, {}, hash) >= 0 || committed_keys_.Find(key_, {}, hash) >= 0) continue;
-      committed_keys_.Intern(key_, {}, hash, &committed_bytes_);
+      if (keys_.Find(key_, hash) >= 0 || committed_keys_.Find(key_, hash) >= 0) continue;
+      committed_keys_.Intern(key_, hash);
       GrowByAnEighth(committed_, nb);
       committed_.resize(committed_.size() + nb, 0);
       for (size_t i = 0; i < plan_.keys.size(); ++i) Emit(sink, plan_.keys[i].type, 0, keys[i]);
@@ -1124,9 +1187,9 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
     const uint64_t hash = TextTable::HashOf(key_, {});
     // A key asked for (KeysToLoad), or one the table holds under its collation's equal
     // (a key of other bytes: taken as it is).
-    int64_t at = committed_keys_.Find(key_, {}, hash);
+    int64_t at = committed_keys_.Find(key_, hash);
     if (at < 0) {
-      at = committed_keys_.Intern(key_, {}, hash, &committed_bytes_);
+      at = committed_keys_.Intern(key_, hash);
       GrowByAnEighth(committed_, bounded_.size());
       committed_.resize(committed_.size() + bounded_.size(), 0);
     }
@@ -1262,15 +1325,20 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
     }
   }
 
-  // A text value replaced leaves its old bytes in texts_ until the flush (bounded by the
-  // events between flushes).
+  // A text value replaced by a longer one leaves its old bytes in texts_ until the flush
+  // (bounded by the events between flushes); by one as long or shorter, it takes its place.
   void Store(ValueType type, const Typed& t, Acc& a) {
     if (type == ValueType::kDouble) {
       a.d = t.d;
     } else {
       a.n = t.n;
     }
-    if (type == ValueType::kText) {
+    if (type == ValueType::kText && a.set && t.s.size() <= a.text_size) {
+      // Where the value it replaces was (its bytes are this value's alone): a key's last
+      // value of each event does not take more room each time.
+      if (!t.s.empty()) std::memcpy(texts_.data() + a.text_at, t.s.data(), t.s.size());
+      a.text_size = static_cast<uint32_t>(t.s.size());
+    } else if (type == ValueType::kText) {
       // Grown by an eighth at a time, not doubled: what it holds follows what it needs
       // closely enough for the memory budget.
       GrowByAnEighth(texts_, t.s.size());
@@ -1283,7 +1351,7 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
 
   // A new pending row for key_ (hashed `hash`), its committed key `committed` (-1: none).
   uint8_t* NewRow(uint64_t hash, int64_t committed) {
-    keys_.Intern(key_, {}, hash, &key_bytes_);  // the next row
+    keys_.Intern(key_, hash);  // the next row
     uint8_t* row = accs_.Add();
     if (checks_sums_) {
       GrowByAnEighth(pending_committed_, 1);
@@ -1300,9 +1368,9 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
   // and what this flush held for it is forgotten.
   void Remove() {
     const uint64_t hash = TextTable::HashOf(key_, {});
-    const int64_t found = keys_.Find(key_, {}, hash);
+    const int64_t found = keys_.Find(key_, hash);
     uint8_t* row = found >= 0 ? accs_.row(static_cast<size_t>(found))
-                              : NewRow(hash, checks_sums_ ? committed_keys_.Find(key_, {}, hash) : -1);
+                              : NewRow(hash, checks_sums_ ? committed_keys_.Find(key_, hash) : -1);
     std::memset(row, 0, layout_.width());
     row_state_[found >= 0 ? static_cast<size_t>(found) : keys_.size() - 1] = kRemoved | kEmpty;
   }
@@ -1313,13 +1381,11 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
   // is committed before the next is built), read back when an event of theirs comes.
   void Commit() {
     const size_t nb = bounded_.size();
-    TextTable keys;
-    StringArena bytes;
+    KeyIndex keys;
     std::vector<__int128> values(keys_.size() * nb, 0);
     for (uint32_t r = 0; r < keys_.size(); ++r) {
       const int64_t c = pending_committed_[r];
-      const TextTable::Entry& e = keys_.entry(r);
-      const size_t at = keys.Intern(e.a, {}, e.hash, &bytes);
+      const size_t at = keys.Intern(keys_.key(r), keys_.hash(r));
       const uint8_t* row = accs_.row(r);
       const bool removed = removes_ && (row_state_[r] & kRemoved) != 0;
       for (size_t b = 0; b < nb; ++b) {
@@ -1328,7 +1394,6 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
       }
     }
     committed_keys_ = std::move(keys);
-    committed_bytes_ = std::move(bytes);
     committed_ = std::move(values);
     std::vector<int64_t>().swap(pending_committed_);
   }
@@ -1412,8 +1477,7 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
   std::vector<Typed> typed_;
   std::vector<bool> present_;
   std::vector<__int128> sums_;  // scratch, per stored value column
-  TextTable keys_;          // encoded key -> row index (ids are rows, in order of arrival)
-  StringArena key_bytes_;   // the encoded keys keys_ holds
+  KeyIndex keys_;      // encoded key -> row index (rows in order of arrival)
   RowLayout layout_;  // how a pending row holds the stored value columns
   RowPages accs_;     // the pending rows, row r at row(r)
   std::string texts_;      // the bytes of the text values in accs_ (Acc::text_at)
@@ -1428,11 +1492,10 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
   // read back since (bounded_.size() per key, in the order of committed_keys_), and each
   // pending row's committed key (-1: none, 0 in the table). Memory grows with the rows of a
   // flush, not with the read model's keys.
-  TextTable committed_keys_;
-  StringArena committed_bytes_;
+  KeyIndex committed_keys_;
   std::vector<__int128> committed_;
   std::vector<int64_t> pending_committed_;
-  // The counting fast path (CountsOnFastPath), or null: keys_ and key_bytes_ intern its texts.
+  // The counting fast path (CountsOnFastPath), or null: keys_ interns its texts.
   std::unique_ptr<CountingPath> fast_;
   // A key or value reads a path of the payload (false: the event table's columns alone).
   const bool reads_payload_ = ReadsPayload(plan_);
@@ -1516,10 +1579,10 @@ Folded CountingPath::Apply(const EventRecords& records, std::vector<EventFailure
         ids_of_batch_.resize(std::max<size_t>(batch_id + 1, 2 * ids_of_batch_.size()), 0);
       }
       uint32_t& mine = ids_of_batch_[batch_id];
-      if (mine == 0) mine = p_.keys_.Intern(t.s, {}, TextTable::HashOf(t.s, {}), &p_.key_bytes_) + 1;
+      if (mine == 0) mine = p_.keys_.Intern(t.s, TextTable::HashOf(t.s, {})) + 1;
       id = mine - 1;
     } else {
-      id = p_.keys_.Intern(t.s, {}, TextTable::HashOf(t.s, {}), &p_.key_bytes_);
+      id = p_.keys_.Intern(t.s, TextTable::HashOf(t.s, {}));
     }
     if (other_key_ < 0) {
       if (id == by_text_.size()) by_text_.push_back(0);
@@ -1537,7 +1600,7 @@ void CountingPath::Flush(RowSink& sink) {
   const auto row = [&](int64_t other, uint32_t text, int64_t count) {
     for (size_t i = 0; i < p_.plan_.keys.size(); ++i) {
       if (static_cast<int64_t>(i) == text_key_) {
-        sink.Text(p_.keys_.entry(text).a);
+        sink.Text(p_.keys_.key(text));
       } else {
         Typed t;
         t.n = other;
@@ -1558,8 +1621,7 @@ void CountingPath::Flush(RowSink& sink) {
       row(FromOrdered<int32_t>(static_cast<uint32_t>(e.key >> 32)), static_cast<uint32_t>(e.key), e.value);
     }
   }
-  p_.keys_ = TextTable();
-  p_.key_bytes_.Clear();
+  p_.keys_ = KeyIndex();
   ids_of_batch_.clear();
 }
 

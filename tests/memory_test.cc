@@ -163,7 +163,7 @@ TEST(Memory, ABudgetFarBelowTheStateIsHonouredOnEveryFoldOpAndTheRowsAreExact) {
   const Expected want = Walk(moves);
   const std::string models = ModelsFile();
   // Writing while reading, and every flush on the reading thread.
-  for (const std::string& write_every : {"500000", "0"}) {
+  for (const char* write_every : {"500000", "0"}) {
     SCOPED_TRACE(write_every);
     const std::string stats = ::testing::TempDir() + "/memory_stats.json";
     const Outcome run = RunRewind({"replay", "accounts", "--models", models, "--memory", "4M", "--write-every",
@@ -191,7 +191,7 @@ TEST(Memory, ABudgetFarBelowTheStateIsHonouredOnEveryFoldOpAndTheRowsAreExact) {
   const nlohmann::json j = Stats(stats);
   ASSERT_TRUE(j.is_object());
   EXPECT_EQ(j["memory_flushes"].get<uint64_t>(), 0u);
-  EXPECT_GT(j["memory_peak_bytes"].get<uint64_t>(), 2 * kBudget);
+  EXPECT_GT(j["memory_peak_bytes"].get<uint64_t>(), kBudget * 3 / 2);
 }
 
 TEST(Memory, AKillNineInTheMiddleOfAnEvictionThenResumeIsExact) {
@@ -246,7 +246,7 @@ TEST(Memory, SegmentsUnderABudgetMergeExactly) {
   auto c = Connect(o);
   const Expected want = Walk(moves);
   const std::string models = ModelsFile();
-  for (const std::string& segment : {"0/2", "1/2"}) {
+  for (const char* segment : {"0/2", "1/2"}) {
     const Outcome built = RunRewind({"replay", "accounts", "--models", models, "--build-only", "--segment", segment,
                                      "--memory", "4M", "--quiet"},
                                     Env(o));

@@ -39,9 +39,9 @@ bool MemoryBudget::Report(size_t i, size_t flushable, size_t kept, size_t growth
   size_t peak = peak_.load(std::memory_order_relaxed);
   while (total > peak && !peak_.compare_exchange_weak(peak, total, std::memory_order_relaxed)) {
   }
-  // Room for twice the last growth, and at least an eighth of the budget: a batch's keys
-  // can come as a table of them doubles.
-  if (!decide || total + std::max(2 * growth, budget_ / 8) <= budget_ || flushable == 0) return false;
+  // Room for twice the last growth, and at least a quarter of the budget: a batch's keys
+  // can come as the slots of a table of them double.
+  if (!decide || total + std::max(2 * growth, budget_ / 4) <= budget_ || flushable == 0) return false;
   size_t largest = 0;
   for (size_t j = 0; j < runners_; ++j) largest = std::max(largest, flushable_[j].load(std::memory_order_relaxed));
   if (flushable * 2 < largest) return false;

@@ -33,9 +33,9 @@ class MemoryBudget {
   size_t budget() const { return budget_; }
   // Runner `i` holds `flushable` bytes a flush gives back and `kept` bytes it keeps, and its
   // last batch added `growth`. With `decide`, returns whether it should flush now (counted):
-  // the total would pass the budget with one more such batch (twice it, and at least an
-  // eighth of the budget, to be safe: a batch's keys can come as a table of them doubles),
-  // and it holds at least half of
+  // the total would pass the budget with one more such batch (twice it, and at least a
+  // quarter of the budget, to be safe: a batch's keys can come as the slots of a table of
+  // them double), and it holds at least half of
   // what the largest holder may give back (so the largest go first, a few at a time).
   bool Report(size_t i, size_t flushable, size_t kept, size_t growth, bool decide);
   // The largest total reported at once, and how many flushes the budget asked for.

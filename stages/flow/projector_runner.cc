@@ -3,6 +3,8 @@
 #include <fmt/core.h>
 #include <fmt/format.h>
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <chrono>
 
@@ -505,6 +507,10 @@ Status ProjectorRunner::TakeBack(FlushJob& job) {
   stats_.failed_events += job.refused_events;
   stats_.rows_written += job.rows;
   ++stats_.flushes;
+  // What the flush held (its statements, the rows it gave back) goes back to the system,
+  // not kept by the allocator's arenas: under a memory budget the process's size follows
+  // the state it holds.
+  if (options_.memory != nullptr) malloc_trim(0);
   return Status::Ok();
 }
 
