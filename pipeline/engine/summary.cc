@@ -60,6 +60,14 @@ std::string ReplaySummary::Text() const {
                        ShowSize(memory_peak), ShowSize(memory_budget),
                        memory_flushes > 0 ? fmt::format("; {} flush(es) to stay within it", WithThousands(memory_flushes))
                                           : std::string());
+    // What no flush gives back (an order-dependent read model's memory of earlier events:
+    // sessions_per_day's last visit per visitor; the blog's URL counters' URLs).
+    for (const ProjectorSummary& p : projectors) {
+      if (p.peak_kept_bytes >= (size_t{1} << 20)) {
+        out += fmt::format("memory: {} keeps {} across flushes, which no flush gives back\n", p.name,
+                           ShowSize(p.peak_kept_bytes));
+      }
+    }
   }
   if (rebuild_before_following) {
     out += fmt::format("followed after the swap: {} new event(s) in {:.2f} s\n",
@@ -150,6 +158,7 @@ std::string ReplaySummary::Json() const {
                     {"flushes", p.flushes},
                     {"budget_flushes", p.budget_flushes},
                     {"peak_state_bytes", p.peak_state_bytes},
+                    {"peak_kept_bytes", p.peak_kept_bytes},
                     {"retries", p.retries},
                     {"late_applied", p.late_applied},
                     {"reconciled_applied", p.reconciled_applied},

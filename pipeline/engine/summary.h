@@ -27,6 +27,7 @@ struct ProjectorSummary {
   uint64_t flushes = 0;
   uint64_t budget_flushes = 0;  // of those, asked for by the memory budget
   size_t peak_state_bytes = 0;  // the most its state held (--memory counts it)
+  size_t peak_kept_bytes = 0;   // of it, what it keeps across flushes (its order's memory)
   uint64_t retries = 0;
   uint64_t late_applied = 0;
   // Found by a follow's reconciliation in holes judged final: applied, or missed (it needs

@@ -32,6 +32,7 @@ struct ModelEstimate {
   std::string name, table;
   uint64_t sample_rows = 0, sample_bytes = 0;
   double rows = 0, bytes = 0;
+  double state = 0;  // the memory its estimated rows would take held at once (state_bytes a row)
 };
 
 std::string Human(double bytes) {
@@ -126,6 +127,7 @@ struct Findings {
   double sample_seconds = 0;
   bool whole = false;  // the sample read the whole range
   double seconds = 0;  // the estimated duration
+  size_t memory_budget = 0;  // --memory
   std::vector<ModelEstimate> models;
   struct TableState {
     bool exists = false, in_the_way = false;
@@ -210,6 +212,8 @@ void Estimate(std::vector<std::unique_ptr<ProjectorRunner>>& runners, const std:
     // Every sampled event counts, held ones too (order-dependent read models hold the events
     // above a hole still open); the rows a flush would write go to a counting sink.
     runners[i]->ReleaseAllHeld();
+    const size_t state = runners[i]->projector().state_bytes();
+    const size_t kept = runners[i]->projector().kept_bytes();
     TsvBuilder tsv(runners[i]->projector().table());
     runners[i]->FlushInto(tsv);
     m.sample_rows = tsv.rows();
@@ -226,6 +230,7 @@ void Estimate(std::vector<std::unique_ptr<ProjectorRunner>>& runners, const std:
     const double row_scale = std::pow(scale, growth);
     m.rows = static_cast<double>(m.sample_rows) * row_scale;
     m.bytes = static_cast<double>(m.sample_bytes) * row_scale;
+    m.state = static_cast<double>(state + kept) * row_scale;
     total_rows += m.rows;
   }
   f.seconds = f.sample_seconds * scale + total_rows / kAssumedWriteRowsPerSecond;
@@ -361,6 +366,7 @@ void PrintJson(std::FILE* out, const Findings& f, const std::vector<std::unique_
   j["sample"] = {{"events", f.sampled}, {"matching", f.matched}, {"seconds", f.sample_seconds}, {"whole_range", f.whole}};
   if (!f.no_match.empty()) j["no_match"] = f.no_match;
   j["estimated_seconds"] = f.seconds;
+  j["memory_budget_bytes"] = f.memory_budget;
   j["read_models"] = nlohmann::json::array();
   for (size_t i = 0; i < f.models.size(); ++i) {
     const ModelEstimate& m = f.models[i];
@@ -372,6 +378,7 @@ void PrintJson(std::FILE* out, const Findings& f, const std::vector<std::unique_
                                 {"live_table", LiveTableJson(runners[i]->projector().table().name, t.live_exists, t.shape, swap)},
                                 {"estimated_rows", static_cast<uint64_t>(m.rows)},
                                 {"estimated_bytes", static_cast<uint64_t>(m.bytes)},
+                                {"estimated_memory_bytes", static_cast<uint64_t>(m.state)},
                                 {"estimate", !f.whole}});
   }
   j["missing_grants"] = f.missing;
@@ -413,6 +420,13 @@ void PrintText(std::FILE* out, const Findings& f, const std::vector<std::unique_
     fmt::print(out, "hand-over: at the swap, {} runs {} with the last event id applied (the application's "
                     "projector must be paused until then)\n", h.read_model, h.sql);
   }
+  double state = 0;
+  for (const ModelEstimate& m : f.models) state += m.state;
+  fmt::print(out, "memory: the read models' state may hold {} (--memory); their estimated rows held at once would "
+                  "take {} ({}; plus the reader's batches and the flushes in flight)\n",
+             ShowSize(f.memory_budget), Human(state),
+             state > static_cast<double>(f.memory_budget) ? "past it, they flush as it fills"
+                                                           : "within it");
   fmt::print(out, "estimated duration: {:.1f} s (estimate: the sample's pace, plus writes at about {} rows/s)\n",
              f.seconds, WithThousands(static_cast<uint64_t>(kAssumedWriteRowsPerSecond)));
   fmt::print(out, "finality: {}\n",
@@ -450,6 +464,7 @@ int DryRunCommand(const RunSpec& o, std::vector<std::unique_ptr<Projector>> proj
   const EventId last = b.summary().head_id;
   const ReadPlan& reads = b.read_plan();
   Findings f;
+  f.memory_budget = o.memory_bytes;
   CountEvents(c, o, last, f);
   for (const auto& p : projectors) f.models.push_back({std::string(p->name()), p->table().name + plan.table_suffix});
   // The runner's own apply step, in memory: nothing is written, the rows are counted.

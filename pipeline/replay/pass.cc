@@ -105,6 +105,7 @@ void Build::Collect() {
     ps.flushes = st.flushes;
     ps.budget_flushes = st.budget_flushes;
     ps.peak_state_bytes = st.peak_state_bytes;
+    ps.peak_kept_bytes = st.peak_kept_bytes;
     ps.retries = st.retries;
     ps.late_applied = st.late_applied;
     ps.reconciled_applied = st.reconciled_applied;

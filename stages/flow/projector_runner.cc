@@ -108,6 +108,7 @@ Status ProjectorRunner::LoadCommitted(const EventRecords& view) {
 
 bool ProjectorRunner::ReportMemory(bool decide) {
   const size_t flushable = projector_->state_bytes();
+  stats_.peak_kept_bytes = std::max(stats_.peak_kept_bytes, projector_->kept_bytes());
   size_t kept = projector_->kept_bytes() + (builder_ ? builder_->kept_bytes() : 0);
   for (const auto& [id, text] : held_text_) kept += text.size() + 64;
   kept += held_.size() * (sizeof(Held) + held_width_ * sizeof(FieldValue));

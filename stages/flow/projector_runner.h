@@ -128,6 +128,7 @@ struct RunnerStats {
   uint64_t flushes = 0;
   uint64_t budget_flushes = 0;  // of those, asked for by the memory budget
   size_t peak_state_bytes = 0;  // the most its state (the projector's and its own) held
+  size_t peak_kept_bytes = 0;   // of it, the most its projector kept across flushes (kept_bytes)
   uint64_t retries = 0;
   uint64_t late_applied = 0;  // events that committed after a higher id was applied
   // Of a reconciliation (stages/flow/batch.h): applied after their hole was judged final,
