@@ -562,14 +562,18 @@ class RowLayout {
     int32_t set_bit = -1;  // -1: a count or a sum, untouched is 0
   };
   // Appends a column (in stored order) of `op` and `type`.
-  void Add(Op op, ValueType type) {
+  // `narrow`: a sum's pending delta fits 64 bits (a checked sum of a decimal of at most 18
+  // digits or of an integer type narrower than bigint: its delta is the difference of two
+  // values of the type).
+  void Add(Op op, ValueType type, bool narrow) {
     Place p;
     const bool adds = op == Op::kCount || op == Op::kSum || op == Op::kSubtract;
+    const bool wide = (type == ValueType::kDecimal || (adds && op != Op::kCount)) && !narrow;  // a bigint sum's
+                                                                                              // delta may pass 2^63
     p.kind = type == ValueType::kText     ? Kind::kText
              : type == ValueType::kDouble ? Kind::kDouble
-             : type == ValueType::kDecimal || (adds && op != Op::kCount) ? Kind::kInt128  // a bigint sum's delta
-                                                                                        // may pass 2^63
-                                                                          : Kind::kInt64;
+             : wide                       ? Kind::kInt128
+                                          : Kind::kInt64;
     p.keeps_id = op == Op::kFirst || op == Op::kLast;
     if (!adds) p.set_bit = static_cast<int32_t>(bits_++);
     places_.push_back(p);
@@ -800,7 +804,16 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
       column_of_.push_back(j);
     }
     checks_sums_ = !bounded_.empty();
-    for (size_t j : column_plan_) layout_.Add(plan_.values[j].op, plan_.values[j].type);
+    for (size_t c = 0; c < column_plan_.size(); ++c) {
+      const ValuePlan& v = plan_.values[column_plan_[c]];
+      // Checked (bounded_of_), every contribution of the column of one type: a pending delta
+      // lies between minus and plus twice the type's largest value.
+      const bool narrow = bounded_of_[c] >= 0 &&
+                          ((v.type == ValueType::kDecimal && v.precision <= 18) ||
+                           (v.type == ValueType::kBigInt && v.storage.declared() &&
+                            static_cast<__int128>(v.storage.max) - v.storage.min < (__int128{1} << 62)));
+      layout_.Add(v.op, v.type, narrow);
+    }
     layout_.Finish();
     accs_.SetWidth(layout_.width());
     // Non-text keys first in the encoded key: sorted keys then come in index order.
@@ -1071,7 +1084,7 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
                    committed_.capacity() * sizeof(__int128);
     if (fast_) return bytes + fast_->bytes();
     return bytes + accs_.bytes() + texts_.capacity() + row_state_.capacity() +
-           pending_committed_.capacity() * sizeof(int64_t);
+           pending_committed_.capacity() * sizeof(int32_t);
   }
 
   void FlushRemoved(RowSink& sink) override {
@@ -1355,7 +1368,7 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
     uint8_t* row = accs_.Add();
     if (checks_sums_) {
       GrowByAnEighth(pending_committed_, 1);
-      pending_committed_.push_back(committed);
+      pending_committed_.push_back(static_cast<int32_t>(committed));
     }
     if (removes_) {
       GrowByAnEighth(row_state_, 1);
@@ -1395,7 +1408,7 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
     }
     committed_keys_ = std::move(keys);
     committed_ = std::move(values);
-    std::vector<int64_t>().swap(pending_committed_);
+    std::vector<int32_t>().swap(pending_committed_);
   }
 
   void Fold(const ValuePlan& p, const Typed& t, EventId id, Acc& a) {
@@ -1494,7 +1507,7 @@ class DeclaredProjector final : public Projector, Segmentable, HandsOver, KeepsC
   // flush, not with the read model's keys.
   KeyIndex committed_keys_;
   std::vector<__int128> committed_;
-  std::vector<int64_t> pending_committed_;
+  std::vector<int32_t> pending_committed_;  // a window's keys are fewer than 2^31
   // The counting fast path (CountsOnFastPath), or null: keys_ interns its texts.
   std::unique_ptr<CountingPath> fast_;
   // A key or value reads a path of the payload (false: the event table's columns alone).
