@@ -549,7 +549,7 @@ static_assert(sizeof(Acc) == 48);
 
 // How a pending row holds its stored value columns: each in the bytes its op and type need
 // (a count or a date in 8, a decimal or a bigint sum in 16, a text as its place in the
-// read model's text arena, a first or last value with its event's id beside it), and one
+// read model's text arena, a first or last value with its event's id, 16 bytes, beside it), and one
 // bit per min, max, first and last saying whether an event touched it. A value is read into
 // an Acc to fold and written back (Load, Save).
 class RowLayout {
@@ -583,7 +583,7 @@ class RowLayout {
     uint32_t at = (bits_ + 7) / 8;
     for (Place& p : places_) {
       p.offset = at;
-      at += (p.kind == Kind::kInt128 ? 16 : 8) + (p.keeps_id ? 8 : 0);
+      at += (p.kind == Kind::kInt128 ? 16 : 8) + (p.keeps_id ? sizeof(EventId) : 0);
     }
     width_ = std::max<uint32_t>(at, 1);
   }
@@ -608,7 +608,7 @@ class RowLayout {
         std::memcpy(&a.text_size, v + 4, 4);
         break;
     }
-    if (p.keeps_id) std::memcpy(&a.id, v + (p.kind == Kind::kInt128 ? 16 : 8), 8);
+    if (p.keeps_id) std::memcpy(&a.id, v + (p.kind == Kind::kInt128 ? 16 : 8), sizeof(EventId));
     return a;
   }
   void Save(uint8_t* row, size_t j, const Acc& a) const {
@@ -628,7 +628,7 @@ class RowLayout {
         std::memcpy(v + 4, &a.text_size, 4);
         break;
     }
-    if (p.keeps_id) std::memcpy(v + (p.kind == Kind::kInt128 ? 16 : 8), &a.id, 8);
+    if (p.keeps_id) std::memcpy(v + (p.kind == Kind::kInt128 ? 16 : 8), &a.id, sizeof(EventId));
   }
 
  private:
