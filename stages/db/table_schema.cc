@@ -203,6 +203,13 @@ std::vector<const Column*> KeyColumns(const TableSpec& spec) {
   return out;
 }
 
+TableSpec KeysOnly(const TableSpec& spec) {
+  TableSpec keys = spec;
+  keys.columns.clear();
+  for (const Column* c : KeyColumns(spec)) keys.columns.push_back(*c);
+  return keys;
+}
+
 std::vector<const Column*> ValueColumns(const TableSpec& spec) {
   std::vector<const Column*> out;
   for (const Column& c : spec.columns) {

@@ -46,6 +46,10 @@ std::string MergeClause(const TableSpec& spec);
 // The read model's own columns (no storage column): what verify compares.
 std::vector<const Column*> KeyColumns(const TableSpec& spec);
 std::vector<const Column*> ValueColumns(const TableSpec& spec);
+// `spec` with its key columns alone (and so, where the table stores it, the hash of its text
+// keys): the table's unique key, which the upserts merge on, for statements that name rows
+// by key (a delete, a read of committed values).
+TableSpec KeysOnly(const TableSpec& spec);
 
 // Follows a row's values as a writer emits them and says when to add the hash of the
 // text keys (right after the last key column).

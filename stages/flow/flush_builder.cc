@@ -59,12 +59,7 @@ void FlushBuilder::AddRows(Projector& projector, FlushJob& job) {
 }
 
 void FlushBuilder::AddRemovals(RemovesRows& removes, FlushJob& job) {
-  // The key columns alone (and the hash of text keys where the table stores it): the
-  // table's unique key, which the upserts merge on.
-  TableSpec keys = spec_;
-  keys.columns.clear();
-  for (const Column* c : table_schema::KeyColumns(spec_)) keys.columns.push_back(*c);
-  UpsertBuilder deletes(connection_, keys, options_.target_table, options_.statement_bytes,
+  UpsertBuilder deletes(connection_, table_schema::KeysOnly(spec_), options_.target_table, options_.statement_bytes,
                         UpsertBuilder::Statement::kDelete);
   removes.FlushRemoved(deletes);
   job.rows += deletes.rows();

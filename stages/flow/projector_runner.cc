@@ -60,15 +60,9 @@ std::unique_ptr<ProjectorRunner> ProjectorRunner::InMemory(std::unique_ptr<Proje
 Status ProjectorRunner::LoadCommitted(const EventRecords& view) {
   KeepsCommitted* keeps = projector_->keeps_committed();
   if (!table_has_rows_ || keeps == nullptr || committed_columns_.empty()) return Status::Ok();
-  // The keys alone (and the hash of text keys where the table stores it): the table's
-  // unique key, which the upserts merge on.
-  TableSpec keys = builder_->spec();
-  keys.columns.clear();
+  const TableSpec keys = table_schema::KeysOnly(builder_->spec());
   std::string columns;
-  for (const Column* k : table_schema::KeyColumns(builder_->spec())) {
-    keys.columns.push_back(*k);
-    columns += (columns.empty() ? "" : ", ") + QuoteIdentifier(k->name);
-  }
+  for (const Column& k : keys.columns) columns += (columns.empty() ? "" : ", ") + QuoteIdentifier(k.name);
   const size_t width = keys.columns.size() + committed_columns_.size();
   for (const std::string& v : committed_columns_) columns += ", " + QuoteIdentifier(v);
   UpsertBuilder select(*connection_, keys, options_.target_table, options_.statement_bytes,

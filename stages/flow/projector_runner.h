@@ -23,8 +23,12 @@
 //
 // Every statement of a flush is checked for warnings: a value the server clamped or cut
 // (LOAD DATA LOCAL turns strict mode's errors into warnings) fails the flush, naming the
-// table. Read models that keep committed values (Projector::committed_columns) get them
-// from a target that already has rows (a resume) before the first event.
+// table. Read models that keep committed values (KeepsCommitted) get those of the keys they
+// ask for, read from the target before they fold a batch, once it may have rows (a resume,
+// or a flush wrote some).
+//
+// Memory: after every batch the runner reports what its read model holds to the run's
+// memory budget (stages/flow/memory_budget.h), which may ask it to flush early.
 //
 // Failure handling, per flush: a lost connection is re-established and the whole
 // transaction is redone (its statements are kept until COMMIT succeeds); a deadlock or
