@@ -41,7 +41,18 @@ ProjectorRunner::ProjectorRunner(std::unique_ptr<Projector> p, std::unique_ptr<C
   writer_ = std::make_unique<FlushWriter>(
       *connection_, FlushWriterOptions{o.max_retries, o.generated_columns, o.mark_sql, o.run_id, o.id_form});
   table_has_rows_ = !o.target_starts_empty;
-  if (KeepsCommitted* keeps = projector_->keeps_committed()) committed_columns_ = keeps->committed_columns();
+  if (KeepsCommitted* keeps = projector_->keeps_committed()) {
+    // What a read of committed values selects, by which key: built once.
+    const std::vector<std::string> values = keeps->committed_columns();
+    if (!values.empty()) {
+      committed_keys_ = table_schema::KeysOnly(builder_->spec());
+      for (const Column& k : committed_keys_.columns) {
+        committed_select_ += (committed_select_.empty() ? "" : ", ") + QuoteIdentifier(k.name);
+      }
+      for (const std::string& v : values) committed_select_ += ", " + QuoteIdentifier(v);
+      committed_width_ = committed_keys_.columns.size() + values.size();
+    }
+  }
 }
 
 Result<std::unique_ptr<ProjectorRunner>> ProjectorRunner::Make(
@@ -59,21 +70,16 @@ std::unique_ptr<ProjectorRunner> ProjectorRunner::InMemory(std::unique_ptr<Proje
 
 Status ProjectorRunner::LoadCommitted(const EventRecords& view) {
   KeepsCommitted* keeps = projector_->keeps_committed();
-  if (!table_has_rows_ || keeps == nullptr || committed_columns_.empty()) return Status::Ok();
-  const TableSpec keys = table_schema::KeysOnly(builder_->spec());
-  std::string columns;
-  for (const Column& k : keys.columns) columns += (columns.empty() ? "" : ", ") + QuoteIdentifier(k.name);
-  const size_t width = keys.columns.size() + committed_columns_.size();
-  for (const std::string& v : committed_columns_) columns += ", " + QuoteIdentifier(v);
-  UpsertBuilder select(*connection_, keys, options_.target_table, options_.statement_bytes,
-                       UpsertBuilder::Statement::kSelect, columns);
+  if (!table_has_rows_ || keeps == nullptr || committed_width_ == 0) return Status::Ok();
+  const size_t width = committed_width_;
+  UpsertBuilder select(*connection_, committed_keys_, options_.target_table, options_.statement_bytes,
+                       UpsertBuilder::Statement::kSelect, committed_select_);
   keeps->KeysToLoad(view, select);
   if (select.rows() == 0) return Status::Ok();
   // The writer's flush in flight has the connection (its keys are known: it wrote them).
   if (Status s = WaitForWriter(); !s.ok()) return s;
   std::vector<std::string_view> row(width);
   std::string why;
-  uint64_t rows = 0;
   for (const std::string& sql : select.Take()) {
     Status s = connection_->Stream(sql, [&](char** v, unsigned long* len) {
       if (!why.empty()) return;
@@ -85,7 +91,6 @@ Status ProjectorRunner::LoadCommitted(const EventRecords& view) {
         row[i] = std::string_view(v[i], len[i]);
       }
       why = keeps->LoadCommitted(row);
-      ++rows;
     });
     if (!s.ok()) {
       return s.With(fmt::format("projector {}: reading committed values back from {}", projector_->name(),
@@ -104,8 +109,7 @@ bool ProjectorRunner::ReportMemory(bool decide) {
   const size_t flushable = projector_->state_bytes();
   stats_.peak_kept_bytes = std::max(stats_.peak_kept_bytes, projector_->kept_bytes());
   size_t kept = projector_->kept_bytes() + (builder_ ? builder_->kept_bytes() : 0);
-  for (const auto& [id, text] : held_text_) kept += text.size() + 64;
-  kept += held_.size() * (sizeof(Held) + held_width_ * sizeof(FieldValue));
+  kept += held_text_bytes_ + held_.size() * (64 + sizeof(Held) + held_width_ * sizeof(FieldValue));
   stats_.peak_state_bytes = std::max(stats_.peak_state_bytes, flushable + kept);
   // What the last batch added: the next is taken to add as much (the budget is kept at
   // batches' grain, not after the fact).
@@ -270,6 +274,7 @@ void ProjectorRunner::Hold(const Batch& batch, std::span<const EventRecord> reco
     size_t bytes = 0;
     for (const FieldValue& v : held.values) bytes += v.text().size();
     text.reserve(bytes);
+    held_text_bytes_ += bytes;
     for (FieldValue& v : held.values) {
       const size_t at = text.size();
       text.append(v.text());
@@ -301,7 +306,11 @@ void ProjectorRunner::ApplyHeld(size_t count) {
   }
   (void)ApplyChosen(EventRecords{held_records_, held_values_, held_width_}, nullptr, /*late=*/false,
                     /*unordered=*/false);
-  for (size_t i = 0; i < count; ++i) held_text_.erase(held_[i].record.id);
+  for (size_t i = 0; i < count; ++i) {
+    const auto text = held_text_.find(held_[i].record.id);
+    held_text_bytes_ -= std::min(held_text_bytes_, text->second.size());
+    held_text_.erase(text);
+  }
   held_.erase(held_.begin(), held_.begin() + static_cast<long>(count));
 }
 

@@ -258,7 +258,11 @@ class ProjectorRunner {
   // The target may hold rows (not created empty by the run, or a flush wrote some): a read
   // model keeping committed values reads them back before it folds.
   bool table_has_rows_ = false;
-  std::vector<std::string> committed_columns_;  // KeepsCommitted's, or none
+  // A read of committed values (KeepsCommitted): the key columns it names, what it selects
+  // (the keys, then the committed columns) and how many; 0: the read model keeps none.
+  TableSpec committed_keys_;
+  std::string committed_select_;
+  size_t committed_width_ = 0;
   // An error met while folding (reading committed values back): the next step returns it.
   Status fold_error_ = Status::Ok();
   bool budget_flush_ = false;  // the flush due was asked for by the memory budget
@@ -281,6 +285,7 @@ class ProjectorRunner {
   };
   std::vector<Held> held_;
   std::map<EventId, std::string> held_text_;  // their strings, by event
+  size_t held_text_bytes_ = 0;                // their bytes (for the memory budget)
   size_t held_width_ = 0;                     // values per record
   std::vector<EventRecord> held_records_;     // scratch: the held events applied
   std::vector<FieldValue> held_values_;
