@@ -10,7 +10,7 @@
 #    user can read), the server's socket bind-mounted at a path that user can reach (as
 #    /run/mysqld/mysqld.sock is on a Debian host), with the unit's UMask. It must rebuild and
 #    follow with the read model exact against SQL, start quietly under --resume (also when
-#    restarted), and stop on SIGTERM with exit 143 (SuccessExitStatus=).
+#    restarted, when it continues the live tables from their checkpoints), and stop on SIGTERM with exit 143 (SuccessExitStatus=).
 # Part 2 needs root (setpriv, a mount namespace); without it the test says so and fails.
 set -euo pipefail
 rewind=$1 gen=$2
@@ -126,6 +126,14 @@ for run in first restart; do
   if [ "$said" -gt 1 ]; then
     cat "$box/err.$run" >&2
     fail "the $run start under --resume is not quiet: $said lines on what it resumed"
+  fi
+  if [ "$run" = restart ]; then
+    # Started again, the read models continue their live tables; sessions_per_day, whose
+    # state is partly in memory, is rebuilt, said with why.
+    grep -q "read model(s) continue their live tables from their checkpoints: visits_per_minute" "$box/err.$run" \
+      || { cat "$box/err.$run" >&2; fail "the restart did not continue the live tables"; }
+    grep -q "sessions_per_day is rebuilt from the first event: it keeps part of its state in memory" "$box/err.$run" \
+      || { cat "$box/err.$run" >&2; fail "the restart does not say why sessions_per_day is rebuilt"; }
   fi
   exact
   stop "$box/err.$run"

@@ -41,7 +41,9 @@ std::string ReplaySummary::Text() const {
   out += fmt::format(
       "{} {} read model(s) from {} events in {:.2f} s ({} events/s); {} skipped (other "
       "event types), {} failed{}\n",
-      swapped                               ? std::string("rebuilt and swapped in")
+      continued.size() == projectors.size() && !projectors.empty() && status.ok()
+          ? std::string("continued on their live tables (a follower started again):")
+      : swapped                               ? std::string("rebuilt and swapped in")
       : !built_into.empty() && status.ok() ? fmt::format("built beside the live tables (<table>{}, never swapped in):", built_into)
       : built_only && segment && status.ok()
           ? fmt::format("built segment {} beside the live tables (<table>{}, for one later replay --resume to merge "
@@ -50,11 +52,17 @@ std::string ReplaySummary::Text() const {
                                                          "replay --resume of them all to swap in):",
                                                          table_admin::kShadowSuffix)
                                             : std::string("NOT swapped in:"),
-      projectors.size(),
+      continued.size() < projectors.size() ? projectors.size() - continued.size() : projectors.size(),
       WithThousands(rebuilt), rebuild_s, WithThousands(static_cast<uint64_t>(rate)),
       WithThousands(skipped), WithThousands(failures),
       failures ? fmt::format(" (see: SELECT * FROM {} WHERE run_id = '{}')", kFailureTable, run_id)
                : std::string());
+  if (!continued.empty() && continued.size() < projectors.size()) {
+    std::string names;
+    for (const std::string& n : continued) names += (names.empty() ? "" : ", ") + n;
+    out += fmt::format("continued on their live tables (a follower started again): {} read model(s), {}\n",
+                       continued.size(), names);
+  }
   if (memory_budget > 0) {
     out += fmt::format("memory: the read models' state peaked at {} of a {} budget (--memory){}\n",
                        ShowSize(memory_peak), ShowSize(memory_budget),
@@ -70,7 +78,7 @@ std::string ReplaySummary::Text() const {
     }
   }
   if (rebuild_before_following) {
-    out += fmt::format("followed after the swap: {} new event(s) in {:.2f} s\n",
+    out += fmt::format("followed after the {}: {} new event(s) in {:.2f} s\n", swapped ? "swap" : "catch-up",
                        WithThousands(events_read - rebuilt), seconds - rebuild_s);
   }
   if (finality == "server") {
@@ -116,6 +124,7 @@ std::string ReplaySummary::Json() const {
       {"rewind_version", BuildVersion()},
       {"ok", status.ok()},
       {"swapped", swapped},
+      {"continued", continued},
       {"interrupted", interrupted},
       {"cutover_gave_up", cutover_gave_up},
       {"over_budget", over_budget},

@@ -40,6 +40,9 @@ struct ProjectorSummary {
 struct ReplaySummary {
   Status status;
   bool swapped = false;
+  // A follower started again (replay --resume --follow): the read models that continued their
+  // live tables from their checkpoints instead of being rebuilt.
+  std::vector<std::string> continued;
   bool interrupted = false;
   bool cutover_gave_up = false;  // the cut-over could not get its locks in time
   bool over_budget = false;      // some read model failed more events than --max-failures

@@ -237,7 +237,13 @@ Status FinishSwap(Build& b) {
   if (s.ok()) s = b.CheckBudget();
   if (s.ok()) s = b.CheckNothingMissed();
   if (s.ok()) s = b.StoppedBeforeSwap();
-  if (s.ok()) s = CutOver(b);
+  // A follower started again whose read models all continue their live tables swaps nothing:
+  // it follows on (nothing is held; the watched holes are settled as following settles them).
+  if (s.ok() && b.all_continue()) {
+    b.BecomeLive(CheckpointStatus::kFollowing);
+  } else if (s.ok()) {
+    s = CutOver(b);
+  }
   if (s.ok() && b.options().follow) s = Follow(b);
   return s;
 }

@@ -29,6 +29,7 @@ Status Build::CheckBudget() {
   if (!o_.max_failures && !o_.max_failures_percent) return Status::Ok();
   std::string over;
   for (size_t i = 0; i < runners_.size(); ++i) {
+    if (continues(i)) continue;  // live already, nothing swapped: its failures are counted (status)
     const RunnerStats& st = runners_[i]->stats();
     const uint64_t failed = prior_failed_[i] + st.failed_events;
     const uint64_t given = prior_applied_[i] + st.events_applied + failed;
@@ -59,6 +60,7 @@ Status Build::CheckNotEmpty() {
   std::string empty;
   for (size_t i = 0; i < runners_.size(); ++i) {
     const RunnerStats& st = runners_[i]->stats();
+    if (continues(i)) continue;  // it is the live table: nothing replaces it
     if (prior_applied_[i] + st.events_applied + prior_failed_[i] + st.failed_events > 0) continue;
     Result<bool> exists = table_admin::Exists(*admin_, live_tables_[i]);
     if (!exists.ok()) return exists.status();
@@ -84,6 +86,7 @@ Status Build::CheckNotEmpty() {
 Status Build::CheckNothingMissed() {
   std::string missed;
   for (size_t i = 0; i < runners_.size(); ++i) {
+    if (continues(i)) continue;  // live already, nothing swapped: its misses are counted (status)
     const uint64_t n = prior_missed_[i] + runners_[i]->stats().missed_events;
     if (n > 0) missed += fmt::format("{}{} missed {}", missed.empty() ? "" : "; ", names_[i], n);
   }
@@ -127,6 +130,7 @@ Status Build::EnsureAdmin() { return rw::EnsureAdmin(*admin_, lock_tables_, plan
 Status Build::SwapIn() {
   std::vector<table_admin::Swapped> tables;
   for (size_t i = 0; i < live_tables_.size(); ++i) {
+    if (continues(i)) continue;  // written in place
     const live_shape::Kind kind = shapes_[i].kind;
     tables.push_back({live_tables_[i], kind != live_shape::Kind::kApplications, kind == live_shape::Kind::kReshaped});
   }
@@ -137,6 +141,10 @@ void Build::BecomeLive(CheckpointStatus status) {
   const double elapsed = seconds();
   const double rate = elapsed > 0 ? static_cast<double>(sum_.events_read) / elapsed : 0;
   for (size_t i = 0; i < runners_.size(); ++i) {
+    if (continues(i)) {  // its checkpoint is the live table's already
+      (void)checkpoint_store::SetStatus(*admin_, names_[i], live_tables_[i], status, 0);
+      continue;
+    }
     (void)checkpoint_store::BecomeLive(*admin_, names_[i], runners_[i]->target_table(),
                                        live_tables_[i], status, elapsed, rate, 0);
     runners_[i]->Retarget(live_tables_[i]);

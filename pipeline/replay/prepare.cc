@@ -147,6 +147,13 @@ Result<Prepared> PrepareProjector(Connection& c, const Projector& p, const std::
 }
 
 
+// A read model that continues its live table (Build::FindTheLiveBuilds) from `cp`, the
+// checkpoint of that table: from its last event, its watched holes and its counts.
+Result<Prepared> ContinueLive(Connection& c, const Checkpoint& cp, EventId head) {
+  if (Status s = checkpoint_store::SetHead(c, cp.projector, cp.target_table, head); !s.ok()) return s;
+  return Prepared{cp.last_event_id, cp.gaps, false, false, cp.events_applied, cp.failed_events, cp.missed_events};
+}
+
 // Drops what killed scratch runs (verify) left behind: their tables and checkpoint rows,
 // for every read model whose scratch lock nobody holds.
 void CleanAbandonedScratch(Connection& c, const RunPlan& plan) {
@@ -178,6 +185,7 @@ Status Build::Prepare(std::vector<std::unique_ptr<Projector>> projectors) {
   // the bookkeeping), and again once the locks are held: the authoritative check.
   if (s.ok()) s = CheckTablesInTheWay();
   if (s.ok()) s = TakeOwnership();
+  if (s.ok()) s = WatchTheApplicationsTables(projectors);
   if (s.ok()) s = ReadTheHead();
   if (s.ok()) s = CheckTheReadServer();
   if (s.ok()) s = PrepareRunners(std::move(projectors), &watched);
@@ -283,18 +291,71 @@ Status Build::PrepareTheHandOvers(const std::vector<std::unique_ptr<Projector>>&
   Result<std::vector<hand_over::Step>> steps = hand_over::Prepare(*admin_, ps, o_.follow, plan_.swap(), o_.events.table);
   if (!steps.ok()) return steps.status();
   hand_overs_ = std::move(*steps);
+  return Status::Ok();
+}
+
+// Once the locks are held (the bookkeeping at its layout): the read models a follower started
+// again continues, then every live table the application may write (its own, or one handed
+// back) is watched: its writes during the rebuild would be lost at the RENAME.
+Status Build::WatchTheApplicationsTables(const std::vector<std::unique_ptr<Projector>>& projectors) {
   if (!plan_.swap()) return Status::Ok();
-  // Every live table the application may write (its own, or one handed back) is watched: its
-  // writes during the rebuild would be lost at the RENAME.
+  if (Status s = FindTheLiveBuilds(projectors); !s.ok()) return s;
   Result<std::vector<hand_over::Watched>> watched = hand_over::Watch(*admin_, ApplicationsTables());
   if (!watched.ok()) return watched.status();
   watched_tables_ = std::move(*watched);
   return Status::Ok();
 }
 
+// A follower started again (--resume --follow, a swap's plan): each read model whose live
+// table carries the checkpoint of a build of the same read model continues that table from
+// it, as the follower that wrote it would have; the others are rebuilt beside and swapped in,
+// each said with why. Not continued: a read model with an interrupted build (--resume
+// continues that build), whose declaration or event source changed, whose last event read
+// was edited since, that keeps part of its state in memory (order-dependent, not resumable),
+// whose table the application took back at the swap (a hand_over), or whose table is gone.
+Status Build::FindTheLiveBuilds(const std::vector<std::unique_ptr<Projector>>& projectors) {
+  continues_.assign(projectors.size(), std::nullopt);
+  if (!o_.resume || !o_.follow || plan_.segment) return Status::Ok();
+  Connection& c = *admin_;
+  for (size_t i = 0; i < projectors.size(); ++i) {
+    const Projector& p = *projectors[i];
+    Result<std::optional<Checkpoint>> building = checkpoint_store::Load(c, names_[i], live_tables_[i] + plan_.table_suffix);
+    if (!building.ok()) return building.status();
+    if (*building) continue;  // an interrupted build: --resume continues it (PrepareProjector)
+    Result<std::optional<Checkpoint>> cp = checkpoint_store::Load(c, names_[i], live_tables_[i]);
+    if (!cp.ok()) return cp.status();
+    const bool live = *cp && ((*cp)->status == CheckpointStatus::kLive || (*cp)->status == CheckpointStatus::kFollowing);
+    if (!live) continue;  // never built here: built, as any read model --resume finds nothing of
+    Result<bool> exists = table_admin::Exists(c, live_tables_[i]);
+    if (!exists.ok()) return exists.status();
+    std::string why = *exists ? FingerprintMismatch((*cp)->source, Fingerprint(o_, names_, p), true)
+                              : "its live table is gone";
+    if (why.empty() && p.order_dependent() != nullptr && !p.order_dependent()->resumes()) {
+      why = "it keeps part of its state in memory (its rows depend on the order of events across keys)";
+    }
+    if (why.empty() && std::any_of(hand_overs_.begin(), hand_overs_.end(),
+                                   [&](const hand_over::Step& h) { return h.read_model == names_[i]; })) {
+      why = "its hand_over gave the table back to the application at the swap";
+    }
+    if (why.empty()) {
+      Result<std::string> changed = ChangedSinceRead(c, o_.events, (*cp)->last_event_id, (*cp)->read_mark);
+      if (!changed.ok()) return changed.status();
+      why = *changed;
+    }
+    if (why.empty()) {
+      continues_[i] = std::move(**cp);
+    } else {
+      fmt::print(stderr, "rewind: {} is rebuilt from the first event: {}\n", names_[i], why);
+      rebuilt_said_.insert(names_[i]);
+    }
+  }
+  return Status::Ok();
+}
+
 std::vector<std::pair<std::string, std::string>> Build::ApplicationsTables() const {
   std::vector<std::pair<std::string, std::string>> tables;
   for (size_t i = 0; i < live_tables_.size() && i < shapes_.size(); ++i) {
+    if (continues(i)) continue;  // rewind's to write: it continues it
     if (hand_over::ApplicationMayWrite(shapes_[i].kind, live_tables_[i], hand_overs_)) {
       tables.emplace_back(names_[i], live_tables_[i]);
     }
@@ -415,12 +476,15 @@ Status Build::PrepareRunners(std::vector<std::unique_ptr<Projector>> projectors,
       std::clamp<size_t>(*packet ? std::stoull(**packet) / 2 : size_t{8} << 20, 4096, RunnerOptions{}.statement_bytes);
   memory_ = std::make_shared<MemoryBudget>(o_.memory_bytes, projectors.size());
   for (auto& p : projectors) {
-    const std::string target = p->table().name + plan_.table_suffix;
-    const live_shape::Judgement& shape = shapes_[runners_.size()];
-    Result<Prepared> prep = PrepareProjector(c, *p, target, shape, TableKind(plan_), o_.events,
-                                             Fingerprint(o_, names_, *p), o_.resume, plan_.shadow(),
-                                             sum_.run_id, sum_.head_id, &resumed_runs, stderr);
+    const size_t i = runners_.size();
+    const std::string target = continues(i) ? live_tables_[i] : p->table().name + plan_.table_suffix;
+    const live_shape::Judgement& shape = shapes_[i];
+    Result<Prepared> prep = continues(i) ? ContinueLive(c, *continues_[i], sum_.head_id)
+                                         : PrepareProjector(c, *p, target, shape, TableKind(plan_), o_.events,
+                                                            Fingerprint(o_, names_, *p), o_.resume, plan_.shadow(),
+                                                            sum_.run_id, sum_.head_id, &resumed_runs, stderr);
     if (!prep.ok()) return prep.status().With(fmt::format("preparing {}", p->name()));
+    if (rebuilt_said_.count(names_[i]) > 0) prep->fresh_under_resume = false;  // said with why
     start_after = std::min(start_after, prep->resume_after);
     for (const IdRange& r : prep->gaps.ranges()) watched->Add(r);
     fresh_under_resume += prep->fresh_under_resume ? 1 : 0;
@@ -440,13 +504,14 @@ Status Build::PrepareRunners(std::vector<std::unique_ptr<Projector>> projectors,
     // A row must fit a statement: its text escaped (twice its bytes at most), and the rest.
     p->LimitValueBytes(statement_bytes / 2 - 1024);
     ro.mark_sql = [events = o_.events](EventId id) { return EventHashSql(events, id); };
-    ro.run_id = sum_.run_id;
+    ro.run_id = continues(i) ? continues_[i]->run_id : sum_.run_id;  // its failures stay with its build
     ro.id_form = o_.events.id_form;
     ro.stop_on_failure = o_.stop_on_failure;
     ro.application_table = shape.kind == live_shape::Kind::kApplications;
     if (ro.application_table) ro.generated_columns = shape.generated;
     ro.bulk_load = shape.bulk_load;
     sum_.projectors.push_back(ProjectorSummary{std::string(p->name()), target, prep->resume_after});
+    if (continues(i)) sum_.continued.push_back(names_[i]);
     prior_applied_.push_back(prep->prior_applied);
     prior_failed_.push_back(prep->prior_failed);
     prior_missed_.push_back(prep->prior_missed);
@@ -456,6 +521,17 @@ Status Build::PrepareRunners(std::vector<std::unique_ptr<Projector>> projectors,
     runners_.push_back(std::move(*r));
   }
   start_after_ = start_after;
+  if (!sum_.continued.empty()) {  // one line, as below
+    std::string which;
+    for (size_t i = 0; i < runners_.size(); ++i) {
+      if (!continues(i)) continue;
+      const EventId after = continues_[i]->last_event_id;
+      which += fmt::format("{}{} (after event {})", which.empty() ? "" : ", ", names_[i],
+                           after == kBeforeFirstId ? "(none)" : IdShown(o_.events.id_form, after));
+    }
+    fmt::print(stderr, "rewind: --resume: {} read model(s) continue their live tables from their checkpoints: {}\n",
+               sum_.continued.size(), which);
+  }
   if (fresh_under_resume > 0) {  // one line, not one per read model: a service starts so daily
     if (fresh_under_resume == runners_.size()) {
       fmt::print(stderr, "rewind: --resume: no interrupted rebuild; every read model is built from the first event\n");
@@ -480,6 +556,7 @@ Status Build::PrepareSegments(const std::vector<std::unique_ptr<Projector>>& pro
     if (Status s = segments::Discard(c, names_[i], live_tables_[i], plan_.lock_prefix); !s.ok()) return s;
   }
   for (size_t i = 0; plan_.swap() && o_.resume && i < projectors.size(); ++i) {
+    if (continues(i)) continue;
     const Projector& p = *projectors[i];
     const std::string fingerprint = Fingerprint(o_, names_, p);
     const segments::MergeTarget t{p.table().name + plan_.table_suffix,

@@ -11,6 +11,7 @@
 // Thread safety: one thread drives a Build; the graph's threads run only inside its passes.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -121,6 +122,12 @@ class Build {
   const std::vector<hand_over::Step>& hand_overs() const { return hand_overs_; }
   // The live tables the application may write during the rebuild, with their checksums.
   const std::vector<hand_over::Watched>& watched_tables() const { return watched_tables_; }
+  // Whether read model i continues its live table (a follower started again), and whether
+  // every read model does (nothing to swap then).
+  bool continues(size_t i) const { return i < continues_.size() && continues_[i].has_value(); }
+  bool all_continue() const {
+    return !continues_.empty() && std::all_of(continues_.begin(), continues_.end(), [](const auto& c) { return c.has_value(); });
+  }
 
  private:
   // Prepare's steps, in order.
@@ -129,6 +136,8 @@ class Build {
   Status NameTheTables(const std::vector<std::unique_ptr<Projector>>& projectors);
   Status JudgeTheLiveTables(const std::vector<std::unique_ptr<Projector>>& projectors);
   Status PrepareTheHandOvers(const std::vector<std::unique_ptr<Projector>>& projectors);
+  Status WatchTheApplicationsTables(const std::vector<std::unique_ptr<Projector>>& projectors);
+  Status FindTheLiveBuilds(const std::vector<std::unique_ptr<Projector>>& projectors);
   // (read model, live table) of every live table the application may write: its own shape
   // (kept or reshaped), or one a hand_over hands back.
   std::vector<std::pair<std::string, std::string>> ApplicationsTables() const;
@@ -166,6 +175,10 @@ class Build {
   std::vector<hand_over::Step> hand_overs_;
   std::vector<hand_over::Watched> watched_tables_;
   std::vector<std::string> lock_tables_;  // the tables this run's named locks are on
+  // Per read model, the checkpoint of the live table it continues (FindTheLiveBuilds), or
+  // nullopt: rebuilt beside and swapped in.
+  std::vector<std::optional<Checkpoint>> continues_;
+  std::set<std::string> rebuilt_said_;  // the read models a restarted follower rebuilds, said with why
   std::vector<uint64_t> prior_applied_, prior_failed_, prior_missed_;
   std::unique_ptr<Throttle> throttle_;
   Progress* progress_ = nullptr;

@@ -82,16 +82,20 @@ int ReplayCommand(const ReplayOptions& options, const std::vector<std::string>& 
     }
   }
   const int by_signal = 128 + (signal.load() ? signal.load() : SIGINT);
-  if (sum.interrupted && sum.swapped) {  // a follow, stopped
+  if (sum.interrupted && sum.rebuild_before_following) {  // a follow, stopped
     fmt::print(stderr,
                "rewind: stopped by signal while following; every read model committed what it had "
-               "applied to the live tables. The same command follows again (after a rebuild).\n");
+               "applied to the live tables.\nrewind: follow on from there with: {}\n",
+               ResumeCommand(args, o.connection.database));
     return by_signal;
   }
   if (sum.interrupted) {
+    std::string continued;
+    for (const std::string& n : sum.continued) continued += (continued.empty() ? "" : ", ") + n;
     fmt::print(stderr,
                "rewind: stopped by signal; every read model committed what it had applied and "
-               "the live tables are untouched.\nrewind: continue with: {}\n",
+               "the live tables are untouched{}.\nrewind: continue with: {}\n",
+               continued.empty() ? "" : fmt::format(" (but for those continued in place: {})", continued),
                ResumeCommand(args, o.connection.database));
     return by_signal;
   }
@@ -108,6 +112,9 @@ int ReplayCommand(const ReplayOptions& options, const std::vector<std::string>& 
         sum.swapped
             ? "the rebuilt read models had been swapped in before the error: the live tables keep "
               "what each committed up to its checkpoint (rewind status shows where)"
+        : !sum.continued.empty()
+            ? "nothing was swapped in; the read models that continued their live tables keep what each "
+              "committed up to its checkpoint (rewind status shows where)"
             : "nothing was swapped in; the live tables are untouched.");
     return sum.ExitCode();
   }

@@ -1,0 +1,164 @@
+// A follower started again continues (issue 54, item 4): `replay --resume --follow` after a
+// follower was killed (kill -9) or stopped takes each read model's live table on from its
+// checkpoint instead of rebuilding every read model from the first event; it rebuilds only a
+// read model whose declaration changed, or one that keeps part of its state in memory, and
+// says which and why. On spatie/laravel-event-sourcing's bank example (tests/bank_events.h):
+// the application's `accounts` table (deletes, accounts created again) and a count per account
+// in a table rewind makes. Every row is checked against the application's projector replayed
+// here event by event, or against SQL's GROUP BY, never against rewind.
+#include <gtest/gtest.h>
+
+#include <fmt/core.h>
+
+#include <csignal>
+
+#include "bank_events.h"
+#include "framework_tables.h"
+#include "rewind_process.h"
+#include "subprocess.h"
+#include "test_db.h"
+
+namespace rw {
+namespace {
+
+using namespace rw::testing;
+
+constexpr const char* kAccountsModel = R"toml(
+[[read_model]]
+name   = "accounts"
+events = ['App\Events\AccountCreated', 'App\Events\MoneyAdded', 'App\Events\MoneySubtracted',
+          'App\Events\AccountDeleted']
+key    = [{ column = "uuid", path = "accountUuid", type = "varchar(255)" }]
+values = [
+  { column = "name",    op = "last",     path = "name",   type = "varchar(255)", on = ['App\Events\AccountCreated'] },
+  { column = "user_id", op = "last",     path = "userId", type = "int unsigned", on = ['App\Events\AccountCreated'] },
+  { column = "balance", op = "sum",      path = "amount", type = "int", on = ['App\Events\MoneyAdded'] },
+  { column = "balance", op = "subtract", path = "amount", type = "int", on = ['App\Events\MoneySubtracted'] },
+  { op = "delete", on = ['App\Events\AccountDeleted'] },
+]
+
+[[read_model]]
+name   = "account_deposits"
+events = ['App\Events\MoneyAdded']
+key    = [{ column = "uuid", path = "accountUuid" }]
+values = [{ column = "deposits", op = "count" }]
+)toml";
+
+// account_deposits by SQL, from the events.
+constexpr const char* kDepositsBySql =
+    "SELECT JSON_VALUE(event_properties, '$.accountUuid'), COUNT(*) FROM stored_events "
+    "WHERE event_class = 'App\\\\Events\\\\MoneyAdded' GROUP BY 1";
+
+std::vector<std::string> FollowArgs(const std::string& models) {
+  std::vector<std::string> args = Replay(models, "accounts");
+  args.insert(args.end(), {"account_deposits", "--follow", "--poll", "0.05", "--flush-every", "200"});
+  return args;
+}
+
+// Until every checkpoint of the two read models stands at the table's last id.
+bool CaughtUp(Connection& c) {
+  return WaitUntil(c, "SELECT COUNT(*) FROM rewind_checkpoints WHERE status = 'following' AND last_event_id = "
+                      "(SELECT MAX(id) FROM stored_events)", 2);
+}
+
+std::string RunIds(Connection& c) {
+  const std::vector<std::string> rows =
+      SortedRows(c, "SELECT projector, run_id FROM rewind_checkpoints WHERE target_table = live_table");
+  std::string out;
+  for (const std::string& r : rows) out += r + "\n";
+  return out;
+}
+
+TEST(Continue, AFollowerKilledThenStartedAgainContinuesFromItsCheckpointsAndRebuildsOnlyWhatChanged) {
+  ConnectionOptions o = FreshDatabase("rewind_test_continue");
+  auto c = Connect(o);
+  ASSERT_TRUE(c->Execute(kLaravelStoredEventsDdl).ok());
+  ASSERT_TRUE(c->Execute(kAccountsDdl).ok());
+  const Bank bank = MakeBank(*c, 50, 3000, 57);
+  const size_t third = bank.rows.size() / 3;
+  const std::vector<std::string> first(bank.rows.begin(), bank.rows.begin() + third);
+  const std::vector<std::string> second(bank.rows.begin() + third, bank.rows.begin() + 2 * third);
+  const std::vector<std::string> last(bank.rows.begin() + 2 * third, bank.rows.end());
+  ASSERT_TRUE(c->Execute("SET SESSION auto_increment_increment = 3").ok());  // ids with holes
+  Insert(*c, first);
+  const std::string models = File("rewind_continue.toml", kAccountsModel);
+
+  // The follower rebuilds, swaps, follows what comes; then it is killed mid-follow.
+  {
+    Subprocess follower(Rewind(FollowArgs(models)), Env(o));
+    ASSERT_TRUE(CaughtUp(*c)) << follower.err();
+    Insert(*c, second);
+    ASSERT_TRUE(CaughtUp(*c)) << follower.err();
+    follower.Signal(SIGKILL);
+    EXPECT_EQ(follower.Wait(), 128 + SIGKILL);
+  }
+  const std::string built = RunIds(*c);
+  ASSERT_EQ(std::count(built.begin(), built.end(), '\n'), 2) << built;
+  // While it was down the application went on.
+  Insert(*c, last);
+  // The table itself, not a copy swapped in: InnoDB's id of it (a RENAME keeps it, a copy has its own).
+  const std::string table_id = "SELECT TABLE_ID FROM information_schema.INNODB_SYS_TABLES WHERE NAME = '" +
+                               o.database + "/accounts'";
+  const std::vector<std::string> accounts_table = SortedRows(*c, table_id);
+  ASSERT_EQ(accounts_table.size(), 1u);
+
+  // Started again as the service starts it: each read model continues its live table.
+  {
+    std::vector<std::string> args = FollowArgs(models);
+    args.push_back("--resume");
+    Subprocess follower(Rewind(args), Env(o));
+    ASSERT_TRUE(CaughtUp(*c)) << follower.err();
+    follower.Signal(SIGTERM);
+    EXPECT_EQ(follower.Wait(), 128 + SIGTERM) << follower.err();
+    EXPECT_NE(follower.err().find("2 read model(s) continue their live tables from their checkpoints: accounts "
+                                  "(after event "),
+              std::string::npos)
+        << follower.err();
+    EXPECT_EQ(follower.err().find("from the first event"), std::string::npos) << follower.err();
+  }
+  EXPECT_EQ(RunIds(*c), built);  // the same builds, continued: nothing rebuilt
+  EXPECT_EQ(SortedRows(*c, table_id), accounts_table);  // written in place
+  EXPECT_EQ(SortedRows(*c, "SELECT uuid, name, balance, user_id FROM accounts"), Expected(bank));
+  EXPECT_EQ(SortedRows(*c, "SELECT uuid, deposits FROM account_deposits"), SortedRows(*c, kDepositsBySql));
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM rewind_checkpoints WHERE status <> 'live'"), 0);
+
+  // account_deposits' declaration changes: that read model alone is rebuilt, said so; the
+  // application's table continues.
+  std::string changed = kAccountsModel;
+  const std::string counted = R"(values = [{ column = "deposits", op = "count" }])";
+  changed.replace(changed.find(counted), counted.size(),
+                  R"(values = [{ column = "deposits", op = "count" }, { column = "largest", op = "max", path = "amount" }])");
+  const std::string models2 = File("rewind_continue_changed.toml", changed);
+  Bank more = MakeBank(*c, 5, 200, 58);
+  Insert(*c, more.rows);
+  {
+    std::vector<std::string> args = FollowArgs(models2);
+    args.push_back("--resume");
+    Subprocess follower(Rewind(args), Env(o));
+    ASSERT_TRUE(CaughtUp(*c)) << follower.err();
+    follower.Signal(SIGTERM);
+    EXPECT_EQ(follower.Wait(), 128 + SIGTERM) << follower.err();
+    EXPECT_NE(follower.err().find("1 read model(s) continue their live tables from their checkpoints: accounts"),
+              std::string::npos)
+        << follower.err();
+    EXPECT_NE(follower.err().find("account_deposits is rebuilt from the first event: it was built by another version of the read model"),
+              std::string::npos)
+        << follower.err();
+  }
+  const std::vector<std::string> now = SortedRows(*c, "SELECT projector, run_id FROM rewind_checkpoints");
+  ASSERT_EQ(now.size(), 2u);
+  EXPECT_NE(built.find(now[1]), std::string::npos) << built << now[1];  // accounts: the same build
+  EXPECT_EQ(built.find(now[0]), std::string::npos) << built << now[0];  // account_deposits: a new one
+  EXPECT_EQ(SortedRows(*c, table_id), accounts_table);
+  Bank all = bank;
+  for (const auto& [uuid, row] : more.accounts) all.accounts[uuid] = row;
+  EXPECT_EQ(SortedRows(*c, "SELECT uuid, name, balance, user_id FROM accounts"), Expected(all));
+  EXPECT_EQ(SortedRows(*c, "SELECT uuid, deposits FROM account_deposits"), SortedRows(*c, kDepositsBySql));
+  EXPECT_EQ(SortedRows(*c, "SELECT uuid, CAST(largest AS SIGNED) FROM account_deposits"),
+            SortedRows(*c, "SELECT JSON_VALUE(event_properties, '$.accountUuid'), "
+                           "MAX(CAST(JSON_VALUE(event_properties, '$.amount') AS SIGNED)) FROM stored_events "
+                           "WHERE event_class = 'App\\\\Events\\\\MoneyAdded' GROUP BY 1"));
+}
+
+}  // namespace
+}  // namespace rw
