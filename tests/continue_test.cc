@@ -131,6 +131,23 @@ TEST(Continue, AFollowerKilledThenStartedAgainContinuesFromItsCheckpointsAndRebu
   const std::string models2 = File("rewind_continue_changed.toml", changed);
   Bank more = MakeBank(*c, 5, 200, 58);
   Insert(*c, more.rows);
+  {  // the dry run says so first
+    std::vector<std::string> args = FollowArgs(models2);
+    args.insert(args.end(), {"--resume", "--dry-run"});
+    const Outcome dry = RunRewind(args, Env(o));
+    EXPECT_EQ(dry.code, 0) << dry.err << dry.out;
+    EXPECT_NE(dry.out.find("continues its live table accounts from its checkpoint, after event"), std::string::npos)
+        << dry.out;
+    EXPECT_NE(dry.out.find("rebuilt from the first event: it was built by another version of the read model"),
+              std::string::npos)
+        << dry.out;
+    args.push_back("--json");
+    const Outcome json = RunRewind(args, Env(o));
+    EXPECT_NE(json.out.find(R"("continues_after": )" + std::to_string(Count(*c, "SELECT last_event_id FROM "
+                                                                          "rewind_checkpoints WHERE projector = 'accounts'"))),
+              std::string::npos)
+        << json.out;
+  }
   {
     std::vector<std::string> args = FollowArgs(models2);
     args.push_back("--resume");

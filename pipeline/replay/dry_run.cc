@@ -136,6 +136,9 @@ struct Findings {
   };
   std::vector<TableState> tables;
   std::vector<hand_over::Step> hand_overs;
+  // A follower started again (--resume --follow): per read model, the live build it would
+  // continue (FindLiveBuild), or why it would be rebuilt.
+  std::vector<LiveBuild> live_builds;
   std::vector<std::string> handlers;  // each statement of the read models of handlers, prepared
   // The application's live tables the swap checks for writes (CHECKSUM TABLE at the start and
   // before the cut-over), with their rows (the server's estimate): the cost of the check.
@@ -279,8 +282,16 @@ void CheckHandOversAndGrants(Connection& c, const RunSpec& o, const RunPlan& pla
   Result<std::vector<std::string>> handlers = handlers_check::Prepare(c, ps, o.events.table);
   if (handlers.ok()) f.handlers = std::move(*handlers);
   else f.blockers.push_back(handlers.status().message());
+  std::vector<std::string> names;
+  for (const ModelEstimate& m : f.models) names.push_back(m.name);
+  for (const Projector* p : ps) {
+    Result<LiveBuild> found = FindLiveBuild(c, o, plan, names, *p, f.hand_overs);
+    if (!found.ok()) f.blockers.push_back(found.status().message());
+    f.live_builds.push_back(found.ok() ? std::move(*found) : LiveBuild{});
+  }
   for (size_t i = 0; plan.swap() && i < runners.size() && i < f.tables.size(); ++i) {
     const std::string& live = runners[i]->projector().table().name;
+    if (f.live_builds[i].checkpoint) continue;  // continued in place: rewind's to write
     if (!f.tables[i].live_exists || !hand_over::ApplicationMayWrite(f.tables[i].shape.kind, live, f.hand_overs)) {
       continue;
     }
@@ -357,8 +368,16 @@ Status JudgeFinality(Connection& c, const RunSpec& o, Findings& f) {
   return Status::Ok();
 }
 
+// The event a continued read model's live table continues after (null: none, or not continued).
+nlohmann::json ContinuesAfter(const LiveBuild& b, const IdForm& id) {
+  if (!b.checkpoint || b.checkpoint->last_event_id == kBeforeFirstId) return nullptr;
+  const EventId v = b.checkpoint->last_event_id;
+  if (id.integer() && v >= INT64_MIN && v <= INT64_MAX) return static_cast<int64_t>(v);  // as the summary's ids
+  return IdShown(id, v);
+}
+
 void PrintJson(std::FILE* out, const Findings& f, const std::vector<std::unique_ptr<ProjectorRunner>>& runners,
-               bool swap) {
+               bool swap, const IdForm& id) {
   nlohmann::json j;
   j["can_start"] = f.blockers.empty();
   j["blockers"] = f.blockers;
@@ -376,6 +395,8 @@ void PrintJson(std::FILE* out, const Findings& f, const std::vector<std::unique_
                                 {"replaces_existing", t.exists && !t.in_the_way},
                                 {"in_the_way", t.in_the_way},
                                 {"live_table", LiveTableJson(runners[i]->projector().table().name, t.live_exists, t.shape, swap)},
+                                {"continues_after", ContinuesAfter(f.live_builds[i], id)},
+                                {"rebuilt_because", f.live_builds[i].why_rebuilt},
                                 {"estimated_rows", static_cast<uint64_t>(m.rows)},
                                 {"estimated_bytes", static_cast<uint64_t>(m.bytes)},
                                 {"estimated_memory_bytes", static_cast<uint64_t>(m.state)},
@@ -393,7 +414,7 @@ void PrintJson(std::FILE* out, const Findings& f, const std::vector<std::unique_
 }
 
 void PrintText(std::FILE* out, const Findings& f, const std::vector<std::unique_ptr<ProjectorRunner>>& runners,
-               bool swap) {
+               bool swap, const IdForm& id) {
   fmt::print(out, "dry run: nothing was created, locked or written\n");
   fmt::print(out, "events to read: {} ({})\n", WithThousands(f.events),
              f.exact ? "exact" : "estimate (the optimizer's; counting took too long)");
@@ -404,9 +425,18 @@ void PrintText(std::FILE* out, const Findings& f, const std::vector<std::unique_
   for (size_t i = 0; i < f.models.size(); ++i) {
     const ModelEstimate& m = f.models[i];
     const Findings::TableState& t = f.tables[i];
+    const LiveBuild& live = f.live_builds[i];
+    if (live.checkpoint) {  // a follower started again: nothing created
+      fmt::print(out, "{:<26} {:<40}\n  continues its live table {} from its checkpoint, after event {} (a follower "
+                      "started again): nothing rebuilt\n",
+                 m.name, "(nothing)", live.checkpoint->live_table,
+                 live.checkpoint->last_event_id == kBeforeFirstId ? "(none)" : IdShown(id, live.checkpoint->last_event_id));
+      continue;
+    }
     fmt::print(out, "{:<26} {:<40} {:>14} {:>12}{}\n", m.name,
                m.table + (t.in_the_way ? " (refused: see below)" : t.exists ? " (replaces a leftover)" : ""),
                WithThousands(static_cast<uint64_t>(m.rows)), Human(m.bytes), f.whole ? "" : "  (estimate)");
+    if (!live.why_rebuilt.empty()) fmt::print(out, "  rebuilt from the first event: {}\n", live.why_rebuilt);
     PrintLiveTable(out, runners[i]->projector().table(), t.live_exists, t.shape, swap);
   }
   for (const auto& [table, rows] : f.watched) {
@@ -482,9 +512,9 @@ int DryRunCommand(const RunSpec& o, std::vector<std::unique_ptr<Projector>> proj
   CheckSomethingMatches(c, o, plan, reads, runners, f);
   if (Status s = JudgeFinality(c, o, f); !s.ok()) return fail(s.message());
   if (o.json) {
-    PrintJson(out, f, runners, plan.swap());
+    PrintJson(out, f, runners, plan.swap(), b.summary().id_form);
   } else {
-    PrintText(out, f, runners, plan.swap());
+    PrintText(out, f, runners, plan.swap(), b.summary().id_form);
   }
   return f.blockers.empty() ? exit_code::kOk : exit_code::kError;
 }

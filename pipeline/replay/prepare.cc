@@ -170,6 +170,42 @@ void CleanAbandonedScratch(Connection& c, const RunPlan& plan) {
 
 }  // namespace
 
+Result<LiveBuild> FindLiveBuild(Connection& c, const RunSpec& o, const RunPlan& plan,
+                                const std::vector<std::string>& names, const Projector& p,
+                                const std::vector<hand_over::Step>& hand_overs) {
+  if (!o.resume || !o.follow || !plan.swap() || plan.segment) return LiveBuild{};
+  const std::string name(p.name()), live = p.table().name;
+  Result<bool> bookkeeping = table_admin::Exists(c, kCheckpointTable);
+  if (!bookkeeping.ok()) return bookkeeping.status();
+  if (!*bookkeeping) return LiveBuild{};
+  Result<std::optional<Checkpoint>> building = checkpoint_store::Load(c, name, live + plan.table_suffix);
+  if (!building.ok()) return building.status();
+  if (*building) return LiveBuild{};  // an interrupted build: --resume continues it (PrepareProjector)
+  Result<std::optional<Checkpoint>> cp = checkpoint_store::Load(c, name, live);
+  if (!cp.ok()) return cp.status();
+  if (!*cp || ((*cp)->status != CheckpointStatus::kLive && (*cp)->status != CheckpointStatus::kFollowing)) {
+    return LiveBuild{};  // never built here: built, as any read model --resume finds nothing of
+  }
+  Result<bool> exists = table_admin::Exists(c, live);
+  if (!exists.ok()) return exists.status();
+  LiveBuild out;
+  out.why_rebuilt = *exists ? FingerprintMismatch((*cp)->source, Fingerprint(o, names, p), true) : "its live table is gone";
+  if (out.why_rebuilt.empty() && p.order_dependent() != nullptr && !p.order_dependent()->resumes()) {
+    out.why_rebuilt = "it keeps part of its state in memory (its rows depend on the order of events across keys)";
+  }
+  if (out.why_rebuilt.empty() &&
+      std::any_of(hand_overs.begin(), hand_overs.end(), [&](const hand_over::Step& h) { return h.read_model == name; })) {
+    out.why_rebuilt = "its hand_over gave the table back to the application at the swap";
+  }
+  if (out.why_rebuilt.empty()) {
+    Result<std::string> changed = ChangedSinceRead(c, o.events, (*cp)->last_event_id, (*cp)->read_mark);
+    if (!changed.ok()) return changed.status();
+    out.why_rebuilt = *changed;
+  }
+  if (out.why_rebuilt.empty()) out.checkpoint = std::move(**cp);
+  return out;
+}
+
 Status Build::Prepare(std::vector<std::unique_ptr<Projector>> projectors) {
   GapSet watched;  // the holes the interrupted builds were watching
   // No database is said before no read model; Inspect (the dry run) asks for none.
@@ -306,48 +342,16 @@ Status Build::WatchTheApplicationsTables(const std::vector<std::unique_ptr<Proje
   return Status::Ok();
 }
 
-// A follower started again (--resume --follow, a swap's plan): each read model whose live
-// table carries the checkpoint of a build of the same read model continues that table from
-// it, as the follower that wrote it would have; the others are rebuilt beside and swapped in,
-// each said with why. Not continued: a read model with an interrupted build (--resume
-// continues that build), whose declaration or event source changed, whose last event read
-// was edited since, that keeps part of its state in memory (order-dependent, not resumable),
-// whose table the application took back at the swap (a hand_over), or whose table is gone.
 Status Build::FindTheLiveBuilds(const std::vector<std::unique_ptr<Projector>>& projectors) {
   continues_.assign(projectors.size(), std::nullopt);
-  if (!o_.resume || !o_.follow || plan_.segment) return Status::Ok();
-  Connection& c = *admin_;
   for (size_t i = 0; i < projectors.size(); ++i) {
-    const Projector& p = *projectors[i];
-    Result<std::optional<Checkpoint>> building = checkpoint_store::Load(c, names_[i], live_tables_[i] + plan_.table_suffix);
-    if (!building.ok()) return building.status();
-    if (*building) continue;  // an interrupted build: --resume continues it (PrepareProjector)
-    Result<std::optional<Checkpoint>> cp = checkpoint_store::Load(c, names_[i], live_tables_[i]);
-    if (!cp.ok()) return cp.status();
-    const bool live = *cp && ((*cp)->status == CheckpointStatus::kLive || (*cp)->status == CheckpointStatus::kFollowing);
-    if (!live) continue;  // never built here: built, as any read model --resume finds nothing of
-    Result<bool> exists = table_admin::Exists(c, live_tables_[i]);
-    if (!exists.ok()) return exists.status();
-    std::string why = *exists ? FingerprintMismatch((*cp)->source, Fingerprint(o_, names_, p), true)
-                              : "its live table is gone";
-    if (why.empty() && p.order_dependent() != nullptr && !p.order_dependent()->resumes()) {
-      why = "it keeps part of its state in memory (its rows depend on the order of events across keys)";
-    }
-    if (why.empty() && std::any_of(hand_overs_.begin(), hand_overs_.end(),
-                                   [&](const hand_over::Step& h) { return h.read_model == names_[i]; })) {
-      why = "its hand_over gave the table back to the application at the swap";
-    }
-    if (why.empty()) {
-      Result<std::string> changed = ChangedSinceRead(c, o_.events, (*cp)->last_event_id, (*cp)->read_mark);
-      if (!changed.ok()) return changed.status();
-      why = *changed;
-    }
-    if (why.empty()) {
-      continues_[i] = std::move(**cp);
-    } else {
-      fmt::print(stderr, "rewind: {} is rebuilt from the first event: {}\n", names_[i], why);
+    Result<LiveBuild> found = FindLiveBuild(*admin_, o_, plan_, names_, *projectors[i], hand_overs_);
+    if (!found.ok()) return found.status();
+    if (!found->why_rebuilt.empty()) {
+      fmt::print(stderr, "rewind: {} is rebuilt from the first event: {}\n", names_[i], found->why_rebuilt);
       rebuilt_said_.insert(names_[i]);
     }
+    continues_[i] = std::move(found->checkpoint);
   }
   return Status::Ok();
 }

@@ -43,6 +43,23 @@ namespace rw {
 // holes are final (EventSource::ProveByOpenTransactions).
 enum class Proof { kNone, kOpenTransactions };
 
+// A follower started again (--resume --follow, a swap's plan): a read model whose live table
+// carries the checkpoint of a build of the same read model continues that table from it, as
+// the follower that wrote it would have; the others are rebuilt beside and swapped in. Not
+// continued: a read model with an interrupted build (--resume continues that build), whose
+// declaration or event source changed, whose last event read was edited since, that keeps
+// part of its state in memory (order-dependent, not resumable), whose table the application
+// took back at the swap (a hand_over), or whose table is gone.
+struct LiveBuild {
+  std::optional<Checkpoint> checkpoint;  // the live table's, when it continues
+  std::string why_rebuilt;               // when it has a live build it does not continue ("" otherwise)
+};
+// The live build of `p` (one of `names`, the run's selection) a run of `o` by `plan` would
+// continue. Reads only.
+Result<LiveBuild> FindLiveBuild(Connection& c, const RunSpec& o, const RunPlan& plan,
+                                const std::vector<std::string>& names, const Projector& p,
+                                const std::vector<hand_over::Step>& hand_overs);
+
 class Build {
  public:
   Build(const RunSpec& o, const RunPlan& plan, const std::atomic<bool>& stop);
