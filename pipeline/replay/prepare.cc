@@ -489,6 +489,9 @@ Status Build::PrepareRunners(std::vector<std::unique_ptr<Projector>> projectors,
                                                             sum_.run_id, sum_.head_id, &resumed_runs, stderr);
     if (!prep.ok()) return prep.status().With(fmt::format("preparing {}", p->name()));
     if (rebuilt_said_.count(names_[i]) > 0) prep->fresh_under_resume = false;  // said with why
+    // A live table continued continues its build's run: its failures stay with it, and the
+    // decoder's past the lowest checkpoint are recorded again once (ContinueRuns).
+    if (continues(i)) resumed_runs.insert(continues_[i]->run_id);
     start_after = std::min(start_after, prep->resume_after);
     for (const IdRange& r : prep->gaps.ranges()) watched->Add(r);
     fresh_under_resume += prep->fresh_under_resume ? 1 : 0;

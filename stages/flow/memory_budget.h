@@ -40,6 +40,8 @@ class MemoryBudget {
   bool Report(size_t i, size_t flushable, size_t kept, size_t growth, bool decide);
   // The largest total reported at once, and how many flushes the budget asked for.
   size_t peak() const { return peak_.load(std::memory_order_relaxed); }
+  // The total last reported.
+  size_t total() const { return total_.load(std::memory_order_relaxed); }
   uint64_t flushes() const { return flushes_.load(std::memory_order_relaxed); }
 
  private:
