@@ -177,5 +177,62 @@ TEST(Continue, AFollowerKilledThenStartedAgainContinuesFromItsCheckpointsAndRebu
                            "WHERE event_class = 'App\\\\Events\\\\MoneyAdded' GROUP BY 1"));
 }
 
+// Following, an application's transaction holds a deposit (the lower id) while another
+// deposit commits above it; the follower is killed (kill -9) with the hole watched, and
+// started again while the transaction is still open: the restart continues with the hole it
+// was watching (from the checkpoint), and the deposit, committed then, is applied exactly once.
+TEST(Continue, ACommitPendingAcrossAKillNineIsAppliedOnceByTheFollowerStartedAgain) {
+  ConnectionOptions o = FreshDatabase("rewind_test_continue_pending");
+  auto c = Connect(o);
+  ASSERT_TRUE(c->Execute(kLaravelStoredEventsDdl).ok());
+  ASSERT_TRUE(c->Execute(kAccountsDdl).ok());
+  Bank bank = MakeBank(*c, 20, 600, 59);
+  Insert(*c, bank.rows);
+  const std::string models = File("rewind_continue_pending.toml", kAccountsModel);
+  auto deposit = [&](const std::string& uuid, int amount) {
+    return fmt::format("INSERT INTO stored_events (aggregate_uuid, aggregate_version, event_class, event_properties, "
+                       "meta_data, created_at) VALUES ({}, 1, {}, {}, '{{}}', '2024-05-02 10:00:00')",
+                       c->Quote(uuid), c->Quote(kNs + "MoneyAdded"),
+                       c->Quote(fmt::format(R"({{"accountUuid": "{}", "amount": {}}})", uuid, amount)));
+  };
+
+  const std::string held = bank.accounts.begin()->first, other = bank.accounts.rbegin()->first;
+  auto app = Connect(o);
+  {
+    Subprocess follower(Rewind(FollowArgs(models)), Env(o));
+    ASSERT_TRUE(CaughtUp(*c)) << follower.err();
+    ASSERT_TRUE(app->Execute("START TRANSACTION").ok());
+    ASSERT_TRUE(app->Execute(deposit(held, 70)).ok());  // its id taken, not committed
+    ASSERT_TRUE(c->Execute(deposit(other, 30)).ok());
+    // account_deposits applied the deposit above the hole and watches the hole; accounts
+    // (in id order) holds it.
+    ASSERT_TRUE(WaitUntil(*c, "SELECT COUNT(*) FROM rewind_checkpoints WHERE projector = 'account_deposits' AND "
+                              "last_event_id = (SELECT MAX(id) FROM stored_events) AND gaps <> ''", 1))
+        << follower.err();
+    follower.Signal(SIGKILL);
+    EXPECT_EQ(follower.Wait(), 128 + SIGKILL);
+  }
+  std::vector<std::string> args = FollowArgs(models);
+  args.push_back("--resume");
+  Subprocess follower(Rewind(args), Env(o));
+  ASSERT_TRUE(follower.WaitFor("2 read model(s) continue their live tables", 120)) << follower.err();
+  // The restart's own checkpoint of the hole: the hole still watched by account_deposits.
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM rewind_checkpoints WHERE projector = 'account_deposits' AND gaps <> ''"), 1);
+  ASSERT_TRUE(app->Execute("COMMIT").ok());
+  EXPECT_TRUE(WaitUntil(*c, "SELECT COUNT(*) FROM rewind_checkpoints WHERE gaps = '' AND last_event_id = "
+                            "(SELECT MAX(id) FROM stored_events)", 2))
+      << follower.err();
+  follower.Signal(SIGTERM);
+  EXPECT_EQ(follower.Wait(), 128 + SIGTERM) << follower.err();
+  // The application's projector, replayed: each deposit once.
+  for (const auto& [uuid, amount] : std::vector<std::pair<std::string, int>>{{held, 70}, {other, 30}}) {
+    std::string& row = bank.accounts[uuid];  // name|balance|user
+    const size_t a = row.find('|'), b = row.find('|', a + 1);
+    row = row.substr(0, a + 1) + std::to_string(std::stoll(row.substr(a + 1, b - a - 1)) + amount) + row.substr(b);
+  }
+  EXPECT_EQ(SortedRows(*c, "SELECT uuid, name, balance, user_id FROM accounts"), Expected(bank));
+  EXPECT_EQ(SortedRows(*c, "SELECT uuid, deposits FROM account_deposits"), SortedRows(*c, kDepositsBySql));
+}
+
 }  // namespace
 }  // namespace rw

@@ -270,6 +270,9 @@ class ProjectorRunner {
   size_t last_flushable_ = 0;  // Projector::state_bytes() when last reported
   bool ids_kept_ = true;  // every first or last value is stored with its event's id
   EventId applied_id_;    // highest event id folded into memory
+  // Order-dependent: the highest id applied in id order (from the checkpoint resumed on): what
+  // comes above the lowest open hole is held, so it stays below that hole unless held too long.
+  EventId applied_in_order_;
   EventId committed_id_;  // highest event id committed (the checkpoint)
   GapSet gaps_;           // ids <= applied_id_ not seen yet, still watched
   std::string committed_gaps_;  // gaps_ as last committed
