@@ -385,12 +385,14 @@ Status ProjectorRunner::Consume(const Batch& batch) {
   }
   Result<bool> flush = Fold(batch);
   if (!flush.ok()) return flush.status();
+  // The budget's pressure (TakeBack trims the heap): a flush it asked for, or a state past a
+  // quarter of it.
   if (budget_flush_) {
     budget_flush_ = false;
+    trim_after_flush_ = true;
     ++stats_.budget_flushes;
   }
-  // The budget's pressure (TakeBack): a flush it asked for, or a state past a quarter of it.
-  if (options_.memory != nullptr && (stats_.budget_flushes > 0 || options_.memory->total() >= options_.memory->budget() / 4)) {
+  if (options_.memory != nullptr && options_.memory->total() >= options_.memory->budget() / 4) {
     trim_after_flush_ = true;
   }
   if (options_.write_every_events == 0 || writer_ == nullptr) return *flush ? Flush() : Status::Ok();

@@ -266,7 +266,7 @@ class ProjectorRunner {
   // An error met while folding (reading committed values back): the next step returns it.
   Status fold_error_ = Status::Ok();
   bool budget_flush_ = false;  // the flush due was asked for by the memory budget
-  bool trim_after_flush_ = false;  // a budget flush asked: the next flush taken back trims the heap
+  bool trim_after_flush_ = false;  // under the budget's pressure: the next flush taken back trims the heap
   size_t last_flushable_ = 0;  // Projector::state_bytes() when last reported
   bool ids_kept_ = true;  // every first or last value is stored with its event's id
   EventId applied_id_;    // highest event id folded into memory
