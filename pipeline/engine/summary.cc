@@ -22,6 +22,26 @@ int ReplaySummary::ExitCode() const {
   return failures > 0 && !within_budget ? exit_code::kFailedEvents : exit_code::kOk;
 }
 
+// What became of the read models, as the summary's line begins.
+std::string ReplaySummary::Outcome() const {
+  if (continued.size() == projectors.size() && !projectors.empty() && status.ok()) {
+    return "continued on their live tables (a follower started again):";
+  }
+  if (swapped) return "rebuilt and swapped in";
+  if (!built_into.empty() && status.ok()) {
+    return fmt::format("built beside the live tables (<table>{}, never swapped in):", built_into);
+  }
+  if (built_only && segment && status.ok()) {
+    return fmt::format("built segment {} beside the live tables (<table>{}, for one later replay --resume to merge "
+                       "the segments and swap in):", SegmentText(*segment), SegmentSuffix(*segment));
+  }
+  if (built_only && status.ok()) {
+    return fmt::format("built beside the live tables (<table>{}, for one later replay --resume of them all to swap in):",
+                       table_admin::kShadowSuffix);
+  }
+  return "NOT swapped in:";
+}
+
 std::string ReplaySummary::Text() const {
   using A = AlignedTable::Align;
   AlignedTable table({{"read model", A::kLeft}, {"events", A::kRight}, {"rows written", A::kRight},
@@ -41,17 +61,7 @@ std::string ReplaySummary::Text() const {
   out += fmt::format(
       "{} {} read model(s) from {} events in {:.2f} s ({} events/s); {} skipped (other "
       "event types), {} failed{}\n",
-      continued.size() == projectors.size() && !projectors.empty() && status.ok()
-          ? std::string("continued on their live tables (a follower started again):")
-      : swapped                               ? std::string("rebuilt and swapped in")
-      : !built_into.empty() && status.ok() ? fmt::format("built beside the live tables (<table>{}, never swapped in):", built_into)
-      : built_only && segment && status.ok()
-          ? fmt::format("built segment {} beside the live tables (<table>{}, for one later replay --resume to merge "
-                        "the segments and swap in):", SegmentText(*segment), SegmentSuffix(*segment))
-      : built_only && status.ok()          ? fmt::format("built beside the live tables (<table>{}, for one later "
-                                                         "replay --resume of them all to swap in):",
-                                                         table_admin::kShadowSuffix)
-                                            : std::string("NOT swapped in:"),
+      Outcome(),
       continued.size() < projectors.size() ? projectors.size() - continued.size() : projectors.size(),
       WithThousands(rebuilt), rebuild_s, WithThousands(static_cast<uint64_t>(rate)),
       WithThousands(skipped), WithThousands(failures),

@@ -95,6 +95,7 @@ struct ReplaySummary {
   // interruptions to 128+signal.
   int ExitCode() const;
   std::string Text() const;
+  std::string Outcome() const;  // what became of the read models (Text's line)
   std::string Json() const;
 };
 

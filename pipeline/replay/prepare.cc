@@ -528,7 +528,15 @@ Status Build::PrepareRunners(std::vector<std::unique_ptr<Projector>> projectors,
     runners_.push_back(std::move(*r));
   }
   start_after_ = start_after;
-  if (!sum_.continued.empty()) {  // one line, as below
+  SayWhatResumes(fresh_under_resume);
+  ContinueRuns(resumed_runs);
+  return Status::Ok();
+}
+
+// What --resume found, in a line or two, not one per read model (a service starts so daily):
+// the read models that continue their live tables, and those it found nothing of.
+void Build::SayWhatResumes(size_t fresh_under_resume) const {
+  if (!sum_.continued.empty()) {
     std::string which;
     for (size_t i = 0; i < runners_.size(); ++i) {
       if (!continues(i)) continue;
@@ -539,16 +547,13 @@ Status Build::PrepareRunners(std::vector<std::unique_ptr<Projector>> projectors,
     fmt::print(stderr, "rewind: --resume: {} read model(s) continue their live tables from their checkpoints: {}\n",
                sum_.continued.size(), which);
   }
-  if (fresh_under_resume > 0) {  // one line, not one per read model: a service starts so daily
-    if (fresh_under_resume == runners_.size()) {
-      fmt::print(stderr, "rewind: --resume: no interrupted rebuild; every read model is built from the first event\n");
-    } else {
-      fmt::print(stderr, "rewind: --resume: {} read model(s) had no interrupted rebuild and are built from the first event\n",
-                 fresh_under_resume);
-    }
+  if (fresh_under_resume == 0) return;
+  if (fresh_under_resume == runners_.size()) {
+    fmt::print(stderr, "rewind: --resume: no interrupted rebuild; every read model is built from the first event\n");
+  } else {
+    fmt::print(stderr, "rewind: --resume: {} read model(s) had no interrupted rebuild and are built from the first event\n",
+               fresh_under_resume);
   }
-  ContinueRuns(resumed_runs);
-  return Status::Ok();
 }
 
 // The segment builds of the read models (segments.h), before their build tables are prepared,

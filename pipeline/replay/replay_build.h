@@ -166,6 +166,7 @@ class Build {
   Status PrepareSegments(const std::vector<std::unique_ptr<Projector>>& projectors);
   Status PrepareRunners(std::vector<std::unique_ptr<Projector>> projectors, GapSet* watched);
   void ContinueRuns(const std::set<std::string>& runs);
+  void SayWhatResumes(size_t fresh_under_resume) const;
   Status StartReader(const GapSet& watched);
   Status StartRecorder();
 
