@@ -16,58 +16,16 @@
 
 #include <fmt/core.h>
 
+#include "tests/pair.h"
 #include "tests/rewind_process.h"
 #include "tests/test_db.h"
 
 namespace rw::testing {
 namespace {
 
-// The primary (its socket: the tests' and rewind's connection) and the replica (TCP).
-struct Pair {
-  ConnectionOptions primary;
-  ConnectionOptions replica;  // over TCP
-  std::string replica_socket;
-  ConnectionOptions replica2;  // the second replica, over TCP (by GTID: a kill -9 loses nothing)
-  std::string replica2_pid_file;
-};
-
 class ReplicaTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    const std::string script = std::string(REWIND_SOURCE_DIR) + "/scripts/db";
-    Subprocess start({script, "pair", "start"}, {});
-    const int code = start.Wait();
-    if (code == 77) {
-      skip_ = "no MariaDB server could be started on this machine for the primary and replica: " +
-              start.err();
-      return;
-    }
-    if (code != 0) {
-      failed_ = "scripts/db pair start failed: " + start.err();
-      return;
-    }
-    const std::string env_file = ::testing::TempDir() + "/rewind_pair_env";
-    Subprocess env({script, "pair", "env"}, {}, env_file);
-    if (env.Wait() != 0) {
-      failed_ = "scripts/db pair env failed: " + env.err();
-      return;
-    }
-    std::istringstream words(ReadFile(env_file));
-    std::map<std::string, std::string> vars;
-    for (std::string w; words >> w;) {
-      const auto eq = w.find('=');
-      if (eq != std::string::npos) vars[w.substr(0, eq)] = w.substr(eq + 1);
-    }
-    pair_.primary.socket = vars["REWIND_PAIR_PRIMARY_SOCKET"];
-    pair_.primary.user = pair_.replica.user = vars["REWIND_PAIR_USER"];
-    pair_.primary.password = pair_.replica.password = vars["REWIND_PAIR_PASSWORD"];
-    pair_.replica.host = "127.0.0.1";
-    pair_.replica.port = static_cast<unsigned>(std::stoul(vars["REWIND_PAIR_REPLICA_PORT"]));
-    pair_.replica_socket = vars["REWIND_PAIR_REPLICA_SOCKET"];
-    pair_.replica2 = pair_.replica;
-    pair_.replica2.port = static_cast<unsigned>(std::stoul(vars["REWIND_PAIR_REPLICA2_PORT"]));
-    pair_.replica2_pid_file = vars["REWIND_PAIR_REPLICA2_PID_FILE"];
-  }
+  static void SetUpTestSuite() { StartPair(pair_, skip_, failed_); }
   void SetUp() override {
     if (!skip_.empty()) GTEST_SKIP() << skip_;
     ASSERT_TRUE(failed_.empty()) << failed_;

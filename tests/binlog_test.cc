@@ -1,0 +1,217 @@
+// Following the server's binary log (stages/db/binlog.h, and --follow-source binlog), on the
+// private primary of `scripts/db pair start` (binary log in row format): commits come in
+// commit order, each once, a rolled-back insert never; rotation; edits counted; a purged
+// position refused by name; a statement-format change flagged; what a server lacks named.
+// Then the follower itself: a transaction open far longer than --settle that commits late,
+// across a kill -9 of rewind, is applied exactly once (seen failing on polling first), and
+// every read model equals SQL GROUP BY.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/core.h>
+
+#include "stages/db/binlog.h"
+#include "tests/pair.h"
+#include "tests/test_db.h"
+
+namespace rw::testing {
+namespace {
+
+class BinlogTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { StartPair(pair_, skip_, failed_); }
+  void SetUp() override {
+    if (!skip_.empty()) GTEST_SKIP() << skip_;
+    ASSERT_TRUE(failed_.empty()) << failed_;
+  }
+  // A fresh database `name` on the primary with an empty event table (integer ids).
+  ConnectionOptions Fresh(const std::string& name) {
+    ConnectionOptions o = pair_.primary;
+    auto c = Connect(o);
+    EXPECT_TRUE(c);
+    if (!c) return o;
+    EXPECT_TRUE(c->Execute("DROP DATABASE IF EXISTS " + name).ok());
+    EXPECT_TRUE(c->Execute("CREATE DATABASE " + name).ok());
+    o.database = name;
+    auto d = Connect(o);
+    EXPECT_TRUE(d && d->Execute("CREATE TABLE stored_events (id BIGINT UNSIGNED AUTO_INCREMENT PRIMARY KEY, "
+                                "eventClass VARCHAR(255) NOT NULL, payload JSON NOT NULL, "
+                                "createdAt DATETIME(6) NOT NULL)")
+                          .ok());
+    return o;
+  }
+  static std::string Insert(int n = 1) {
+    std::string sql = "INSERT INTO stored_events (eventClass, payload, createdAt) VALUES ";
+    for (int i = 0; i < n; ++i) sql += fmt::format("{}('E', '{{\"n\": {}}}', NOW(6))", i ? "," : "", i);
+    return sql;
+  }
+  // The next transaction that touched the table (heartbeats skipped, for at most 20 s).
+  static std::optional<Committed> NextCommit(BinlogStream& s) {
+    for (int i = 0; i < 20; ++i) {
+      Result<std::optional<Committed>> c = s.Next();
+      EXPECT_TRUE(c.ok()) << c.status().message();
+      if (!c.ok()) return std::nullopt;
+      if (*c) return *c;
+    }
+    return std::nullopt;
+  }
+
+  static inline Pair pair_;
+  static inline std::string skip_, failed_;
+};
+
+// The lower id commits last: the binlog gives the higher one first, then the lower, each
+// once, and the rolled-back insert never.
+TEST_F(BinlogTest, CommitsComeInCommitOrderEachOnceARollbackNever) {
+  ConnectionOptions o = Fresh("rewind_test_binlog_order");
+  auto early = Connect(o), late = Connect(o), other = Connect(o);
+  ASSERT_TRUE(early && late && other);
+  Result<std::string> from = ReadBinlogPosition(*other);
+  ASSERT_TRUE(from.ok());
+  ASSERT_TRUE(late->Execute("BEGIN").ok());
+  ASSERT_TRUE(late->Execute(Insert()).ok());  // takes id 1, commits last
+  ASSERT_TRUE(early->Execute(Insert(2)).ok());  // ids 2 and 3, committed now
+  ASSERT_TRUE(other->Execute("BEGIN").ok());
+  ASSERT_TRUE(other->Execute(Insert()).ok());  // id 4, rolled back
+  ASSERT_TRUE(other->Execute("ROLLBACK").ok());
+  ASSERT_TRUE(late->Execute("COMMIT").ok());
+  ASSERT_TRUE(early->Execute(Insert()).ok());  // id 5
+  Result<std::unique_ptr<BinlogStream>> s = BinlogStream::Open(o, *from, "stored_events", "id");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  std::vector<std::vector<EventId>> seen;
+  for (int i = 0; i < 3; ++i) {
+    std::optional<Committed> c = NextCommit(**s);
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->edited, 0u);
+    EXPECT_FALSE(c->unreadable);
+    seen.push_back(c->inserted);
+  }
+  EXPECT_EQ(seen, (std::vector<std::vector<EventId>>{{2, 3}, {1}, {5}}));
+  // Nothing more: the next read is a heartbeat, not the rolled-back id 4.
+  Result<std::optional<Committed>> none = (*s)->Next();
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(*none);
+  // Its position, read again, starts after all of it.
+  Result<std::unique_ptr<BinlogStream>> again = BinlogStream::Open(o, (*s)->position(), "stored_events", "id");
+  ASSERT_TRUE(again.ok());
+  ASSERT_TRUE(early->Execute(Insert()).ok());  // id 6
+  std::optional<Committed> next = NextCommit(**again);
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->inserted, std::vector<EventId>{6});
+}
+
+// A rotation (FLUSH BINARY LOGS) between two commits loses neither; other tables' commits and
+// other databases' are not handed on; updates and deletes of events are counted as edits.
+TEST_F(BinlogTest, RotationOtherTablesAndEdits) {
+  ConnectionOptions o = Fresh("rewind_test_binlog_rotate");
+  auto c = Connect(o);
+  ASSERT_TRUE(c);
+  Result<std::string> from = ReadBinlogPosition(*c);
+  ASSERT_TRUE(from.ok());
+  ASSERT_TRUE(c->Execute(Insert(3)).ok());
+  ASSERT_TRUE(c->Execute("FLUSH BINARY LOGS").ok());
+  ASSERT_TRUE(c->Execute("CREATE TABLE other (id INT PRIMARY KEY)").ok());
+  ASSERT_TRUE(c->Execute("INSERT INTO other VALUES (1), (2)").ok());
+  ASSERT_TRUE(c->Execute(Insert()).ok());
+  ASSERT_TRUE(c->Execute("UPDATE stored_events SET payload = '{}' WHERE id <= 2").ok());
+  ASSERT_TRUE(c->Execute("DELETE FROM stored_events WHERE id = 3").ok());
+  Result<std::unique_ptr<BinlogStream>> s = BinlogStream::Open(o, *from, "stored_events", "id");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  std::optional<Committed> first = NextCommit(**s), second = NextCommit(**s), update = NextCommit(**s),
+                           remove = NextCommit(**s);
+  ASSERT_TRUE(first && second && update && remove);
+  EXPECT_EQ(first->inserted, (std::vector<EventId>{1, 2, 3}));
+  EXPECT_EQ(second->inserted, std::vector<EventId>{4});
+  EXPECT_TRUE(update->inserted.empty());
+  EXPECT_EQ(update->edited, 2u);
+  EXPECT_EQ(remove->edited, 1u);
+}
+
+// A session in statement format changes the event table: no ids, flagged unreadable.
+TEST_F(BinlogTest, AStatementFormatInsertIsFlaggedUnreadable) {
+  ConnectionOptions o = Fresh("rewind_test_binlog_statement");
+  auto c = Connect(o);
+  ASSERT_TRUE(c);
+  Result<std::string> from = ReadBinlogPosition(*c);
+  ASSERT_TRUE(from.ok());
+  ASSERT_TRUE(c->Execute("SET SESSION binlog_format = 'STATEMENT'").ok());
+  ASSERT_TRUE(c->Execute(Insert()).ok());
+  Result<std::unique_ptr<BinlogStream>> s = BinlogStream::Open(o, *from, "stored_events", "id");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  std::optional<Committed> got = NextCommit(**s);
+  ASSERT_TRUE(got);
+  EXPECT_TRUE(got->unreadable);
+  EXPECT_TRUE(got->inserted.empty());
+}
+
+// A position in logs the server purged is refused, naming it and the way out; so is one the
+// server never wrote.
+TEST_F(BinlogTest, APurgedPositionIsRefusedByName) {
+  ConnectionOptions o = Fresh("rewind_test_binlog_purged");
+  auto c = Connect(o);
+  ASSERT_TRUE(c);
+  Result<std::string> from = ReadBinlogPosition(*c);
+  ASSERT_TRUE(from.ok());
+  ASSERT_TRUE(c->Execute(Insert()).ok());
+  ASSERT_TRUE(c->Execute("FLUSH BINARY LOGS").ok());
+  ASSERT_TRUE(c->Execute(Insert()).ok());
+  // The replicas read on from the newest log (a log a connected replica still reads is not
+  // purged): wait until both applied the last insert, then purge every older log.
+  Result<std::string> now = ReadBinlogPosition(*c);
+  ASSERT_TRUE(now.ok());
+  for (const ConnectionOptions& r : {pair_.replica, pair_.replica2}) {
+    auto rc = Connect(r);
+    ASSERT_TRUE(rc && WaitUntil(*rc, "SELECT @@gtid_slave_pos = " + rc->Quote(*now), 1)) << r.Describe();
+  }
+  Result<Rows> logs = c->Query("SHOW BINARY LOGS");
+  ASSERT_TRUE(logs.ok() && !logs->rows.empty());
+  const std::string last = *logs->rows.back()[0];
+  ASSERT_TRUE(c->Execute("PURGE BINARY LOGS TO " + c->Quote(last)).ok());
+  Result<Rows> left = c->Query("SHOW BINARY LOGS");
+  ASSERT_TRUE(left.ok());
+  ASSERT_EQ(left->rows.size(), 1u) << "a log older than " << last << " is still in use";
+  Result<std::unique_ptr<BinlogStream>> s = BinlogStream::Open(o, *from, "stored_events", "id");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  Result<std::optional<Committed>> got = (*s)->Next();
+  ASSERT_FALSE(got.ok());
+  EXPECT_NE(got.status().message().find("'" + *from + "'"), std::string::npos) << got.status().message();
+  EXPECT_NE(got.status().message().find("rebuild"), std::string::npos) << got.status().message();
+  // A position beyond what the server wrote.
+  Result<std::unique_ptr<BinlogStream>> ahead = BinlogStream::Open(o, "0-11-999999999", "stored_events", "id");
+  ASSERT_TRUE(ahead.ok());
+  Result<std::optional<Committed>> never = (*ahead)->Next();
+  ASSERT_FALSE(never.ok());
+  EXPECT_NE(never.status().message().find("0-11-999999999"), std::string::npos) << never.status().message();
+}
+
+// What a server lacks for following its binlog is named: the main test server writes none;
+// a user without REPLICATION SLAVE is told the grant; the primary serves it.
+TEST_F(BinlogTest, CheckBinlogNamesWhatIsMissing) {
+  ConnectionOptions o = Fresh("rewind_test_binlog_check");
+  auto c = Connect(o);
+  ASSERT_TRUE(c);
+  Result<BinlogAccess> ok = CheckBinlog(*c, "stored_events", "id");
+  ASSERT_TRUE(ok.ok());
+  EXPECT_TRUE(ok->usable) << ok->why;
+  ConnectionOptions weak = UserWith(*c, o, "rewind_binlog_weak", "SELECT");
+  auto w = Connect(weak);
+  ASSERT_TRUE(w);
+  Result<BinlogAccess> no_grant = CheckBinlog(*w, "stored_events", "id");
+  ASSERT_TRUE(no_grant.ok());
+  EXPECT_FALSE(no_grant->usable);
+  EXPECT_NE(no_grant->why.find("REPLICATION SLAVE"), std::string::npos) << no_grant->why;
+  ConnectionOptions main = ServerOptions();
+  auto m = Connect(main);
+  ASSERT_TRUE(m);
+  Result<BinlogAccess> no_log = CheckBinlog(*m, "stored_events", "id");
+  ASSERT_TRUE(no_log.ok());
+  EXPECT_FALSE(no_log->usable);
+  EXPECT_NE(no_log->why.find("log_bin"), std::string::npos) << no_log->why;
+}
+
+}  // namespace
+}  // namespace rw::testing
