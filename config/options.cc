@@ -311,6 +311,21 @@ const std::vector<OptionSpec>& Table() {
       {"poll", "", Group::kReading, false, {}, "seconds between looks for new events with --follow (0.01-3600)",
        [](ParsedOptions& o, const std::string& v) { return Seconds("poll", v, 0.01, 3600, o.poll_seconds); },
        Show(&ReadingPart::poll_seconds)},
+      {"follow-source", "", Group::kReading, false, {},
+       "how --follow learns of new commits: auto (the server's binlog where it can be read, else "
+       "polling the event table), binlog (refused, naming the setting or grant missing, where it "
+       "cannot), poll",
+       [](ParsedOptions& o, const std::string& v) {
+         if (v == "auto") o.follow_source = FollowSource::kAuto;
+         else if (v == "binlog") o.follow_source = FollowSource::kBinlog;
+         else if (v == "poll") o.follow_source = FollowSource::kPoll;
+         else return Status::InvalidInput(fmt::format("--follow-source expects auto, binlog or poll, got '{}'", v));
+         return Status::Ok();
+       },
+       [](const ParsedOptions& o) {
+         return std::string(o.follow_source == FollowSource::kBinlog ? "binlog"
+                            : o.follow_source == FollowSource::kPoll ? "poll" : "auto");
+       }},
       {"settle", "", Group::kReplay, false, {},
        "seconds an insert transaction may stay open: a missing id is final once the time column "
        "is this far past it (following, also once watched this long) (0-86400)",
@@ -608,6 +623,7 @@ const char* ValueName(const std::string& name) {
   if (name == "format") return "FORMAT";
   if (name == "host" || name == "read-host") return "HOST";
   if (name == "progress") return "MODE";
+  if (name == "follow-source") return "SOURCE";
   if (name == "max-failures") return "N|P%";
   if (name == "segment") return "I/N";
   if (name == "until-time") return "TIME";

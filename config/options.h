@@ -70,6 +70,10 @@ struct EventTablePart {
   EventTableOptions events;
 };
 
+// How `--follow` learns of new commits: the server's binlog where it can be read, else by
+// polling the event table (auto); or one of them, refusing the binlog where it cannot be read.
+enum class FollowSource { kAuto, kBinlog, kPoll };
+
 // How the events are read or written in batches, and followed: replay and ingest.
 struct ReadingPart {
   static constexpr OptionGroup kGroup = OptionGroup::kReading;
@@ -81,6 +85,8 @@ struct ReadingPart {
   bool follow = false;
   // How often follow mode looks for new events, in seconds.
   double poll_seconds = 1.0;
+  // Replay: how following learns of new commits (pipeline/replay/cutover.cc, "Following").
+  FollowSource follow_source = FollowSource::kAuto;
   // Replay: print what a run would do (events, rows, size, duration, tables, grants) and
   // touch nothing. Ingest: count and write nothing.
   bool dry_run = false;

@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <csignal>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -16,6 +18,7 @@
 
 #include "stages/db/binlog.h"
 #include "tests/pair.h"
+#include "tests/rewind_process.h"
 #include "tests/test_db.h"
 
 namespace rw::testing {
@@ -212,6 +215,138 @@ TEST_F(BinlogTest, CheckBinlogNamesWhatIsMissing) {
   EXPECT_FALSE(no_log->usable);
   EXPECT_NE(no_log->why.find("log_bin"), std::string::npos) << no_log->why;
 }
+
+// The follower's read model: a count and a sum per account, and the same by SQL.
+constexpr const char* kDepositsModel = R"toml(
+[[read_model]]
+name   = "deposits"
+events = ['Deposit']
+key    = [{ column = "account", path = "account" }]
+values = [{ column = "n", op = "count" }, { column = "total", op = "sum", path = "amount", type = "bigint" }]
+)toml";
+constexpr const char* kDepositsBySql =
+    "SELECT JSON_VALUE(payload, '$.account'), COUNT(*), SUM(CAST(JSON_VALUE(payload, '$.amount') AS SIGNED)) "
+    "FROM stored_events WHERE eventClass = 'Deposit' GROUP BY 1";
+constexpr const char* kDepositsRows = "SELECT account, n, total FROM deposits";
+
+// A deposit written by an application server whose clock is `skew` off ("+ INTERVAL 1 HOUR").
+std::string Deposit(const std::string& account, int amount, const std::string& skew = "") {
+  return fmt::format("INSERT INTO stored_events (eventClass, payload, createdAt) VALUES ('Deposit', "
+                     "'{{\"account\": \"{}\", \"amount\": {}}}', NOW(6){})",
+                     account, amount, skew);
+}
+
+class BinlogFollowTest : public BinlogTest, public ::testing::WithParamInterface<std::string> {
+ protected:
+  // rewind replay deposits --follow on `o`, by the test's follow source.
+  std::vector<std::string> FollowArgs(bool resume) {
+    std::ofstream(models_) << kDepositsModel;
+    std::vector<std::string> args = {"replay", "deposits", "--models", models_, "--follow", "--poll", "0.05",
+                                     "--settle", "1", "--follow-source", GetParam()};
+    if (resume) args.push_back("--resume");
+    return args;
+  }
+  // Every checkpoint following, at the table's last id, with no hole watched.
+  static bool CaughtUp(Connection& c) {
+    return WaitUntil(c, "SELECT COUNT(*) FROM rewind_checkpoints WHERE status = 'following' AND gaps = '' AND "
+                        "last_event_id = (SELECT MAX(id) FROM stored_events)", 1);
+  }
+  const std::string models_ = ::testing::TempDir() + "/rewind_binlog_deposits.toml";
+};
+
+// The issue's case: an application's transaction takes an id and stays open far longer than
+// --settle, while writers whose clocks disagree by an hour commit above it; rewind is killed
+// (kill -9); the transaction commits while it is down; the follower started again continues
+// (no rebuild) and applies the deposit exactly once. By polling the hole was given up after
+// --settle and the deposit is lost (seen failing: the poll case); by the binlog it is not.
+TEST_P(BinlogFollowTest, ALongTransactionCommittedAcrossAKillNineIsAppliedOnce) {
+  ConnectionOptions o = Fresh("rewind_test_binlog_follow_" + GetParam());
+  auto c = Connect(o), app = Connect(o);
+  ASSERT_TRUE(c && app);
+  for (int i = 0; i < 300; ++i) {
+    ASSERT_TRUE(c->Execute(Deposit(fmt::format("a{}", i % 7), i, i % 3 == 0   ? " + INTERVAL 1 HOUR"
+                                                                  : i % 3 == 1 ? " - INTERVAL 1 HOUR"
+                                                                               : ""))
+                    .ok());
+  }
+  {
+    Subprocess follower(Rewind(FollowArgs(false)), Env(o));
+    ASSERT_TRUE(CaughtUp(*c)) << follower.err();
+    ASSERT_TRUE(app->Execute("START TRANSACTION").ok());
+    ASSERT_TRUE(app->Execute(Deposit("held", 70)).ok());  // its id taken, not committed
+    ASSERT_TRUE(c->Execute(Deposit("a1", 30, " + INTERVAL 1 HOUR")).ok());
+    // Open longer than --settle, and the follower has read on since: a deposit from a clock an
+    // hour behind, read.
+    ASSERT_TRUE(WaitUntil(*c, "SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_started < NOW() - "
+                              "INTERVAL 3 SECOND", 1));
+    ASSERT_TRUE(c->Execute(Deposit("a2", 40, " - INTERVAL 1 HOUR")).ok());
+    ASSERT_TRUE(WaitUntil(*c, "SELECT COUNT(*) FROM rewind_checkpoints WHERE status = 'following' AND "
+                              "last_event_id = (SELECT MAX(id) FROM stored_events)", 1))
+        << follower.err();
+    follower.Signal(SIGKILL);
+    EXPECT_EQ(follower.Wait(), 128 + SIGKILL);
+  }
+  ASSERT_TRUE(app->Execute("COMMIT").ok());
+  ASSERT_TRUE(c->Execute(Deposit("a3", 50)).ok());
+  Subprocess follower(Rewind(FollowArgs(true)), Env(o));
+  ASSERT_TRUE(follower.WaitFor("1 read model(s) continue their live tables", 120)) << follower.err();
+  ASSERT_TRUE(CaughtUp(*c)) << follower.err();
+  follower.Signal(SIGTERM);
+  EXPECT_EQ(follower.Wait(), 128 + SIGTERM) << follower.err();
+  EXPECT_EQ(follower.err().find("from the first event"), std::string::npos) << follower.err();
+  EXPECT_EQ(SortedRows(*c, kDepositsRows), SortedRows(*c, kDepositsBySql)) << follower.err();
+  const Outcome verify = RunRewind({"verify", "deposits", "--models", models_}, Env(o));
+  EXPECT_EQ(verify.code, 0) << verify.err << verify.out;
+}
+
+// What the binlog follower meets besides: a rolled-back insert (its hole proven final by the
+// server, never applied), a rotation (FLUSH BINARY LOGS), its dump connection killed (it
+// reads the table again and follows on), a session writing in statement format (no ids in the
+// binlog: the table is read again), and events edited in place (counted and said). Each
+// deposit once: the read model equals SQL GROUP BY, and verify says identical.
+TEST_P(BinlogFollowTest, RollbackRotationALostStreamStatementFormatAndEdits) {
+  ConnectionOptions o = Fresh("rewind_test_binlog_follow_more");
+  auto c = Connect(o), app = Connect(o);
+  ASSERT_TRUE(c && app);
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE(c->Execute(Deposit(fmt::format("a{}", i % 5), i)).ok());
+  ASSERT_TRUE(c->Execute("INSERT INTO stored_events (eventClass, payload, createdAt) VALUES ('Other', '{}', NOW(6))").ok());
+  Subprocess follower(Rewind(FollowArgs(false)), Env(o));
+  ASSERT_TRUE(CaughtUp(*c)) << follower.err();
+  ASSERT_TRUE(app->Execute("START TRANSACTION").ok());
+  ASSERT_TRUE(app->Execute(Deposit("rolled", 1000)).ok());
+  ASSERT_TRUE(c->Execute(Deposit("a1", 5)).ok());
+  ASSERT_TRUE(app->Execute("ROLLBACK").ok());
+  ASSERT_TRUE(c->Execute("FLUSH BINARY LOGS").ok());
+  ASSERT_TRUE(c->Execute(Deposit("a2", 6)).ok());
+  ASSERT_TRUE(CaughtUp(*c)) << follower.err();
+  // The follower's dump connection (the replicas dump as rewind_repl), killed.
+  ASSERT_TRUE(WaitUntil(*c, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = 'rewind' AND "
+                            "COMMAND LIKE 'Binlog Dump%'", 1));
+  Result<std::optional<std::string>> dump = c->QueryValue(
+      "SELECT ID FROM information_schema.PROCESSLIST WHERE USER = 'rewind' AND COMMAND LIKE 'Binlog Dump%'");
+  ASSERT_TRUE(dump.ok() && *dump);
+  ASSERT_TRUE(c->Execute("KILL " + **dump).ok());
+  ASSERT_TRUE(c->Execute(Deposit("a3", 7)).ok());
+  ASSERT_TRUE(follower.WaitFor("reading the table again", 60)) << follower.err();
+  ASSERT_TRUE(CaughtUp(*c)) << follower.err();
+  ASSERT_TRUE(app->Execute("SET SESSION binlog_format = 'STATEMENT'").ok());
+  ASSERT_TRUE(app->Execute(Deposit("statement", 8)).ok());
+  ASSERT_TRUE(CaughtUp(*c)) << follower.err();
+  ASSERT_TRUE(c->Execute("UPDATE stored_events SET payload = '{\"edited\": true}' WHERE eventClass = 'Other'").ok());
+  ASSERT_TRUE(follower.WaitFor("row(s) of the event table stored_events were updated or deleted", 60)) << follower.err();
+  follower.Signal(SIGTERM);
+  EXPECT_EQ(follower.Wait(), 128 + SIGTERM) << follower.err();
+  EXPECT_NE(follower.err().find("by the server's binlog"), std::string::npos) << follower.err();
+  EXPECT_EQ(SortedRows(*c, kDepositsRows), SortedRows(*c, kDepositsBySql)) << follower.err();
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM deposits WHERE account = 'rolled'"), 0);
+  EXPECT_EQ(Count(*c, "SELECT n FROM deposits WHERE account = 'statement'"), 1);
+  const Outcome verify = RunRewind({"verify", "deposits", "--models", models_}, Env(o));
+  EXPECT_EQ(verify.code, 0) << verify.err << verify.out;
+}
+
+// By polling, the long transaction's deposit is lost across the kill (seen failing before the
+// binlog: its hole was given up after --settle); the case is kept for the binlog alone.
+INSTANTIATE_TEST_SUITE_P(Sources, BinlogFollowTest, ::testing::Values("binlog"));
 
 }  // namespace
 }  // namespace rw::testing

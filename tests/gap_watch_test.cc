@@ -93,6 +93,29 @@ TEST(GapWatch, ALateEventSplitsItsHole) {
   EXPECT_EQ(watch.ToRead(GapCheck::kRecheck), (std::vector<IdRange>{{10, 14}, {16, 20}}));
 }
 
+// Following a commit log (the binlog): a hole watched far longer than the window, far below
+// the head, is neither given up nor judged final by the fallback rule: it stays watched until
+// a re-read finds its id (the binlog said it committed) or the server proves it final.
+TEST(GapWatch, FollowingACommitLogNeverGivesUpAHoleByTime) {
+  Clock::time_point now = Clock::now();
+  GapWatch watch(GapWatchOptions{.settle_seconds = 60, .settle_ids = 1000, .by_time = false,
+                                 .now = [&now] { return now; }},
+                 false);
+  watch.ExtendHead(At(30));
+  Judge(watch, {{10, 10}, {20, 20}});
+  watch.FollowCommitLog();
+  now += std::chrono::hours(2);
+  watch.ExtendHead(At(1'000'000));  // a million ids above: the fallback rule would settle both
+  EXPECT_FALSE(watch.has_due());
+  EXPECT_TRUE(watch.Settle(GapCheck::kFollow, {}).empty());
+  EXPECT_EQ(watch.counts().given_up, 0u);
+  EXPECT_TRUE(watch.Watching(10) && watch.Watching(20));
+  EXPECT_FALSE(watch.Watching(15));
+  EXPECT_EQ(watch.Settle(GapCheck::kRecheck, {10}), (std::vector<IdRange>{{10, 10}}));
+  EXPECT_FALSE(watch.Watching(10));
+  EXPECT_TRUE(watch.Watching(20));
+}
+
 TEST(GapWatch, FollowingGivesUpByTheWallClockAndReconciliationFindsWhatCameLate) {
   Clock::time_point now = Clock::now();
   GapWatch watch(GapWatchOptions{.settle_seconds = 60, .settle_ids = 1000, .by_time = false, .reconcile = true,

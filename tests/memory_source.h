@@ -86,6 +86,8 @@ class MemorySource final : public EventSource {
   void QueueGapCheck(GapCheck kind) override { check_ = kind; }
   void QueueReconcile() override { reconcile_queued_ = true; }
   GapCounts gap_counts() const override { return gaps_.counts(); }
+  bool Watching(EventId id) const override { return gaps_.Watching(id); }
+  void FollowCommitLog() override { gaps_.FollowCommitLog(); }
   Status MoveToPrimary() override { return Status::Ok(); }
 
  private:

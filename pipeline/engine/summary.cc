@@ -91,6 +91,15 @@ std::string ReplaySummary::Text() const {
     out += fmt::format("followed after the {}: {} new event(s) in {:.2f} s\n", swapped ? "swap" : "catch-up",
                        WithThousands(events_read - rebuilt), seconds - rebuild_s);
   }
+  if (!follow_source.empty()) {
+    out += fmt::format("follow source: {} ({})\n", follow_source == "binlog" ? "the server's binlog" : "polling",
+                       follow_source_why);
+  }
+  if (edited_events > 0) {
+    out += fmt::format("edited: {} row(s) of the event table updated or deleted while following: rebuild the read "
+                       "models that read them\n",
+                       WithThousands(edited_events));
+  }
   if (finality == "server") {
     out += "finality: missing ids proven final by the server's open transactions\n";
   } else if (finality == "fallback") {
@@ -150,6 +159,9 @@ std::string ReplaySummary::Json() const {
       {"reconciled_events", reconciled_events},
       {"reconcile_seconds", reconcile_seconds},
       {"finality", finality},
+      {"follow_source", follow_source},
+      {"follow_source_why", follow_source_why},
+      {"edited_events", edited_events},
       {"holes_read_under_lock", holes_read_under_lock},
       {"catch_up_events", catch_up_events},
       {"writers_held_seconds", writers_held_seconds},

@@ -67,6 +67,10 @@ struct ReplaySummary {
   // transactions), "fallback" (the event table's times and ids), "id-times" (the times ULIDs and
   // UUIDv7s carry), "" (nothing read).
   std::string finality;
+  // --follow: how following learned of new commits ("binlog" | "poll"; "" when not
+  // following), and why; rows of the event table the binlog showed updated or deleted.
+  std::string follow_source, follow_source_why;
+  uint64_t edited_events = 0;
   uint64_t holes_read_under_lock = 0;  // watched ranges read again under the cut-over's lock
   uint64_t catch_up_events = 0;      // appended while the rebuild ran, applied before the swap
   double writers_held_seconds = 0;   // how long the cut-over held inserts off the event table

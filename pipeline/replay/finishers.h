@@ -20,6 +20,10 @@
 // The scratch one's (finish_scratch.cc, verify): the plan's check on the build (the
 // compare), then the scratch tables go, whatever happened, then the failure budget.
 //
+// With --follow, the swap's finisher then follows (follow.cc): it keeps applying new events to
+// the live tables until stopped, learning of new commits from the server's binlog or by
+// polling the event table.
+//
 // Thread safety: each runs on the thread that drives the Build.
 #pragma once
 
@@ -32,6 +36,9 @@ namespace rw {
 Status FinishSwap(Build& build);
 // REQUIRES: `build` prepared and rebuilt without error, its plan kInto or kBuildOnly.
 Status FinishBuilt(Build& build);
+// Keeps applying new events to the live tables until stopped (follow.cc). REQUIRES: the
+// read models live (swapped in, or all continuing their live tables).
+Status Follow(Build& build);
 // `built`: the outcome of the build (its tables go whatever it is). Returns the first error.
 Status FinishScratch(Build& build, Status built);
 

@@ -224,10 +224,23 @@ Status Build::Prepare(std::vector<std::unique_ptr<Projector>> projectors) {
   if (s.ok()) s = WatchTheApplicationsTables(projectors);
   if (s.ok()) s = ReadTheHead();
   if (s.ok()) s = CheckTheReadServer();
+  if (s.ok()) s = ChooseTheFollowSource(projectors);
   if (s.ok()) s = PrepareRunners(std::move(projectors), &watched);
   if (s.ok()) s = StartReader(watched);
   if (s.ok()) s = StartRecorder();
   return s;
+}
+
+Status Build::ChooseTheFollowSource(const std::vector<std::unique_ptr<Projector>>& projectors) {
+  if (!o_.follow) return Status::Ok();
+  std::vector<std::string> in_order;
+  for (const auto& p : projectors) {
+    if (p->order_dependent() != nullptr) in_order.emplace_back(p->name());
+  }
+  Result<FollowChoice> choice = ChooseFollowSource(*admin_, o_, in_order, CanSeeOpenTransactions(*admin_));
+  if (!choice.ok()) return choice.status();
+  follow_choice_ = *choice;
+  return Status::Ok();
 }
 
 Status Build::Inspect(std::vector<std::unique_ptr<Projector>>& projectors) {

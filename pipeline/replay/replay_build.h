@@ -60,6 +60,19 @@ Result<LiveBuild> FindLiveBuild(Connection& c, const RunSpec& o, const RunPlan& 
                                 const std::vector<std::string>& names, const Projector& p,
                                 const std::vector<hand_over::Step>& hand_overs);
 
+// How --follow learns of new commits (follow.cc): the server's binlog, or polling; and why.
+struct FollowChoice {
+  bool binlog = false;
+  std::string why;  // binlog: what was checked; poll: what the binlog lacks (or that poll was asked)
+};
+// The follow source a run of `o` on `c`'s server uses: the binlog where --follow-source allows
+// it, the ids are integers, the server serves it to this user (CheckBinlog), and every read
+// model in `order_dependent` (those taking events in id order) can have its holes proven final
+// by the server (`proves`: INNODB_TRX readable); else polling. --follow-source binlog where it
+// cannot is an error naming what is missing. Reads only.
+Result<FollowChoice> ChooseFollowSource(Connection& c, const RunSpec& o, const std::vector<std::string>& order_dependent,
+                                        bool proves);
+
 class Build {
  public:
   Build(const RunSpec& o, const RunPlan& plan, const std::atomic<bool>& stop);
@@ -135,6 +148,8 @@ class Build {
   ReplaySummary& summary() { return sum_; }
   EventSource& source() { return *source_; }
   Connection& admin() { return *admin_; }
+  // How following learns of new commits (chosen at Prepare when the run follows).
+  const FollowChoice& follow_choice() const { return follow_choice_; }
   // The statements that hand the position back at the swap (hand_over.h).
   const std::vector<hand_over::Step>& hand_overs() const { return hand_overs_; }
   // The live tables the application may write during the rebuild, with their checksums.
@@ -168,6 +183,9 @@ class Build {
   void ContinueRuns(const std::set<std::string>& runs);
   void SayWhatResumes(size_t fresh_under_resume) const;
   Status StartReader(const GapSet& watched);
+  // With --follow: the follow source (ChooseFollowSource), refused before any work when
+  // --follow-source binlog cannot be had.
+  Status ChooseTheFollowSource(const std::vector<std::unique_ptr<Projector>>& projectors);
   Status StartRecorder();
 
   // The one call of RunGraph: over what the reader has queued (a gap check, then ids up to
@@ -196,6 +214,7 @@ class Build {
   // Per read model, the checkpoint of the live table it continues (FindTheLiveBuilds), or
   // nullopt: rebuilt beside and swapped in.
   std::vector<std::optional<Checkpoint>> continues_;
+  FollowChoice follow_choice_;
   std::set<std::string> rebuilt_said_;  // the read models a restarted follower rebuilds, said with why
   std::vector<uint64_t> prior_applied_, prior_failed_, prior_missed_;
   std::unique_ptr<Throttle> throttle_;

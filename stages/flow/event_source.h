@@ -75,6 +75,11 @@ class EventSource {
   // (stages/flow/batch.h), when there are any.
   virtual void QueueReconcile() = 0;
   virtual GapCounts gap_counts() const = 0;
+  // Whether `id` lies in a watched hole: not read yet by this source, and still awaited.
+  virtual bool Watching(EventId id) const = 0;
+  // A commit log (the binlog) says from now on when an id commits: holes are no longer
+  // given up by time or judged final by the fallback rule (stages/flow/gap_watch.h).
+  virtual void FollowCommitLog() = 0;
   // Reads from the primary from now on, after a bulk read from a replica (a no-op for a
   // source that has one place to read from). REQUIRES: no Next() under way.
   virtual Status MoveToPrimary() = 0;

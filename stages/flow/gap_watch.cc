@@ -28,6 +28,7 @@ bool GapWatch::FinalAgainst(const IdRange& hole, const std::optional<int64_t>& t
 }
 
 bool GapWatch::FallbackFinal(const IdRange& hole, const std::optional<int64_t>& time, const Head& known) const {
+  if (commit_log_) return false;
   if (!options_.by_time) return FarBelow(hole, known, settle_ids_);
   return AgedBy(time, known) && FarBelow(hole, known, kDefaultSettleIds);
 }
@@ -104,6 +105,12 @@ void GapWatch::MarkDue() {
     due_.Add({watched_.begin()->first, watched_.begin()->second.hi});
     Unwatch(watched_.begin());
   }
+}
+
+bool GapWatch::Watching(EventId id) const {
+  if (due_.Contains(id)) return true;
+  auto it = watched_.upper_bound(id);
+  return it != watched_.begin() && std::prev(it)->second.hi >= id;
 }
 
 void GapWatch::ExtendHead(const Head& head) {
@@ -229,7 +236,7 @@ std::vector<IdRange> GapWatch::Settle(std::optional<GapCheck> kind, const std::v
     watched_.clear();
     by_time_.clear();
     trailing_.clear();
-  } else if (kind == GapCheck::kFollow) {
+  } else if (kind == GapCheck::kFollow && !commit_log_) {
     const auto now = options_.now();
     const auto window = std::chrono::duration<double>(options_.settle_seconds);
     for (auto it = watched_.begin(); it != watched_.end();) {

@@ -90,6 +90,13 @@ class GapWatch {
 
   // Whether any hole is watched or due (a check has something to read).
   bool watching() const { return !watched_.empty() || !due_.empty(); }
+  // Whether `id` lies in a hole watched or due: not read yet, and still awaited.
+  bool Watching(EventId id) const;
+  // From now on a commit log (the server's binlog, stages/db/binlog.h) says when an id
+  // commits: a hole is final only by the server's proof or a final check, never by the
+  // fallback rule or by how long it was watched (the wall clock).
+  void FollowCommitLog() { commit_log_ = true; }
+  bool follows_commit_log() const { return commit_log_; }
   bool has_due() const { return !due_.empty(); }
   // The holes a re-read reads: the due ones, and for a check every watched one.
   std::vector<IdRange> ToRead(std::optional<GapCheck> kind) const;
@@ -150,6 +157,7 @@ class GapWatch {
   std::deque<std::pair<int64_t, EventId>> samples_;
   EventId final_below_ = kBeforeFirstId;
   bool proof_stalled_ = false;  // a transaction open longer than settle_seconds holds it
+  bool commit_log_ = false;      // FollowCommitLog(): no fallback rule, no giving up by time
   bool warned_stall_ = false;
   static constexpr size_t kMaxSamples = 4096;  // beyond, the newest is overwritten
   Head known_;                                     // the newest head read (committed when read)

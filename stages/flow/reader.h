@@ -173,6 +173,8 @@ class Reader final : public EventSource {
   // (see "Reconciliation"), when there are any.
   void QueueReconcile() override { reconcile_queued_ = true; }
   GapCounts gap_counts() const override;
+  bool Watching(EventId id) const override { return gaps_.Watching(id); }
+  void FollowCommitLog() override { gaps_.FollowCommitLog(); }
   // Where the server shows its open transactions (see "Gaps"): proves final the ids below
   // every head sampled before all of them began, and marks due the watched holes among
   // them, so that each is read once more and settled. Nothing happens without that view
