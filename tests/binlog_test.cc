@@ -340,8 +340,55 @@ TEST_P(BinlogFollowTest, RollbackRotationALostStreamStatementFormatAndEdits) {
   EXPECT_EQ(SortedRows(*c, kDepositsRows), SortedRows(*c, kDepositsBySql)) << follower.err();
   EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM deposits WHERE account = 'rolled'"), 0);
   EXPECT_EQ(Count(*c, "SELECT n FROM deposits WHERE account = 'statement'"), 1);
+  // The edit is kept in the checkpoint: status (text, JSON) and the metrics say it, and how
+  // the read model was followed.
+  const Outcome status = RunRewind({"status", "--models", models_}, Env(o));
+  EXPECT_NE(status.out.find("(followed by binlog) [needs rebuild: 1 event(s) edited]"), std::string::npos)
+      << status.out << status.err;
+  const Outcome json = RunRewind({"status", "--models", models_, "--format", "json"}, Env(o));
+  for (const char* want : {R"("follow_source": "binlog")", R"("edited_events": 1)", R"("needs_rebuild": true)"}) {
+    EXPECT_NE(json.out.find(want), std::string::npos) << want << json.out;
+  }
+  const Outcome metrics = RunRewind({"status", "--models", models_, "--format", "prometheus"}, Env(o));
+  EXPECT_NE(metrics.out.find("rewind_edited_events_total{"), std::string::npos) << metrics.out;
   const Outcome verify = RunRewind({"verify", "deposits", "--models", models_}, Env(o));
   EXPECT_EQ(verify.code, 0) << verify.err << verify.out;
+}
+
+// --follow-source binlog where the server writes no binlog is refused before any work, naming
+// the setting (the dry run lists it as a blocker); where the user lacks the grant, auto
+// follows by polling and says why.
+TEST_P(BinlogFollowTest, WhatTheBinlogLacksIsNamedAndAutoPolls) {
+  ConnectionOptions main = FreshDatabase("rewind_test_binlog_refused");
+  auto m = Connect(main);
+  ASSERT_TRUE(m && m->Execute("CREATE TABLE stored_events (id BIGINT UNSIGNED AUTO_INCREMENT PRIMARY KEY, "
+                              "eventClass VARCHAR(255) NOT NULL, payload JSON NOT NULL, createdAt DATETIME(6) NOT NULL)")
+                       .ok());
+  ASSERT_TRUE(m->Execute(Deposit("a", 1)).ok());
+  std::vector<std::string> args = FollowArgs(false);
+  const Outcome refused = RunRewind(args, Env(main));
+  EXPECT_NE(refused.code, 0);
+  EXPECT_NE(refused.err.find("--follow-source binlog: the binlog cannot be followed: the server writes no binary log "
+                             "(log_bin is OFF"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_EQ(Count(*m, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND "
+                      "TABLE_NAME LIKE 'deposits%'"),
+            0);
+  args.push_back("--dry-run");
+  const Outcome dry = RunRewind(args, Env(main));
+  EXPECT_NE(dry.out.find("a real run could NOT start"), std::string::npos) << dry.out;
+  EXPECT_NE(dry.out.find("log_bin is OFF"), std::string::npos) << dry.out;
+  // On the primary, a user without REPLICATION SLAVE: auto polls, and says why.
+  ConnectionOptions o = Fresh("rewind_test_binlog_no_grant");
+  auto c = Connect(o);
+  ASSERT_TRUE(c && c->Execute(Deposit("a", 1)).ok());
+  ConnectionOptions weak = UserWith(*c, o, "rewind_binlog_auto", "ALL");
+  std::vector<std::string> auto_args = {"replay", "deposits", "--models", models_, "--follow", "--dry-run"};
+  std::ofstream(models_) << kDepositsModel;
+  const Outcome polls = RunRewind(auto_args, Env(weak));
+  EXPECT_NE(polls.out.find("follow source: polling (this user lacks the REPLICATION SLAVE grant"), std::string::npos)
+      << polls.out << polls.err;
 }
 
 // By polling, the long transaction's deposit is lost across the kill (seen failing before the

@@ -149,6 +149,7 @@ struct Findings {
   bool id_times = false;  // judged by the times the ids carry (ULIDs, UUIDv7s)
   bool by_ids = false;  // else judged by ids alone
   std::string fallback_rule;
+  std::optional<FollowChoice> follow;  // --follow: how it would learn of new commits
   std::vector<std::string> blockers;
 };
 
@@ -368,6 +369,23 @@ Status JudgeFinality(Connection& c, const RunSpec& o, Findings& f) {
   return Status::Ok();
 }
 
+// With --follow: how the run would learn of new commits (ChooseFollowSource, as Prepare asks);
+// --follow-source binlog where the binlog cannot be had is a blocker.
+void JudgeFollowSource(Connection& c, const RunSpec& o, const std::vector<std::unique_ptr<ProjectorRunner>>& runners,
+                       Findings& f) {
+  if (!o.follow) return;
+  std::vector<std::string> in_order;
+  for (const auto& r : runners) {
+    if (r->projector().order_dependent() != nullptr) in_order.emplace_back(r->projector().name());
+  }
+  Result<FollowChoice> choice = ChooseFollowSource(c, o, in_order, f.proves);
+  if (choice.ok()) {
+    f.follow = *choice;
+  } else {
+    f.blockers.push_back(choice.status().message());
+  }
+}
+
 // The event a continued read model's live table continues after (null: none, or not continued).
 nlohmann::json ContinuesAfter(const LiveBuild& b, const IdForm& id) {
   if (!b.checkpoint || b.checkpoint->last_event_id == kBeforeFirstId) return nullptr;
@@ -410,6 +428,10 @@ void PrintJson(std::FILE* out, const Findings& f, const std::vector<std::unique_
   for (const auto& [table, rows] : f.watched) j["watched_tables"].push_back({{"table", table}, {"rows", rows}});
   j["finality"] = f.proves ? "server" : "fallback";
   if (!f.proves) j["fallback_rule"] = f.by_ids ? "ids" : "times and ids";
+  if (f.follow) {
+    j["follow_source"] = f.follow->binlog ? "binlog" : "poll";
+    j["follow_source_why"] = f.follow->why;
+  }
   fmt::print(out, "{}\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
@@ -465,6 +487,9 @@ void PrintText(std::FILE* out, const Findings& f, const std::vector<std::unique_
                                            : fmt::format("missing ids would be judged final {} (the server does not show its open "
                                     "transactions: grant PROCESS, or it is a Galera node or a replica)",
                                     f.fallback_rule));
+  if (f.follow) {
+    fmt::print(out, "follow source: {} ({})\n", f.follow->binlog ? "the server's binlog" : "polling", f.follow->why);
+  }
   if (f.blockers.empty()) {
     fmt::print(out, "a real run could start: every grant is there and no other run holds a lock\n");
   } else {
@@ -511,6 +536,7 @@ int DryRunCommand(const RunSpec& o, std::vector<std::unique_ptr<Projector>> proj
   CheckHandOversAndGrants(c, o, plan, runners, f);
   CheckSomethingMatches(c, o, plan, reads, runners, f);
   if (Status s = JudgeFinality(c, o, f); !s.ok()) return fail(s.message());
+  JudgeFollowSource(c, o, runners, f);
   if (o.json) {
     PrintJson(out, f, runners, plan.swap(), b.summary().id_form);
   } else {

@@ -159,6 +159,18 @@ void Build::SetStatus(CheckpointStatus status, uint64_t gaps_given_up) {
   }
 }
 
+void Build::SetFollowSource(const std::string& source) {
+  for (size_t i = 0; i < runners_.size(); ++i) {
+    (void)checkpoint_store::SetFollowSource(*admin_, names_[i], runners_[i]->target_table(), source);
+  }
+}
+
+void Build::AddEdited(uint64_t edited) {
+  for (size_t i = 0; i < runners_.size(); ++i) {
+    (void)checkpoint_store::AddEdited(*admin_, names_[i], runners_[i]->target_table(), edited);
+  }
+}
+
 void Build::DropScratch() {
   if (!locked_) return;
   Connection& c = *admin_;

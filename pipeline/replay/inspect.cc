@@ -116,8 +116,13 @@ std::string PrometheusText(const std::vector<checkpoint_store::StatusRow>& rows,
          "Events found after their hole was judged final that the read model could not take "
          "(order-dependent, already past them): it needs a rebuild.",
          [&](const Row& r, const Lag&) { return whole(r.missed_events); });
+  family("rewind_edited_events_total", "counter",
+         "Event-table rows the binlog showed updated or deleted while the read model followed "
+         "(events are immutable): it needs a rebuild.",
+         [&](const Row& r, const Lag&) { return whole(r.edited_events); });
   family("rewind_needs_rebuild", "gauge",
-         "1 when the read model missed an event (rewind_missed_events_total > 0): rebuild it.",
+         "1 when the read model missed an event or an event it followed was edited "
+         "(rewind_missed_events_total or rewind_edited_events_total > 0): rebuild it.",
          [&](const Row& r, const Lag&) { return whole(r.needs_rebuild() ? 1 : 0); });
   family("rewind_last_run_events_per_second", "gauge",
          "Events per second of the last completed run.",
@@ -203,7 +208,9 @@ struct Declarations {
   std::string State(const checkpoint_store::StatusRow& r) const {
     std::string s = r.table == r.live_table ? r.status : r.status + " (" + r.table + ")";
     if (Of(r) == "older") s += " [older declaration]";
-    if (r.needs_rebuild()) s += fmt::format(" [needs rebuild: {} missed]", r.missed_events);
+    if (!r.follow_source.empty()) s += " (followed by " + r.follow_source + ")";
+    if (r.missed_events > 0) s += fmt::format(" [needs rebuild: {} missed]", r.missed_events);
+    if (r.edited_events > 0) s += fmt::format(" [needs rebuild: {} event(s) edited]", r.edited_events);
     return s;
   }
 };
@@ -301,6 +308,8 @@ void StatusJson(const std::vector<checkpoint_store::StatusRow>& rows, EventId he
          {"reconciled_events", r.reconciled_events},
          {"missed_events", r.missed_events},
          {"needs_rebuild", r.needs_rebuild()},
+         {"follow_source", r.follow_source},
+         {"edited_events", r.edited_events},
          {"events_applied", r.events_applied},
          {"rewind_version",
           r.rewind_version ? nlohmann::json(*r.rewind_version) : nlohmann::json(nullptr)},

@@ -133,6 +133,10 @@ class Build {
   void BecomeLive(CheckpointStatus status);
   // Sets the status of every read model's checkpoint (the table it writes now).
   void SetStatus(CheckpointStatus status, uint64_t gaps_given_up);
+  // Following: every read model's checkpoint records how it is followed ("binlog" | "poll"),
+  // and the event-table rows the binlog showed edited (it needs a rebuild then).
+  void SetFollowSource(const std::string& source);
+  void AddEdited(uint64_t edited);
   // Drops the scratch tables (and their checkpoints), if this run took the locks.
   void DropScratch();
 

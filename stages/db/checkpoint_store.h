@@ -36,6 +36,10 @@
 //                       (InnoDB's TABLE_ID, which a RENAME keeps and a new table never has),
 //                       so that ownership follows the table, not its name: a table put in its
 //                       place (an application's table restored by RENAME) is not rewind's.
+//   Layout 11 adds rewind_checkpoints.follow_source: how a follower learns of new commits
+//                       ("binlog" | "poll"; '' for a row no follower wrote), and edited_events:
+//                       the event-table rows the binlog showed updated or deleted while it
+//                       followed (events are immutable: the read model needs a rebuild).
 //   Layout 8 adds rewind_checkpoints.reconciled_events and missed_events: events found by a
 //                       follow's reconciliation in holes judged final, applied or (an
 //                       order-dependent read model past them) missed: it needs a rebuild.
@@ -71,7 +75,7 @@
 
 namespace rw {
 
-inline constexpr int kSchemaVersion = 10;
+inline constexpr int kSchemaVersion = 11;
 inline constexpr const char* kSchemaTable = "rewind_schema";
 inline constexpr const char* kCheckpointTable = "rewind_checkpoints";
 inline constexpr const char* kFailureTable = "rewind_failures";
@@ -190,6 +194,11 @@ Status BecomeLive(Connection& c, const std::string& projector, const std::string
 Status SetStatus(Connection& c, const std::string& projector, const std::string& target_table,
                  CheckpointStatus status, uint64_t gaps_given_up);
 Status Delete(Connection& c, const std::string& projector, const std::string& target_table);
+// Following: how the row's follower learns of new commits ("binlog" | "poll").
+Status SetFollowSource(Connection& c, const std::string& projector, const std::string& target_table,
+                       const std::string& source);
+// Following by the binlog: `edited` more event-table rows were updated or deleted.
+Status AddEdited(Connection& c, const std::string& projector, const std::string& target_table, uint64_t edited);
 // Rows whose target table ends with `suffix` (left behind by a killed run).
 Result<std::vector<Checkpoint>> WithTargetSuffix(Connection& c, const std::string& suffix);
 // Rows of builds beside `live_table` (its segments' among them), by target table.
@@ -299,7 +308,11 @@ struct StatusRow {
   // and missed (the read model needs a rebuild when any was).
   uint64_t reconciled_events = 0;
   uint64_t missed_events = 0;
-  bool needs_rebuild() const { return missed_events > 0; }
+  // Layout 11: how it was followed last ("" when never), and the event-table rows the binlog
+  // showed edited meanwhile (it needs a rebuild when any was).
+  std::string follow_source;
+  uint64_t edited_events = 0;
+  bool needs_rebuild() const { return missed_events > 0 || edited_events > 0; }
   std::string source;         // the event source's fingerprint
   uint64_t events_applied = 0;
   // The rewind that built it; none on a layout before 5 or a row an older rewind wrote.

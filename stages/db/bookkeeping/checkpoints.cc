@@ -137,6 +137,18 @@ Status SetStatus(Connection& c, const std::string& projector, const std::string&
       c.Quote(CheckpointStatusText(status)), given_up, c.Quote(projector), c.Quote(target)));
 }
 
+Status SetFollowSource(Connection& c, const std::string& projector, const std::string& target,
+                       const std::string& source) {
+  return c.Execute(fmt::format("UPDATE rewind_checkpoints SET follow_source = {} WHERE projector = {} AND target_table = {}",
+                               c.Quote(source), c.Quote(projector), c.Quote(target)));
+}
+
+Status AddEdited(Connection& c, const std::string& projector, const std::string& target, uint64_t edited) {
+  return c.Execute(fmt::format(
+      "UPDATE rewind_checkpoints SET edited_events = edited_events + {} WHERE projector = {} AND target_table = {}",
+      edited, c.Quote(projector), c.Quote(target)));
+}
+
 Status Delete(Connection& c, const std::string& projector, const std::string& target) {
   return c.Execute(fmt::format(
       "DELETE FROM rewind_checkpoints WHERE projector = {} AND target_table = {}",
@@ -175,18 +187,20 @@ Result<std::vector<StatusRow>> StatusRows(Connection& c, EventId head, int layou
       "k.projector)), k.run_id, "
       "COALESCE(k.finished_at, k.updated_at), ROUND(k.seconds, 2), ROUND(k.events_per_second), "
       "k.late_events, k.gaps_given_up, IF(k.gaps = '', 0, 1 + LENGTH(k.gaps) - "
-      "LENGTH(REPLACE(k.gaps, ',', ''))), k.source, k.events_applied, {version}, {reconciled} "
+      "LENGTH(REPLACE(k.gaps, ',', ''))), k.source, k.events_applied, {version}, {reconciled}, {follow} "
       "FROM rewind_checkpoints k ORDER BY k.projector, k.target_table",
       fmt::arg("head", head_text),
       fmt::arg("version", layout >= 5 ? "NULLIF(k.rewind_version, '')" : "NULL"),
-      fmt::arg("reconciled", layout >= 8 ? "k.reconciled_events, k.missed_events" : "0, 0")));
+      fmt::arg("reconciled", layout >= 8 ? "k.reconciled_events, k.missed_events" : "0, 0"),
+      fmt::arg("follow", layout >= 11 ? "k.follow_source, k.edited_events" : "'', 0")));
   if (!r.ok()) return r.status();
   // The columns above, named for messages.
   static constexpr const char* kColumns[] = {
       "projector",      "target_table",  "live_table",    "status",      "last_event_id",
       "behind",         "failures",      "run_id",        "last run at", "seconds",
       "events/s",       "late_events",   "gaps_given_up", "gaps",        "source",
-      "events_applied", "rewind_version", "reconciled_events", "missed_events"};
+      "events_applied", "rewind_version", "reconciled_events", "missed_events", "follow_source",
+      "edited_events"};
   std::vector<StatusRow> out;
   out.reserve(r->rows.size());
   for (const auto& row : r->rows) {
@@ -231,6 +245,8 @@ Result<std::vector<StatusRow>> StatusRows(Connection& c, EventId head, int layou
                          .gaps_watched = count(13),
                          .reconciled_events = count(17),
                          .missed_events = count(18),
+                         .follow_source = text(19),
+                         .edited_events = count(20),
                          .source = text(14),
                          .events_applied = count(15),
                          .rewind_version = row[16]};

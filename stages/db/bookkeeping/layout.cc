@@ -32,6 +32,8 @@ const char* const kCheckpointsDdl =
     "reconciled_events BIGINT UNSIGNED NOT NULL DEFAULT 0, "
     "missed_events BIGINT UNSIGNED NOT NULL DEFAULT 0, "
     "read_mark VARCHAR(64) NOT NULL DEFAULT '', "
+    "follow_source VARCHAR(16) NOT NULL DEFAULT '', "
+    "edited_events BIGINT UNSIGNED NOT NULL DEFAULT 0, "
     "started_at DATETIME(6) NULL, updated_at DATETIME(6) NULL, "
     "finished_at DATETIME(6) NULL, seconds DOUBLE NULL, events_per_second DOUBLE NULL, "
     "PRIMARY KEY (projector, target_table)"
@@ -153,6 +155,13 @@ const char* const kWidenIds[] = {
     "ADD COLUMN IF NOT EXISTS event_key VARCHAR(40) NULL AFTER event_id",
 };
 
+// Layout 11: how a follower learns of new commits, and the event-table rows it saw edited
+// (IF NOT EXISTS: a fresh layout has them).
+const char* const kAddFollowSource =
+    "ALTER TABLE rewind_checkpoints "
+    "ADD COLUMN IF NOT EXISTS follow_source VARCHAR(16) NOT NULL DEFAULT '' AFTER read_mark, "
+    "ADD COLUMN IF NOT EXISTS edited_events BIGINT UNSIGNED NOT NULL DEFAULT 0 AFTER follow_source";
+
 }  // namespace
 
 bool IsBookkeepingTable(std::string_view table) {
@@ -255,6 +264,10 @@ Status Ensure(Connection& c) {
         if (s = c.Execute(sql); !s.ok()) break;
       }
       if (!s.ok()) s = s.With("widening the ids in the bookkeeping to ULIDs' and UUIDs'");
+    }
+    if (s.ok() && *version < 11) {  // layouts 1 to 10 followed by polling alone
+      s = c.Execute(kAddFollowSource);
+      if (!s.ok()) s = s.With("adding the follow source and the edited events to the checkpoints");
     }
     if (s.ok()) {
       s = c.Execute(fmt::format("REPLACE INTO rewind_schema VALUES (1, {}, NOW(6))", kSchemaVersion));
