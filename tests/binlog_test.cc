@@ -207,6 +207,20 @@ TEST_F(BinlogTest, CheckBinlogNamesWhatIsMissing) {
   ASSERT_TRUE(no_grant.ok());
   EXPECT_FALSE(no_grant->usable);
   EXPECT_NE(no_grant->why.find("REPLICATION SLAVE"), std::string::npos) << no_grant->why;
+  {  // a statement-format binlog, then partial row images: each named
+    GlobalsRestored restore(*c, {"binlog_format", "binlog_row_image"});
+    ASSERT_TRUE(c->Execute("SET GLOBAL binlog_format = 'STATEMENT'").ok());
+    auto s = Connect(o);
+    Result<BinlogAccess> statement = CheckBinlog(*s, "stored_events", "id");
+    ASSERT_TRUE(statement.ok());
+    EXPECT_FALSE(statement->usable);
+    EXPECT_NE(statement->why.find("binlog_format is STATEMENT, not ROW"), std::string::npos) << statement->why;
+    ASSERT_TRUE(c->Execute("SET GLOBAL binlog_format = 'ROW'").ok());
+    ASSERT_TRUE(c->Execute("SET GLOBAL binlog_row_image = 'MINIMAL'").ok());
+    Result<BinlogAccess> minimal = CheckBinlog(*s, "stored_events", "id");
+    ASSERT_TRUE(minimal.ok());
+    EXPECT_NE(minimal->why.find("binlog_row_image is MINIMAL, not FULL"), std::string::npos) << minimal->why;
+  }
   ConnectionOptions main = ServerOptions();
   auto m = Connect(main);
   ASSERT_TRUE(m);
@@ -353,6 +367,46 @@ TEST_P(BinlogFollowTest, RollbackRotationALostStreamStatementFormatAndEdits) {
   EXPECT_NE(metrics.out.find("rewind_edited_events_total{"), std::string::npos) << metrics.out;
   const Outcome verify = RunRewind({"verify", "deposits", "--models", models_}, Env(o));
   EXPECT_EQ(verify.code, 0) << verify.err << verify.out;
+}
+
+// The primary restarts while rewind follows its binlog: the follower reconnects, reads the
+// table again and follows on from the server's position after the restart; what was appended
+// before, during (refused) and after counts once.
+TEST_P(BinlogFollowTest, AServerRestartWhileFollowing) {
+  ConnectionOptions o = Fresh("rewind_test_binlog_restart");
+  {
+    auto c = Connect(o);
+    ASSERT_TRUE(c);
+    for (int i = 0; i < 40; ++i) ASSERT_TRUE(c->Execute(Deposit(fmt::format("a{}", i % 4), i)).ok());
+  }
+  Subprocess follower(Rewind(FollowArgs(false)), Env(o));
+  {
+    auto c = Connect(o);
+    ASSERT_TRUE(c && CaughtUp(*c)) << follower.err();
+    ASSERT_TRUE(c->Execute(Deposit("before", 1)).ok());
+    ASSERT_TRUE(CaughtUp(*c)) << follower.err();
+  }
+  const std::string pid_file = o.socket.substr(0, o.socket.rfind('/')) + "/mysqld.pid";
+  const pid_t server = static_cast<pid_t>(std::stol(ReadFile(pid_file)));
+  ASSERT_EQ(kill(server, SIGTERM), 0);
+  for (int i = 0; i < 600 && kill(server, 0) == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // waits for the server's exit
+  }
+  ASSERT_NE(kill(server, 0), 0) << "the primary did not stop";
+  Subprocess start({std::string(REWIND_SOURCE_DIR) + "/scripts/db", "pair", "start"}, {});
+  ASSERT_EQ(start.Wait(), 0) << start.err();
+  auto c = Connect(o);
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(c->Execute(Deposit("after", 2)).ok());
+  ASSERT_TRUE(c->Execute(Deposit("after", 3)).ok());
+  if (!CaughtUp(*c)) {
+    follower.Signal(SIGTERM);
+    follower.Wait();
+    FAIL() << "not caught up after the restart: " << follower.err();
+  }
+  follower.Signal(SIGTERM);
+  EXPECT_EQ(follower.Wait(), 128 + SIGTERM) << follower.err();
+  EXPECT_EQ(SortedRows(*c, kDepositsRows), SortedRows(*c, kDepositsBySql)) << follower.err();
 }
 
 // --follow-source binlog where the server writes no binlog is refused before any work, naming

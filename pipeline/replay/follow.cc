@@ -34,6 +34,7 @@
 
 #include "stages/control/sleep.h"
 #include "stages/db/binlog.h"
+#include "stages/db/retry.h"
 #include "stages/flow/reader.h"
 
 namespace rw {
@@ -195,7 +196,13 @@ Status FollowTheBinlog(Build& b) {
   auto last_pass = std::chrono::steady_clock::now();
   while (!b.stopping()) {
     if (!feed) {
+      // A server restarting may go away between the steps: they are taken again, with backoff.
       Result<std::unique_ptr<CommitFeed>> started = StartFeed(b);
+      for (int retry = 1; !started.ok() && started.status().code() == Status::Code::kConnection && retry <= 10 &&
+                          SleepUnlessStopped(BackoffDelay(retry), &b.stop_flag());
+           ++retry) {
+        started = StartFeed(b);
+      }
       if (!started.ok()) return started.status().With("following the binlog");
       feed = std::move(*started);
     }

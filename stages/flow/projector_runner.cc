@@ -10,6 +10,7 @@
 
 #include "base/civil_time.h"
 #include "stages/db/checkpoint_store.h"
+#include "stages/db/retry.h"
 #include "stages/control/console.h"
 
 namespace rw {
@@ -82,16 +83,20 @@ Status ProjectorRunner::LoadCommitted(const EventRecords& view) {
   std::vector<std::string_view> row(width);
   std::string why;
   for (const std::string& sql : select.Take()) {
-    Status s = connection_->Stream(sql, [&](char** v, unsigned long* len) {
-      if (!why.empty()) return;
-      for (size_t i = 0; i < width; ++i) {
-        if (v[i] == nullptr) {
-          why = "a NULL";
-          return;
+    // A lost connection (a server restart) reads again: loading a committed row sets its
+    // values, so a row read twice is loaded once.
+    Status s = RetryOnConnectionLoss(*connection_, [&] {
+      return connection_->Stream(sql, [&](char** v, unsigned long* len) {
+        if (!why.empty()) return;
+        for (size_t i = 0; i < width; ++i) {
+          if (v[i] == nullptr) {
+            why = "a NULL";
+            return;
+          }
+          row[i] = std::string_view(v[i], len[i]);
         }
-        row[i] = std::string_view(v[i], len[i]);
-      }
-      why = keeps->LoadCommitted(row);
+        why = keeps->LoadCommitted(row);
+      });
     });
     if (!s.ok()) {
       return s.With(fmt::format("projector {}: reading committed values back from {}", projector_->name(),
