@@ -365,6 +365,9 @@ TEST_P(BinlogFollowTest, RollbackRotationALostStreamStatementFormatAndEdits) {
   }
   const Outcome metrics = RunRewind({"status", "--models", models_, "--format", "prometheus"}, Env(o));
   EXPECT_NE(metrics.out.find("rewind_edited_events_total{"), std::string::npos) << metrics.out;
+  EXPECT_NE(metrics.out.find("rewind_follows_binlog{read_model=\"deposits\",table=\"deposits\"} 1"),
+            std::string::npos)
+      << metrics.out;
   const Outcome verify = RunRewind({"verify", "deposits", "--models", models_}, Env(o));
   EXPECT_EQ(verify.code, 0) << verify.err << verify.out;
 }

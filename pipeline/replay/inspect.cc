@@ -116,6 +116,12 @@ std::string PrometheusText(const std::vector<checkpoint_store::StatusRow>& rows,
          "Events found after their hole was judged final that the read model could not take "
          "(order-dependent, already past them): it needs a rebuild.",
          [&](const Row& r, const Lag&) { return whole(r.missed_events); });
+  family("rewind_follows_binlog", "gauge",
+         "1 when the read model was last followed by the server's binlog, 0 by polling the event "
+         "table (rewind status says why); absent when it was never followed.",
+         [](const Row& r, const Lag&) {
+           return r.follow_source.empty() ? std::nullopt : std::optional<double>(r.follow_source == "binlog");
+         });
   family("rewind_edited_events_total", "counter",
          "Event-table rows the binlog showed updated or deleted while the read model followed "
          "(events are immutable): it needs a rebuild.",
