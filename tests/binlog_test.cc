@@ -252,11 +252,14 @@ std::string Deposit(const std::string& account, int amount, const std::string& s
 
 class BinlogFollowTest : public BinlogTest, public ::testing::WithParamInterface<std::string> {
  protected:
-  // rewind replay deposits --follow on `o`, by the test's follow source.
-  std::vector<std::string> FollowArgs(bool resume) {
+  // rewind replay deposits --follow on `o`, by the test's follow source. By the binlog the
+  // table is looked at every `poll` seconds as well (the net under the binlog): an hour by
+  // default, so that what the test sees comes through the binlog.
+  std::vector<std::string> FollowArgs(bool resume, const std::string& poll = "3600") {
     std::ofstream(models_) << kDepositsModel;
-    std::vector<std::string> args = {"replay", "deposits", "--models", models_, "--follow", "--poll", "0.05",
-                                     "--settle", "1", "--follow-source", GetParam()};
+    std::vector<std::string> args = {"replay", "deposits", "--models", models_, "--follow", "--poll",
+                                     GetParam() == "binlog" ? poll : "0.05", "--settle", "1", "--follow-source",
+                                     GetParam()};
     if (resume) args.push_back("--resume");
     return args;
   }
@@ -314,7 +317,8 @@ TEST_P(BinlogFollowTest, ALongTransactionCommittedAcrossAKillNineIsAppliedOnce) 
 }
 
 // What the binlog follower meets besides: a rolled-back insert (its hole proven final by the
-// server, never applied), a rotation (FLUSH BINARY LOGS), its dump connection killed (it
+// server when the follower looks at the table, every --poll seconds, never applied), a session
+// writing without the binlog (sql_log_bin=0: read when the follower looks), a rotation (FLUSH BINARY LOGS), its dump connection killed (it
 // reads the table again and follows on), a session writing in statement format (no ids in the
 // binlog: the table is read again), and events edited in place (counted and said). Each
 // deposit once: the read model equals SQL GROUP BY, and verify says identical.
@@ -324,7 +328,7 @@ TEST_P(BinlogFollowTest, RollbackRotationALostStreamStatementFormatAndEdits) {
   ASSERT_TRUE(c && app);
   for (int i = 0; i < 50; ++i) ASSERT_TRUE(c->Execute(Deposit(fmt::format("a{}", i % 5), i)).ok());
   ASSERT_TRUE(c->Execute("INSERT INTO stored_events (eventClass, payload, createdAt) VALUES ('Other', '{}', NOW(6))").ok());
-  Subprocess follower(Rewind(FollowArgs(false)), Env(o));
+  Subprocess follower(Rewind(FollowArgs(false, "0.5")), Env(o));
   ASSERT_TRUE(CaughtUp(*c)) << follower.err();
   ASSERT_TRUE(app->Execute("START TRANSACTION").ok());
   ASSERT_TRUE(app->Execute(Deposit("rolled", 1000)).ok());
@@ -343,6 +347,10 @@ TEST_P(BinlogFollowTest, RollbackRotationALostStreamStatementFormatAndEdits) {
   ASSERT_TRUE(c->Execute(Deposit("a3", 7)).ok());
   ASSERT_TRUE(follower.WaitFor("reading the table again", 60)) << follower.err();
   ASSERT_TRUE(CaughtUp(*c)) << follower.err();
+  auto unlogged = Connect(o);
+  ASSERT_TRUE(unlogged && unlogged->Execute("SET SESSION sql_log_bin = 0").ok());
+  ASSERT_TRUE(unlogged->Execute(Deposit("unlogged", 9)).ok());
+  ASSERT_TRUE(CaughtUp(*c)) << follower.err();
   ASSERT_TRUE(app->Execute("SET SESSION binlog_format = 'STATEMENT'").ok());
   ASSERT_TRUE(app->Execute(Deposit("statement", 8)).ok());
   ASSERT_TRUE(CaughtUp(*c)) << follower.err();
@@ -354,6 +362,7 @@ TEST_P(BinlogFollowTest, RollbackRotationALostStreamStatementFormatAndEdits) {
   EXPECT_EQ(SortedRows(*c, kDepositsRows), SortedRows(*c, kDepositsBySql)) << follower.err();
   EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM deposits WHERE account = 'rolled'"), 0);
   EXPECT_EQ(Count(*c, "SELECT n FROM deposits WHERE account = 'statement'"), 1);
+  EXPECT_EQ(Count(*c, "SELECT n FROM deposits WHERE account = 'unlogged'"), 1);
   // The edit is kept in the checkpoint: status (text, JSON) and the metrics say it, and how
   // the read model was followed.
   const Outcome status = RunRewind({"status", "--models", models_}, Env(o));

@@ -185,41 +185,68 @@ void SayEdits(Build& b, uint64_t edited) {
 // tripled the server's (a graph, and a transaction per read model, per pass): perf/follow_latency.
 constexpr auto kGather = std::chrono::milliseconds(50);
 
-Status FollowTheBinlog(Build& b) {
-  const RunSpec& o = b.options();
-  ReplaySummary& sum = b.summary();
-  EventSource& source = b.source();
-  const bool quiet = o.progress == ProgressMode::kQuiet;
-  source.FollowCommitLog();
-  std::unique_ptr<CommitFeed> feed;
-  std::set<EventId> awaited;  // committed (the binlog says), not read by a pass yet
-  auto last_pass = std::chrono::steady_clock::now();
-  while (!b.stopping()) {
-    if (!feed) {
-      // A server restarting may go away between the steps: they are taken again, with backoff.
-      Result<std::unique_ptr<CommitFeed>> started = StartFeed(b);
-      for (int retry = 1; !started.ok() && started.status().code() == Status::Code::kConnection && retry <= 10 &&
-                          SleepUnlessStopped(BackoffDelay(retry), &b.stop_flag());
-           ++retry) {
-        started = StartFeed(b);
+// The follower by the binlog: commits announced by the feed are applied in passes at most
+// every kGather; every --poll seconds it also looks at the table as polling does (its head,
+// its watched holes, the server's proof): a net for what the binlog does not show (a session
+// with sql_log_bin=0), and what settles a rolled-back insert's hole.
+class BinlogFollower {
+ public:
+  explicit BinlogFollower(Build& b)
+      : b_(b), source_(b.source()), poll_(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(b.options().poll_seconds))) {}
+
+  Status Run() {
+    source_.FollowCommitLog();
+    while (!b_.stopping()) {
+      if (!feed_) {
+        if (Status s = Start(); !s.ok()) return s.With("following the binlog");
       }
-      if (!started.ok()) return started.status().With("following the binlog");
-      feed = std::move(*started);
+      // Commits are applied at most every kGather: those that come meanwhile share a pass.
+      if (const auto next = last_pass_ + kGather; !awaited_.empty() && Clock::now() < next) {
+        (void)SleepUnlessStopped(next - Clock::now(), &b_.stop_flag());
+      }
+      Result<bool> took = Take();
+      if (!took.ok()) return took.status();
+      if (!*took) continue;  // the feed starts again
+      if (Clock::now() - last_look_ >= poll_) {
+        last_look_ = Clock::now();
+        if (Status s = Pass(/*look=*/true); !s.ok()) return s;
+      } else if (!awaited_.empty() && Clock::now() >= last_pass_ + kGather) {
+        if (Status s = Pass(/*look=*/false); !s.ok()) return s;
+      }
     }
-    // Commits are applied at most every kGather: those that come meanwhile share a pass.
-    if (const auto next = last_pass + kGather; !awaited.empty() && std::chrono::steady_clock::now() < next) {
-      (void)SleepUnlessStopped(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                   next - std::chrono::steady_clock::now()),
-                               &b.stop_flag());
+    return Status::Ok();
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  // (Re)starts the feed. A server restarting may go away between its steps: they are taken
+  // again, with backoff.
+  Status Start() {
+    Result<std::unique_ptr<CommitFeed>> started = StartFeed(b_);
+    for (int retry = 1; !started.ok() && started.status().code() == Status::Code::kConnection && retry <= 10 &&
+                        SleepUnlessStopped(BackoffDelay(retry), &b_.stop_flag());
+         ++retry) {
+      started = StartFeed(b_);
     }
+    if (!started.ok()) return started.status();
+    feed_ = std::move(*started);
+    last_look_ = Clock::now();
+    return Status::Ok();
+  }
+
+  // Takes the commits the feed has (waiting a little when nothing is awaited): the ids no page
+  // read are awaited, the edits said. False when the feed must start again (lost, or a
+  // statement-format change of the table, whose ids are not known).
+  Result<bool> Take() {
     std::vector<Committed> commits;
-    const auto wait = std::chrono::milliseconds(awaited.empty() ? 200 : 0);
-    if (Status s = feed->Take(wait, commits); !s.ok()) {
+    const auto wait = std::chrono::milliseconds(awaited_.empty() ? 200 : 0);
+    if (Status s = feed_->Take(wait, commits); !s.ok()) {
       if (s.code() != Status::Code::kConnection) return s;
       fmt::print(stderr, "rewind: {}; reading the table again, then the binlog from the server's position now\n",
                  s.message());
-      feed.reset();
-      continue;
+      feed_.reset();
+      return false;
     }
     bool reread = false;
     uint64_t edited = 0;
@@ -227,46 +254,49 @@ Status FollowTheBinlog(Build& b) {
       reread |= c.unreadable;
       edited += c.edited;
       for (EventId id : c.inserted) {
-        if (id > source.head() || source.Watching(id)) awaited.insert(id);
+        if (id > source_.head() || source_.Watching(id)) awaited_.insert(id);
       }
     }
-    SayEdits(b, edited);
-    if (reread) {  // a statement-format change: its ids are not known; the table is read again
-      feed.reset();
-      continue;
-    }
-    // Nothing committed: the holes still watched are judged by the server's proof now and then
-    // (a rolled-back insert's hole is final once no transaction that could hold it is open).
-    if (awaited.empty() && source.gap_counts().watched > 0 && source.gap_counts().proves_with_server) {
-      Result<Head> now = source.ReadHead();
-      if (!now.ok()) return now.status();
-      if (Status s = b.ReadOn(*now, Proof::kOpenTransactions, std::nullopt); !s.ok()) return s;
-      continue;
-    }
-    if (awaited.empty() || std::chrono::steady_clock::now() < last_pass + kGather) continue;
-    Result<Head> now = source.ReadHead();
+    SayEdits(b_, edited);
+    if (reread) feed_.reset();
+    return !reread;
+  }
+
+  // A pass to the head read now: the awaited commits, and with `look` the watched holes read
+  // again (a look reads on even when the binlog announced nothing).
+  Status Pass(bool look) {
+    Result<Head> now = source_.ReadHead();
     if (!now.ok()) return now.status();
-    const GapCounts was = source.gap_counts();
+    ReplaySummary& sum = b_.summary();
+    const GapCounts was = source_.gap_counts();
     const uint64_t before = sum.events_read;
-    const EventId from = source.head();
-    const bool late = *awaited.begin() <= source.head();
-    last_pass = std::chrono::steady_clock::now();
-    if (Status s = b.ReadOn(*now, Proof::kOpenTransactions, late ? std::optional(GapCheck::kRecheck) : std::nullopt);
+    const EventId from = source_.head();
+    const bool recheck = was.watched > 0 && (look || *awaited_.begin() <= source_.head());
+    last_pass_ = Clock::now();
+    if (Status s = b_.ReadOn(*now, Proof::kOpenTransactions, recheck ? std::optional(GapCheck::kRecheck) : std::nullopt);
         !s.ok()) {
       return s;
     }
     // Read by a page now (at or below where the source read, in no hole): applied. The rest
     // committed but is not visible yet (the binlog is written before the engine's commit).
-    std::erase_if(awaited, [&](EventId id) { return id <= source.position() && !source.Watching(id); });
-    if (!quiet && sum.events_read > before) {
+    std::erase_if(awaited_, [&](EventId id) { return id <= source_.position() && !source_.Watching(id); });
+    const RunSpec& o = b_.options();
+    if (o.progress != ProgressMode::kQuiet && sum.events_read > before) {
       fmt::print(stderr, "rewind: followed events after {} up to {} ({} new, {} late)\n",
-                 IdShown(o.events.id_form, from), IdShown(o.events.id_form, source.head()), sum.events_read - before,
-                 source.gap_counts().late_events - was.late_events);
+                 IdShown(o.events.id_form, from), IdShown(o.events.id_form, source_.head()), sum.events_read - before,
+                 source_.gap_counts().late_events - was.late_events);
     }
-    sum.head_id = source.head();
+    sum.head_id = source_.head();
+    return Status::Ok();
   }
-  return Status::Ok();
-}
+
+  Build& b_;
+  EventSource& source_;
+  const Clock::duration poll_;
+  std::unique_ptr<CommitFeed> feed_;
+  std::set<EventId> awaited_;  // committed (the binlog says), not read by a pass yet
+  Clock::time_point last_pass_ = Clock::now(), last_look_ = Clock::now();
+};
 
 }  // namespace
 
@@ -309,7 +339,7 @@ Status Follow(Build& b) {
     fmt::print(stderr, "rewind: following new events after id {} by {} ({}) (Ctrl-C to stop)\n",
                IdShown(o.events.id_form, sum.head_id), choice.binlog ? "the server's binlog" : "polling", choice.why);
   }
-  Status s = choice.binlog ? FollowTheBinlog(b) : FollowByPolling(b);
+  Status s = choice.binlog ? BinlogFollower(b).Run() : FollowByPolling(b);
   if (!s.ok()) return s;
   b.SetStatus(CheckpointStatus::kLive, 0);
   // Stopped: a clean end (everything applied is committed to the live tables), which the
