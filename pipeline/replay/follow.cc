@@ -15,8 +15,10 @@
 //    restart: a follower started again keeps its checkpoints' holes, reads the table to the
 //    head, then the binlog from the position it read before that, so a purged log never
 //    leaves a gap. A lost stream (a server restart, a statement-format change of the table)
-//    does the same again. Updates and deletes of the event table's rows (events are
-//    immutable) are counted and said: the read models that read them need a rebuild.
+//    does the same again. Every --poll seconds it also looks at the table as polling does:
+//    the net for writes the binlog does not show (sql_log_bin=0). Updates and deletes of the
+//    event table's rows (events are immutable) are counted, said, and kept in every followed
+//    read model's checkpoint: it needs a rebuild (rewind status).
 //  - Polling (today's road where the binlog cannot be read): looks for new events every
 //    --poll seconds; a hole is final by the server's proof or the fallback rule, given up
 //    once watched --settle seconds, with the reconciliation as a net.
@@ -28,8 +30,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <mutex>
-#include <set>
 #include <thread>
 
 #include "stages/control/sleep.h"
@@ -192,7 +194,9 @@ constexpr auto kGather = std::chrono::milliseconds(50);
 class BinlogFollower {
  public:
   explicit BinlogFollower(Build& b)
-      : b_(b), source_(b.source()), poll_(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(b.options().poll_seconds))) {}
+      : b_(b),
+        source_(b.source()),
+        poll_(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(b.options().poll_seconds))) {}
 
   Status Run() {
     source_.FollowCommitLog();
@@ -254,7 +258,7 @@ class BinlogFollower {
       reread |= c.unreadable;
       edited += c.edited;
       for (EventId id : c.inserted) {
-        if (id > source_.head() || source_.Watching(id)) awaited_.insert(id);
+        if (id > source_.head() || source_.Watching(id)) awaited_.emplace(id, Clock::now());
       }
     }
     SayEdits(b_, edited);
@@ -271,15 +275,19 @@ class BinlogFollower {
     const GapCounts was = source_.gap_counts();
     const uint64_t before = sum.events_read;
     const EventId from = source_.head();
-    const bool recheck = was.watched > 0 && (look || *awaited_.begin() <= source_.head());
+    const bool recheck = was.watched > 0 && (look || awaited_.begin()->first <= source_.head());
     last_pass_ = Clock::now();
     if (Status s = b_.ReadOn(*now, Proof::kOpenTransactions, recheck ? std::optional(GapCheck::kRecheck) : std::nullopt);
         !s.ok()) {
       return s;
     }
     // Read by a page now (at or below where the source read, in no hole): applied. The rest
-    // committed but is not visible yet (the binlog is written before the engine's commit).
-    std::erase_if(awaited_, [&](EventId id) { return id <= source_.position() && !source_.Watching(id); });
+    // committed but is not visible yet (the binlog is written before the engine's commit), or
+    // was deleted since: awaited at most kAwaitAtMost, then left to the looks (its hole stays
+    // watched until found or proven final).
+    std::erase_if(awaited_, [&](const auto& a) {
+      return (a.first <= source_.position() && !source_.Watching(a.first)) || last_pass_ - a.second > kAwaitAtMost;
+    });
     const RunSpec& o = b_.options();
     if (o.progress != ProgressMode::kQuiet && sum.events_read > before) {
       fmt::print(stderr, "rewind: followed events after {} up to {} ({} new, {} late)\n",
@@ -294,7 +302,9 @@ class BinlogFollower {
   EventSource& source_;
   const Clock::duration poll_;
   std::unique_ptr<CommitFeed> feed_;
-  std::set<EventId> awaited_;  // committed (the binlog says), not read by a pass yet
+  // Committed (the binlog says), not read by a pass yet: since when.
+  std::map<EventId, Clock::time_point> awaited_;
+  static constexpr auto kAwaitAtMost = std::chrono::seconds(10);
   Clock::time_point last_pass_ = Clock::now(), last_look_ = Clock::now();
 };
 

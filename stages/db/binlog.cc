@@ -95,18 +95,26 @@ Result<std::unique_ptr<BinlogStream>> BinlogStream::Open(const ConnectionOptions
                                                          const std::string& position, const std::string& table,
                                                          const std::string& id_column) {
   std::unique_ptr<BinlogStream> s(new BinlogStream());
-  Result<std::unique_ptr<Connection>> c = Connection::Open(options);
+  // The server sends a heartbeat every second: a dump silent for 10 s is a dead connection.
+  ConnectionOptions dump = options;
+  dump.read_timeout_seconds = 10;
+  Result<std::unique_ptr<Connection>> c = Connection::Open(dump);
   if (!c.ok()) return c.status();
   s->connection_ = std::move(*c);
   Connection& conn = *s->connection_;
-  s->database_ = options.database;
-  s->table_ = table;
-  Result<std::optional<std::string>> place = conn.QueryValue(
-      "SELECT ORDINAL_POSITION FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = " +
+  // The names as the server stores them (and writes them in its table maps), whatever case
+  // the options spelled them in (lower_case_table_names); the id column's place in a row.
+  Result<Rows> place = conn.Query(
+      "SELECT TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = "
+      "DATABASE() AND TABLE_NAME = " +
       conn.Quote(table) + " AND COLUMN_NAME = " + conn.Quote(id_column));
   if (!place.ok()) return place.status();
-  if (!*place) return Status::NotFound(fmt::format("the event table {} has no column {}", table, id_column));
-  s->id_index_ = static_cast<unsigned>(std::stoul(**place)) - 1;
+  if (place->rows.empty() || !place->rows[0][0] || !place->rows[0][1] || !place->rows[0][2]) {
+    return Status::NotFound(fmt::format("the event table {} has no column {}", table, id_column));
+  }
+  s->database_ = *place->rows[0][0];
+  s->table_ = *place->rows[0][1];
+  s->id_index_ = static_cast<unsigned>(std::stoul(*place->rows[0][2])) - 1;
   // A GTID position, the checksums the server writes, a heartbeat every second.
   if (Status st = conn.Execute(
           "SET @slave_connect_state = " + conn.Quote(position) +
