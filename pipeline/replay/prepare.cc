@@ -625,6 +625,11 @@ Status Build::StartReader(const GapSet& watched) {
   Result<std::unique_ptr<Reader>> reader = Reader::Make(std::move(*reader_conn), ro);
   if (!reader.ok()) return reader.status();
   Reader& r = **reader;
+  // A run that will follow the binlog, where the server proves holes final: holes are judged by
+  // the proof alone from the start, never by the fallback rule or the wall clock (a transaction
+  // open past --settle keeps its hole watched; it is read under the cut-over's lock at the
+  // latest), as following will judge them (follow.cc).
+  if (o_.follow && follow_choice_.binlog && r.gap_counts().proves_with_server) r.FollowCommitLog();
   source_ = std::move(*reader);
   if (o_.max_events_per_second > 0 || o_.throttle_threads_running > 0) {
     std::unique_ptr<Connection> probe;

@@ -141,13 +141,16 @@ void GapWatch::Proven(int64_t since, std::optional<int64_t> oldest_writer_us) {
     samples_.pop_front();
   }
   // A transaction open longer than the settle window holds the proof back: judge by the
-  // fallback rule meanwhile (said once), as the window promised.
+  // fallback rule meanwhile (said once), as the window promised; following a commit log, the
+  // holes wait for it instead (FollowCommitLog).
   const bool stalled = !samples_.empty() && oldest_writer_us &&
                        static_cast<double>(since - oldest) >= options_.settle_seconds * 1e6;
   if (stalled && !warned_stall_) {
-    PrintLine(fmt::format("a transaction open for {} s holds back the proof that holes are final; "
-                          "judging them by the event table's times and ids meanwhile (see docs/replay.md, late commits)",
-                          (since - oldest) / 1'000'000));
+    PrintLine(fmt::format("a transaction open for {} s holds back the proof that holes are final; {}",
+                          (since - oldest) / 1'000'000,
+                          commit_log_ ? "its holes stay watched until it ends (the binlog will say if it commits)"
+                                      : "judging them by the event table's times and ids meanwhile (see "
+                                        "docs/replay.md, late commits)"));
     warned_stall_ = true;
   }
   proof_stalled_ = stalled;
