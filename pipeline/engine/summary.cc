@@ -42,6 +42,25 @@ std::string ReplaySummary::Outcome() const {
   return "NOT swapped in:";
 }
 
+std::string ReplaySummary::Following() const {
+  std::string out;
+  if (rebuild_before_following) {
+    const auto [rebuilt, rebuild_s] = RebuildShare();
+    out += fmt::format("followed after the {}: {} new event(s) in {:.2f} s\n", swapped ? "swap" : "catch-up",
+                       WithThousands(events_read - rebuilt), seconds - rebuild_s);
+  }
+  if (!follow_source.empty()) {
+    out += fmt::format("follow source: {} ({})\n", follow_source == "binlog" ? "the server's binlog" : "polling",
+                       follow_source_why);
+  }
+  if (edited_events > 0) {
+    out += fmt::format("edited: {} row(s) of the event table updated or deleted while following: rebuild the read "
+                       "models that read them\n",
+                       WithThousands(edited_events));
+  }
+  return out;
+}
+
 std::string ReplaySummary::Text() const {
   using A = AlignedTable::Align;
   AlignedTable table({{"read model", A::kLeft}, {"events", A::kRight}, {"rows written", A::kRight},
@@ -87,19 +106,7 @@ std::string ReplaySummary::Text() const {
       }
     }
   }
-  if (rebuild_before_following) {
-    out += fmt::format("followed after the {}: {} new event(s) in {:.2f} s\n", swapped ? "swap" : "catch-up",
-                       WithThousands(events_read - rebuilt), seconds - rebuild_s);
-  }
-  if (!follow_source.empty()) {
-    out += fmt::format("follow source: {} ({})\n", follow_source == "binlog" ? "the server's binlog" : "polling",
-                       follow_source_why);
-  }
-  if (edited_events > 0) {
-    out += fmt::format("edited: {} row(s) of the event table updated or deleted while following: rebuild the read "
-                       "models that read them\n",
-                       WithThousands(edited_events));
-  }
+  out += Following();
   if (finality == "server") {
     out += "finality: missing ids proven final by the server's open transactions\n";
   } else if (finality == "fallback") {

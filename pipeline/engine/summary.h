@@ -100,6 +100,7 @@ struct ReplaySummary {
   int ExitCode() const;
   std::string Text() const;
   std::string Outcome() const;  // what became of the read models (Text's line)
+  std::string Following() const;  // the following's lines of Text: its events, its source, the edits
   std::string Json() const;
 };
 

@@ -175,6 +175,69 @@ Result<std::vector<Checkpoint>> ForLiveTable(Connection& c, const std::string& l
   return out;
 }
 
+// The columns of StatusRows' query, named for messages.
+static constexpr const char* kColumns[] = {
+    "projector",      "target_table",  "live_table",    "status",      "last_event_id",
+    "behind",         "failures",      "run_id",        "last run at", "seconds",
+    "events/s",       "late_events",   "gaps_given_up", "gaps",        "source",
+    "events_applied", "rewind_version", "reconciled_events", "missed_events", "follow_source",
+    "edited_events"};
+// One row of StatusRows' query, read; an error names the first column whose text is not what
+// its type says.
+static Result<StatusRow> StatusRowOf(const std::vector<std::optional<std::string>>& row) {
+  std::string bad;  // the first column whose text is not what its type says
+  auto text = [&](size_t i) { return row[i].value_or(""); };
+  auto id = [&](size_t i) -> std::optional<EventId> {
+    if (!row[i]) return std::nullopt;
+    std::optional<EventId> v = ParseEventId(*row[i]);
+    if (!v && bad.empty()) bad = std::string(kColumns[i]) + " = " + *row[i];
+    return v;
+  };
+  auto count = [&](size_t i) -> uint64_t {
+    uint64_t v = 0;
+    const std::string s = text(i);
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if ((ec != std::errc() || end != s.data() + s.size()) && bad.empty())
+      bad = std::string(kColumns[i]) + " = " + s;
+    return v;
+  };
+  auto real = [&](size_t i) -> std::optional<double> {
+    if (!row[i]) return std::nullopt;
+    double v = 0;
+    const std::string& s = *row[i];
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if ((ec != std::errc() || end != s.data() + s.size()) && bad.empty())
+      bad = std::string(kColumns[i]) + " = " + s;
+    return v;
+  };
+  StatusRow checkpoint{.projector = text(0),
+                       .table = text(1),
+                       .live_table = text(2),
+                       .status = text(3),
+                       .checkpoint = id(4),
+                       .behind = id(5),
+                       .failures = count(6),
+                       .run_id = text(7),
+                       .last_run_at = row[8],
+                       .seconds = real(9),
+                       .events_per_second = real(10),
+                       .late_events = count(11),
+                       .gaps_given_up = count(12),
+                       .gaps_watched = count(13),
+                       .reconciled_events = count(17),
+                       .missed_events = count(18),
+                       .follow_source = text(19),
+                       .edited_events = count(20),
+                       .source = text(14),
+                       .events_applied = count(15),
+                       .rewind_version = row[16]};
+  if (!bad.empty()) {
+    return Status::Internal(
+        fmt::format("{} holds a value status cannot read: {}", kCheckpointTable, bad));
+  }
+  return checkpoint;
+}
+
 Result<std::vector<StatusRow>> StatusRows(Connection& c, EventId head, int layout) {
   const std::string head_text = head == kBeforeFirstId ? "NULL" : IdText(head);
   // Layouts before 5 have no rewind_version column: read as NULL (status changes nothing).
@@ -194,67 +257,12 @@ Result<std::vector<StatusRow>> StatusRows(Connection& c, EventId head, int layou
       fmt::arg("reconciled", layout >= 8 ? "k.reconciled_events, k.missed_events" : "0, 0"),
       fmt::arg("follow", layout >= 11 ? "k.follow_source, k.edited_events" : "'', 0")));
   if (!r.ok()) return r.status();
-  // The columns above, named for messages.
-  static constexpr const char* kColumns[] = {
-      "projector",      "target_table",  "live_table",    "status",      "last_event_id",
-      "behind",         "failures",      "run_id",        "last run at", "seconds",
-      "events/s",       "late_events",   "gaps_given_up", "gaps",        "source",
-      "events_applied", "rewind_version", "reconciled_events", "missed_events", "follow_source",
-      "edited_events"};
   std::vector<StatusRow> out;
   out.reserve(r->rows.size());
   for (const auto& row : r->rows) {
-    std::string bad;  // the first column whose text is not what its type says
-    auto text = [&](size_t i) { return row[i].value_or(""); };
-    auto id = [&](size_t i) -> std::optional<EventId> {
-      if (!row[i]) return std::nullopt;
-      std::optional<EventId> v = ParseEventId(*row[i]);
-      if (!v && bad.empty()) bad = std::string(kColumns[i]) + " = " + *row[i];
-      return v;
-    };
-    auto count = [&](size_t i) -> uint64_t {
-      uint64_t v = 0;
-      const std::string s = text(i);
-      const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-      if ((ec != std::errc() || end != s.data() + s.size()) && bad.empty())
-        bad = std::string(kColumns[i]) + " = " + s;
-      return v;
-    };
-    auto real = [&](size_t i) -> std::optional<double> {
-      if (!row[i]) return std::nullopt;
-      double v = 0;
-      const std::string& s = *row[i];
-      const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-      if ((ec != std::errc() || end != s.data() + s.size()) && bad.empty())
-        bad = std::string(kColumns[i]) + " = " + s;
-      return v;
-    };
-    StatusRow checkpoint{.projector = text(0),
-                         .table = text(1),
-                         .live_table = text(2),
-                         .status = text(3),
-                         .checkpoint = id(4),
-                         .behind = id(5),
-                         .failures = count(6),
-                         .run_id = text(7),
-                         .last_run_at = row[8],
-                         .seconds = real(9),
-                         .events_per_second = real(10),
-                         .late_events = count(11),
-                         .gaps_given_up = count(12),
-                         .gaps_watched = count(13),
-                         .reconciled_events = count(17),
-                         .missed_events = count(18),
-                         .follow_source = text(19),
-                         .edited_events = count(20),
-                         .source = text(14),
-                         .events_applied = count(15),
-                         .rewind_version = row[16]};
-    if (!bad.empty()) {
-      return Status::Internal(
-          fmt::format("{} holds a value status cannot read: {}", kCheckpointTable, bad));
-    }
-    out.push_back(std::move(checkpoint));
+    Result<StatusRow> checkpoint = StatusRowOf(row);
+    if (!checkpoint.ok()) return checkpoint.status();
+    out.push_back(std::move(*checkpoint));
   }
   return out;
 }
