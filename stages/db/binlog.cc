@@ -45,6 +45,22 @@ std::optional<EventId> IdOf(const MARIADB_RPL_VALUE& v) {
   }
 }
 
+// The GTIDs of a position ("0-1-100,1-2-7", as @@gtid_binlog_pos writes it), each trimmed.
+std::vector<std::string> Gtids(const std::string& position) {
+  std::vector<std::string> out;
+  size_t from = 0;
+  while (from < position.size()) {
+    size_t comma = position.find(',', from);
+    if (comma == std::string::npos) comma = position.size();
+    const std::string piece = position.substr(from, comma - from);
+    const size_t first = piece.find_first_of("0123456789");
+    const size_t last = piece.find_last_of("0123456789");
+    if (first != std::string::npos) out.push_back(piece.substr(first, last - first + 1));
+    from = comma + 1;
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<BinlogAccess> CheckBinlog(Connection& c, const std::string& table, const std::string& id_column) {
@@ -123,20 +139,7 @@ Result<std::unique_ptr<BinlogStream>> BinlogStream::Open(const ConnectionOptions
       !st.ok()) {
     return st;
   }
-  for (const auto& gtid : [&] {
-         std::vector<std::string> parts;
-         size_t from = 0;
-         while (from < position.size()) {
-           size_t comma = position.find(',', from);
-           if (comma == std::string::npos) comma = position.size();
-           parts.push_back(position.substr(from, comma - from));
-           from = comma + 1;
-         }
-         return parts;
-       }()) {
-    const std::string g = gtid.substr(gtid.find_first_not_of(" \n"));
-    s->gtids_[static_cast<uint32_t>(std::stoul(g))] = g;
-  }
+  for (const std::string& gtid : Gtids(position)) s->gtids_[static_cast<uint32_t>(std::stoul(gtid))] = gtid;
   s->server_id_ = static_cast<uint32_t>(3'000'000'000u + conn.thread_id() % 1'000'000'000u);
   s->rpl_ = mariadb_rpl_init(conn.raw());
   if (s->rpl_ == nullptr) return Status::Internal("cannot start a binlog dump: out of memory");
