@@ -6,7 +6,7 @@
 //   CheckBinlog        whether a server can serve it to this user, and if not, why: the
 //                      binary log on (log_bin), in row format (binlog_format=ROW), whole
 //                      rows (binlog_row_image=FULL), the REPLICATION SLAVE grant (dumping the
-//                      log) and BINLOG MONITOR (reading its position), an integer id column
+//                      log; its position, @@gtid_binlog_pos, anyone may read), an integer id column
 //   ReadBinlogPosition the server's GTID position now (@@gtid_binlog_pos)
 //   BinlogStream       a dump from a GTID position on a connection of its own, with a
 //                      server id of its own (3,000,000,000 + its connection's id: unique on
