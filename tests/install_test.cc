@@ -134,7 +134,8 @@ TEST(Completion, CompletesOptionsAndCommandsInBash) {
                        std::to_string(cword) + " && _rewind && printf '%s\\n' \"${COMPREPLY[@]}\"",
                    kCompletion});
   };
-  EXPECT_EQ(complete("rewind --fol", 1), "--follow\n");
+  EXPECT_EQ(complete("rewind --fol", 1), "--follow\n--follow-source\n");
+  EXPECT_EQ(complete("rewind replay --follow-source ''", 3), "auto\nbinlog\npoll\n");
   EXPECT_EQ(complete("rewind --host db1 rep", 3), "replay\n");
   EXPECT_EQ(complete("rewind --progress ''", 2), "auto\nbar\nplain\nnone\n");
   EXPECT_EQ(complete("rewind status --format ''", 3), "text\njson\nprometheus\n");
