@@ -14,8 +14,9 @@
 //    hole) or read when their id commits. Nothing of the binlog needs keeping across a
 //    restart: a follower started again keeps its checkpoints' holes, reads the table to the
 //    head, then the binlog from the position it read before that, so a purged log never
-//    leaves a gap. A lost stream (a server restart, a statement-format change of the table)
-//    does the same again. Every --poll seconds it also looks at the table as polling does:
+//    leaves a gap. A lost stream (a server restart) does the same again; a commit whose ids
+//    the binlog does not give (statement format, rows libmariadb cannot decode: a CHAR in a
+//    multi-byte character set) has the table looked at. Every --poll seconds it also looks at the table as polling does:
 //    the net for writes the binlog does not show (sql_log_bin=0). Updates and deletes of the
 //    event table's rows (events are immutable) are counted, said, and kept in every followed
 //    read model's checkpoint: it needs a rebuild (rewind status).
@@ -211,8 +212,12 @@ class BinlogFollower {
       Result<bool> took = Take();
       if (!took.ok()) return took.status();
       if (!*took) continue;  // the feed starts again
-      if (Clock::now() - last_look_ >= poll_) {
+      if (Clock::now() - last_look_ >= poll_ || (look_at_ && Clock::now() >= *look_at_)) {
         last_look_ = Clock::now();
+        // A commit whose ids are unknown: looked at now, and once more a little later (it may
+        // not be visible yet: the binlog is written before the engine's commit).
+        look_at_ = look_again_ ? std::optional(last_look_ + kGather) : std::nullopt;
+        look_again_ = false;
         if (Status s = Pass(/*look=*/true); !s.ok()) return s;
       } else if (!awaited_.empty() && Clock::now() >= last_pass_ + kGather) {
         if (Status s = Pass(/*look=*/false); !s.ok()) return s;
@@ -240,8 +245,9 @@ class BinlogFollower {
   }
 
   // Takes the commits the feed has (waiting a little when nothing is awaited): the ids no page
-  // read are awaited, the edits said. False when the feed must start again (lost, or a
-  // statement-format change of the table, whose ids are not known).
+  // read are awaited, the edits said; a commit whose ids are unknown (statement format, rows
+  // libmariadb cannot decode) has the table looked at. False when the feed was lost and must
+  // start again.
   Result<bool> Take() {
     std::vector<Committed> commits;
     const auto wait = std::chrono::milliseconds(awaited_.empty() ? 200 : 0);
@@ -252,18 +258,24 @@ class BinlogFollower {
       feed_.reset();
       return false;
     }
-    bool reread = false;
     uint64_t edited = 0;
     for (const Committed& c : commits) {
-      reread |= c.unreadable;
+      if (c.unreadable) {  // its ids unknown: the table is looked at (Run)
+        look_at_ = Clock::now();
+        look_again_ = true;
+      }
+      if (!c.undecodable.empty() && !said_undecodable_) {
+        fmt::print(stderr, "rewind: the binlog's rows of {} cannot be decoded here ({}): each of their commits is "
+                   "read from the table by a look instead\n", b_.options().events.table, c.undecodable);
+        said_undecodable_ = true;
+      }
       edited += c.edited;
       for (EventId id : c.inserted) {
         if (id > source_.head() || source_.Watching(id)) awaited_.emplace(id, Clock::now());
       }
     }
     SayEdits(b_, edited);
-    if (reread) feed_.reset();
-    return !reread;
+    return true;
   }
 
   // A pass to the head read now: the awaited commits, and with `look` the watched holes read
@@ -305,6 +317,9 @@ class BinlogFollower {
   // Committed (the binlog says), not read by a pass yet: since when.
   std::map<EventId, Clock::time_point> awaited_;
   static constexpr auto kAwaitAtMost = std::chrono::seconds(10);
+  std::optional<Clock::time_point> look_at_;  // a look due before the next --poll
+  bool look_again_ = false;                    // and one more kGather after it
+  bool said_undecodable_ = false;
   Clock::time_point last_pass_ = Clock::now(), last_look_ = Clock::now();
 };
 

@@ -257,8 +257,11 @@ Status BinlogStream::TakeRows(MARIADB_RPL_EVENT* ev) {
   touched_ = true;
   MARIADB_RPL_ROW* rows = mariadb_rpl_extract_rows(rpl_, table_map_, ev);
   if (rows == nullptr) {
-    return Status::Error(Status::Code::kDatabase, fmt::format("cannot decode the binlog's rows of {}: {}", table_,
-                                     mysql_error(connection_->raw())));
+    // libmariadb cannot decode some columns' rows (a CHAR in a multi-byte character set, as
+    // Laravel's aggregate_uuid): the commit is known, its ids are not.
+    pending_.unreadable = true;
+    pending_.undecodable = mysql_error(connection_->raw());
+    return Status::Ok();
   }
   const bool insert = ev->event_type == WRITE_ROWS_EVENT_V1 || ev->event_type == WRITE_ROWS_EVENT;
   const bool update = ev->event_type == UPDATE_ROWS_EVENT_V1 || ev->event_type == UPDATE_ROWS_EVENT;

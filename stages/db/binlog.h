@@ -19,8 +19,9 @@
 // the decoder stay the one road in); UPDATE_ROWS and DELETE_ROWS are edits of immutable
 // events, counted. A transaction is handed on at its commit (XID, or a COMMIT query for a
 // non-transactional table). A statement-format change of the event table (a session that set
-// binlog_format=STATEMENT) carries no ids: the transaction comes with `unreadable` set, and
-// the follower reads the table again instead. The server sends a heartbeat every second
+// binlog_format=STATEMENT) carries no ids, nor do rows libmariadb cannot decode (a CHAR in a
+// multi-byte character set: "Malformed row data packet stream"): the transaction comes with
+// `unreadable` set, and the follower looks at the table instead. The server sends a heartbeat every second
 // when it has nothing to send, so Next() returns at least that often.
 //
 // Thread safety: a BinlogStream is used by one thread at a time.
@@ -59,7 +60,10 @@ Result<std::string> ReadBinlogPosition(Connection& c);
 struct Committed {
   std::vector<EventId> inserted;  // the ids it inserted, in the order written
   uint64_t edited = 0;            // event-table rows it updated or deleted
-  bool unreadable = false;        // it changed the table in statement format: ids unknown
+  // Its ids are unknown: it changed the table in statement format, or its rows could not be
+  // decoded (`undecodable` says why).
+  bool unreadable = false;
+  std::string undecodable;
 };
 
 class BinlogStream {
@@ -82,6 +86,7 @@ class BinlogStream {
   // Transactions and row events read (every table's), for the metrics.
   uint64_t transactions() const { return transactions_; }
   uint32_t server_id() const { return server_id_; }
+
 
  private:
   BinlogStream() = default;
