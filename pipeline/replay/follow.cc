@@ -59,6 +59,20 @@ Status Reconcile(Build& b) {
   return Status::Ok();
 }
 
+// After a pass that read on from `from` (the summary's events_read `before` it, the gap counts
+// `was`): says what it read, unless quiet, and moves the summary's head.
+void SayFollowed(Build& b, EventId from, uint64_t before, const GapCounts& was) {
+  const RunSpec& o = b.options();
+  ReplaySummary& sum = b.summary();
+  EventSource& source = b.source();
+  if (o.progress != ProgressMode::kQuiet && sum.events_read > before) {
+    fmt::print(stderr, "rewind: followed events after {} up to {} ({} new, {} late)\n",
+               IdShown(o.events.id_form, from), IdShown(o.events.id_form, source.head()), sum.events_read - before,
+               source.gap_counts().late_events - was.late_events);
+  }
+  sum.head_id = source.head();
+}
+
 // Polling: looks for new events every --poll seconds. Ids missing below the head are watched
 // for the settle window, then given up (counted in status); the reconciliation reads the
 // holes judged final again every --reconcile seconds.
@@ -66,7 +80,6 @@ Status FollowByPolling(Build& b) {
   const RunSpec& o = b.options();
   ReplaySummary& sum = b.summary();
   EventSource& source = b.source();
-  const bool quiet = o.progress == ProgressMode::kQuiet;
   const auto poll = std::chrono::milliseconds(static_cast<int64_t>(o.poll_seconds * 1000));
   const auto reconcile_every = std::chrono::duration<double>(o.reconcile_seconds);
   auto reconciled_at = std::chrono::steady_clock::now();
@@ -90,12 +103,7 @@ Status FollowByPolling(Build& b) {
                  given, o.settle_seconds);
       b.SetStatus(CheckpointStatus::kFollowing, given);
     }
-    if (!quiet && (sum.events_read > before)) {
-      fmt::print(stderr, "rewind: followed events after {} up to {} ({} new, {} late)\n",
-                 IdShown(o.events.id_form, from), IdShown(o.events.id_form, source.head()), sum.events_read - before,
-                 source.gap_counts().late_events - was.late_events);
-    }
-    sum.head_id = source.head();
+    SayFollowed(b, from, before, was);
   }
   return Status::Ok();
 }
@@ -283,8 +291,10 @@ class BinlogFollower {
   Status Pass(bool look) {
     Result<Head> now = source_.ReadHead();
     if (!now.ok()) return now.status();
-    ReplaySummary& sum = b_.summary();
     const GapCounts was = source_.gap_counts();
+    // A look that finds nothing new, no hole and nothing awaited makes no pass (as polling).
+    if (now->id <= source_.head() && was.watched == 0 && awaited_.empty()) return Status::Ok();
+    const ReplaySummary& sum = b_.summary();
     const uint64_t before = sum.events_read;
     const EventId from = source_.head();
     const bool recheck = was.watched > 0 && (look || awaited_.begin()->first <= source_.head());
@@ -300,13 +310,7 @@ class BinlogFollower {
     std::erase_if(awaited_, [&](const auto& a) {
       return (a.first <= source_.position() && !source_.Watching(a.first)) || last_pass_ - a.second > kAwaitAtMost;
     });
-    const RunSpec& o = b_.options();
-    if (o.progress != ProgressMode::kQuiet && sum.events_read > before) {
-      fmt::print(stderr, "rewind: followed events after {} up to {} ({} new, {} late)\n",
-                 IdShown(o.events.id_form, from), IdShown(o.events.id_form, source_.head()), sum.events_read - before,
-                 source_.gap_counts().late_events - was.late_events);
-    }
-    sum.head_id = source_.head();
+    SayFollowed(b_, from, before, was);
     return Status::Ok();
   }
 
